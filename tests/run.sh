@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# The test command: creates .venv on first use (or when the install recipe changed), then runs
+# the whole suite offline. Extra arguments go to pytest (e.g. -m "not slow", -k medfact).
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+stamp=".venv/.installed-$(cat pyproject.toml examples/install.sh | sha256sum | cut -c1-16)"
+if [ ! -f "$stamp" ]; then
+  [ -x .venv/bin/python ] || python3 -m venv .venv
+  # shellcheck disable=SC1091
+  . .venv/bin/activate
+  bash examples/install.sh
+  rm -f .venv/.installed-* && touch "$stamp"
+fi
+# shellcheck disable=SC1091
+. .venv/bin/activate
+export HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 TOKENIZERS_PARALLELISM=false
+exec python -m pytest "$@"

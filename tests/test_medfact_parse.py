@@ -1,0 +1,69 @@
+import json
+
+import pytest
+
+from lm_eval_tasks.utils import medfact
+
+
+@pytest.mark.parametrize(
+    "reply, score, label, strict",
+    [
+        ("<think>The trial supports it.</think><score>2</score>", 2, "SUPPORT", True),
+        ("<think>Partly.</think>\n<score>1</score>\n", 1, "SUPPORT", True),
+        ("  <think>x</think>\n<score> -1 </score>", -1, "CONTRADICT", True),
+        ("<think>x</think><score>-2</score>", -2, "CONTRADICT", True),
+        ("<think>x</think><score>0</score>", 0, "NEI", True),
+        ("<think>x</think><score>+2</score>", 2, "SUPPORT", True),
+        # cut at the stop string </score>: the integer is complete, so it parses
+        ("<think>x</think>\n<score>1", 1, "SUPPORT", True),
+        ("<think>x</think>\n<score>-", None, "INVALID", False),
+        # no think block: parseable, but not the requested format
+        ("<score>0</score>", 0, "NEI", False),
+        # out of range, not an integer, empty, absent
+        ("<think>x</think><score>3</score>", None, "INVALID", False),
+        ("<think>x</think><score>1.5</score>", None, "INVALID", False),
+        ("<think>x</think><score>two</score>", None, "INVALID", False),
+        ("<think>x</think><score></score>", None, "INVALID", False),
+        ("<think>x</think><score>\uff11</score>", None, "INVALID", False),  # full-width digit is not ASCII
+        ("The article supports the claim.", None, "INVALID", False),
+        ("<think>x</think><score>[the integer score only]</score>", None, "INVALID", False),
+        # the first score block wins, even inside the reasoning; extra blocks break strict format
+        ("<score>1</score> then <score>-2</score>", 1, "SUPPORT", False),
+        ("<think>maybe <score>0</score></think><score>2</score>", 0, "NEI", False),
+        ("<think>a</think><think>b</think><score>1</score>", 1, "SUPPORT", False),
+        ("<think>x</think><score>1</score> Anything else.", 1, "SUPPORT", False),
+        ("<think>x</think><score>1 and more", None, "INVALID", False),
+        ("Answer: <think>x</think><score>1</score>", 1, "SUPPORT", False),
+    ],
+)
+def test_parse_label_and_strict_format(reply, score, label, strict):
+    assert medfact.parse_score(reply) == score
+    assert medfact.predicted_label(reply) == label
+    assert medfact.is_strict_format(reply) is strict
+
+
+def test_score_reply_counts_invalid_as_wrong():
+    assert medfact.score_reply("no score here", "NEI") == {"accuracy": 0.0, "parseable_score": 0.0, "strict_format": 0.0}
+    assert medfact.score_reply("<think>t</think><score>0</score>", "NEI") == {
+        "accuracy": 1.0, "parseable_score": 1.0, "strict_format": 1.0}
+    assert medfact.score_reply("<score>-1</score>", "NEI") == {"accuracy": 0.0, "parseable_score": 1.0, "strict_format": 0.0}
+
+
+def test_agrees_with_med_v1_extracted_scores_on_all_340_scifact_outputs(shared_data):
+    path = shared_data / "medfact_bench" / "scifact_medv1" / "claim_source_example_output_file.jsonl"
+    rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+    assert len(rows) == 340
+    disagreements = [(i, r["extracted_score"], medfact.parse_score(r["raw_output"]))
+                     for i, r in enumerate(rows) if medfact.parse_score(r["raw_output"]) != r["extracted_score"]]
+    assert disagreements == []
+    # Med-V1's own score counts, from PROVENANCE.md: 2->91, 1->51, 0->125, -1->8, -2->65
+    counts = {s: sum(medfact.parse_score(r["raw_output"]) == s for r in rows) for s in (2, 1, 0, -1, -2)}
+    assert counts == {2: 91, 1: 51, 0: 125, -1: 8, -2: 65}
+    assert sum(medfact.is_strict_format(r["raw_output"]) for r in rows) == 340
+
+
+def test_user_prompt_matches_the_published_prompts(shared_data):
+    base = shared_data / "medfact_bench" / "scifact_medv1"
+    pairs = json.loads((base / "claim_source_example_input_file.json").read_text(encoding="utf-8"))
+    prompts = [json.loads(line) for line in (base / "prompts_example_input_file.jsonl").read_text(encoding="utf-8").splitlines()]
+    assert [medfact.user_prompt(p["source"], p["claim"]) for p in pairs] == [p["user_prompt"] for p in prompts]

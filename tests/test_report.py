@@ -1,0 +1,135 @@
+import json
+
+import pytest
+
+from lm_eval_tasks.__main__ import main as cli
+from lm_eval_tasks.utils import report as report_mod
+from lm_eval_tasks.utils.data import DataError
+
+STAMP = "2026-11-29T10-00-00.000000"
+STRICT = "<think>reason</think><score>{}</score>"
+# (gold, reply) per task; hand-worked expectations in the test below.
+SCIFACT = [("SUPPORT", STRICT.format(2)), ("NEI", STRICT.format(0)), ("CONTRADICT", STRICT.format(1)),
+           ("SUPPORT", "I cannot decide.")]
+HEALTHVER = [("NEI", STRICT.format(-2)), ("CONTRADICT", "<score>-1</score>"), ("CONTRADICT", STRICT.format(-2))]
+
+
+def write_run(folder, tasks, model_args=None, n_original=None):
+    folder.mkdir(parents=True, exist_ok=True)
+    results = {
+        "configs": {task: {} for task in tasks},
+        "n-samples": {task: {"original": (n_original or {}).get(task, len(rows)), "effective": len(rows)}
+                      for task, rows in tasks.items()},
+        "config": {"model": "hf", "model_args": model_args or {"pretrained": "m"}, "limit": None},
+        "lm_eval_version": "0.4.13", "chat_template_sha": "abc", "versions": {t: 1.0 for t in tasks},
+    }
+    (folder / f"results_{STAMP}.json").write_text(json.dumps(results), encoding="utf-8")
+    for task, rows in tasks.items():
+        component = {"medfact_bench_scifact": "scifact", "medfact_bench_healthver": "healthver"}[task]
+        with (folder / f"samples_{task}_{STAMP}.jsonl").open("w", encoding="utf-8") as handle:
+            for i, (gold, reply) in enumerate(rows):
+                handle.write(json.dumps({"doc_id": i, "doc": {"dataset": component, "label": gold},
+                                         "doc_hash": f"{task}-{i}", "filter": "none", "resps": [[reply]],
+                                         "filtered_resps": [reply]}) + "\n")
+    return folder
+
+
+@pytest.fixture
+def run_dir(tmp_path):
+    return write_run(tmp_path / "run" / "model", {"medfact_bench_scifact": SCIFACT, "medfact_bench_healthver": HEALTHVER},
+                     n_original={"medfact_bench_scifact": 340, "medfact_bench_healthver": 1823})
+
+
+def test_hand_worked_medfact_report(run_dir):
+    bench = report_mod.build_report(run_dir.parent)["benchmarks"]["medfact_bench"]
+    # scifact: SUPPORT ok, NEI ok, CONTRADICT->SUPPORT, SUPPORT->INVALID: 2/4
+    # healthver: NEI->CONTRADICT, CONTRADICT ok, CONTRADICT ok: 2/3
+    assert bench["n_items"] == 7 and bench["n_invalid"] == 1
+    assert bench["accuracy_micro"]["value"] == pytest.approx(4 / 7)
+    assert bench["accuracy_macro"]["value"] == pytest.approx((2 / 4 + 2 / 3) / 2)
+    assert bench["components"]["scifact"]["accuracy"]["value"] == 0.5
+    assert bench["components"]["healthver"]["accuracy"]["value"] == pytest.approx(2 / 3)
+    assert bench["rates"]["parseable_score"]["value"] == pytest.approx(6 / 7)
+    assert bench["rates"]["strict_format"]["value"] == pytest.approx(5 / 7)
+    assert bench["confusion_matrix"] == {"gold": ["SUPPORT", "NEI", "CONTRADICT"],
+                                         "predicted": ["SUPPORT", "NEI", "CONTRADICT", "INVALID"],
+                                         "counts": [[1, 0, 0, 1], [0, 1, 1, 0], [1, 0, 2, 0]]}
+    assert bench["per_class"]["SUPPORT"] == {"precision": 0.5, "recall": 0.5, "f1": 0.5, "support": 2}
+    assert bench["macro_f1"]["value"] == pytest.approx((0.5 + 2 / 3 + 2 / 3) / 3)
+    for key in ("accuracy_micro", "accuracy_macro", "macro_f1"):
+        assert bench[key]["low"] <= bench[key]["value"] <= bench[key]["high"]
+    assert bench["coverage"]["scifact"] == {"expected": 340, "loaded": 340, "scored": 4, "complete": False}
+    assert bench["coverage"]["healthver"] == {"expected": 903, "loaded": 1823, "scored": 3, "complete": False}
+    assert bench["coverage"]["medaesqa"] == {"expected": 9106, "loaded": None, "scored": 0, "complete": False}
+    assert bench["full_coverage"] is False and bench["paper_comparable"]["value"] is None
+
+
+def test_cli_writes_json_markdown_and_png(run_dir, tmp_path, capsys):
+    assert cli(["report", str(run_dir), "--out", str(tmp_path / "rep")]) == 0
+    files = sorted(p.name for p in (tmp_path / "rep").iterdir())
+    assert files == ["confusion_medfact_bench.png", "report.json", "report.md"]
+    saved = json.loads((tmp_path / "rep" / "report.json").read_text(encoding="utf-8"))
+    assert saved["schema_version"] == report_mod.SCHEMA_VERSION
+    assert saved["bootstrap"]["n_resamples"] == 1000
+    assert (tmp_path / "rep" / "confusion_medfact_bench.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    markdown = (tmp_path / "rep" / "report.md").read_text(encoding="utf-8")
+    assert "| scifact | 340 | 340 | 4 | no | 0.500 [" in markdown
+    assert "partial coverage" in capsys.readouterr().out
+
+
+def test_bad_samples_file_leaves_no_report(run_dir, tmp_path):
+    samples = run_dir / f"samples_medfact_bench_healthver_{STAMP}.jsonl"
+    samples.write_text(samples.read_text(encoding="utf-8") + "{broken\n", encoding="utf-8")
+    out = tmp_path / "rep"
+    with pytest.raises(DataError, match=r"samples_medfact_bench_healthver_.*\.jsonl, line 4: invalid JSON"):
+        report_mod.write_report(run_dir, out)
+    assert not out.exists() or list(out.iterdir()) == []
+    assert cli(["report", str(run_dir), "--out", str(out)]) == 1
+
+
+def test_sample_that_cannot_be_scored_is_named(run_dir):
+    samples = run_dir / f"samples_medfact_bench_scifact_{STAMP}.jsonl"
+    rows = samples.read_text(encoding="utf-8").splitlines()
+    broken = json.loads(rows[1])
+    del broken["doc"]["label"]
+    rows[1] = json.dumps(broken)
+    samples.write_text("\n".join(rows) + "\n", encoding="utf-8")
+    with pytest.raises(DataError, match=r"samples_medfact_bench_scifact_.*\.jsonl, line 2: cannot score"):
+        report_mod.build_report(run_dir)
+
+
+def test_missing_samples_file_asks_for_log_samples(run_dir):
+    (run_dir / f"samples_medfact_bench_scifact_{STAMP}.jsonl").unlink()
+    with pytest.raises(DataError, match="--log_samples"):
+        report_mod.build_report(run_dir)
+
+
+def test_full_coverage_gives_the_paper_comparable_number(tmp_path):
+    from dataclasses import replace
+
+    from lm_eval_tasks.utils import medfact
+
+    spec = replace(medfact.REPORT_SPEC, expected_counts={"scifact": 4, "healthver": 3})
+    run = report_mod.load_run(write_run(tmp_path, {"medfact_bench_scifact": SCIFACT, "medfact_bench_healthver": HEALTHVER}))
+    bench = report_mod.benchmark_report(report_mod.score_run(run, spec), spec, run)
+    assert bench["full_coverage"] is True
+    assert bench["paper_comparable"]["value"] == pytest.approx((2 / 4 + 2 / 3) / 2)
+
+
+def test_credentials_never_reach_the_report(tmp_path):
+    folder = write_run(tmp_path, {"medfact_bench_scifact": SCIFACT},
+                       model_args={"model": "gpt", "api_key": "sk-secret", "base_url": "http://x"})
+    text = json.dumps(report_mod.build_report(folder))
+    assert "sk-secret" not in text and '"api_key": "***"' in text
+    assert report_mod.redact("model=x,api_key=sk-1,header=Bearer y") == "model=x,api_key=***,header=***"
+
+
+def test_paired_comparison_of_two_runs(tmp_path):
+    better = [(gold, STRICT.format({"SUPPORT": 2, "NEI": 0, "CONTRADICT": -2}[gold])) for gold, _ in SCIFACT]
+    a = write_run(tmp_path / "a", {"medfact_bench_scifact": better})
+    b = write_run(tmp_path / "b", {"medfact_bench_scifact": SCIFACT})
+    result = report_mod.compare_runs(a, b)["benchmarks"]["medfact_bench"]
+    assert result["n_paired_items"] == 4
+    assert result["accuracy_micro"]["difference"]["value"] == pytest.approx(0.5)  # 4/4 vs 2/4
+    assert (result["accuracy_micro"]["a_only_correct"], result["accuracy_micro"]["b_only_correct"]) == (2, 0)
+    assert result["accuracy_micro"]["mcnemar_p_value"] == pytest.approx(0.5)

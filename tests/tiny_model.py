@@ -1,0 +1,40 @@
+"""A tiny random-weight Llama with a locally trained BPE tokenizer (plumbing checks only)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+CHAT_TEMPLATE = (
+    "{% for m in messages %}<|{{ m['role'] }}|>\n{{ m['content'] }}</s>\n{% endfor %}"
+    "{% if add_generation_prompt %}<|assistant|>\n{% endif %}"
+)
+CORPUS = [
+    "The article clearly supports the claim about the patient outcome.",
+    "<think>The study shows a reduction in mortality.</think><score>2</score>",
+    "Question: Does aspirin reduce the risk of stroke? Answer: yes no maybe",
+    "A. hypertension B. diabetes C. asthma D. anemia. The answer is B because insulin is low.",
+    "Clinical trials, randomized controlled, cohort, evidence, abstract, conclusion, results.",
+]
+
+
+def build_tiny_model(out_dir: Path) -> Path:
+    import torch
+    from tokenizers import Tokenizer, models, pre_tokenizers, trainers, decoders
+    from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
+
+    torch.manual_seed(0)
+    tokenizer = Tokenizer(models.BPE(unk_token="<unk>"))
+    tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tokenizer.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(vocab_size=400, special_tokens=["<unk>", "<s>", "</s>", "<pad>"],
+                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+    tokenizer.train_from_iterator(CORPUS * 20, trainer)
+    fast = PreTrainedTokenizerFast(tokenizer_object=tokenizer, unk_token="<unk>", bos_token="<s>", eos_token="</s>",
+                                   pad_token="<pad>", model_max_length=2048)
+    fast.chat_template = CHAT_TEMPLATE
+    config = LlamaConfig(vocab_size=len(fast), hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                         num_attention_heads=4, num_key_value_heads=4, max_position_embeddings=2048,
+                         bos_token_id=1, eos_token_id=2, pad_token_id=3, tie_word_embeddings=True)
+    LlamaForCausalLM(config).save_pretrained(out_dir)
+    fast.save_pretrained(out_dir)
+    return out_dir

@@ -1,0 +1,310 @@
+"""The data layer every benchmark uses: where data comes from, how files are read, how they are checked.
+
+Source order (the same for every benchmark):
+
+1. ``--metadata data_dir=DIR`` (lm-eval passes it to the task's ``custom_dataset`` hook);
+2. the environment variable ``MEDEVAL_DATA_DIR``;
+3. the Hugging Face hub at the benchmark's pinned revision.
+
+``DIR`` is laid out like ``shared/data``: one folder per benchmark (``DIR/medfact_bench``,
+``DIR/pubmedqa``, ...). Offline with neither 1 nor 2, loading fails at once with a message that
+says how to supply the data.
+
+Readers return rows as plain dicts of the file's own values (CSV/TSV cells stay strings: no NA
+guessing, no dropped first row). Every check raises :class:`DataError` naming file, row and field.
+"""
+
+from __future__ import annotations
+
+import csv
+import functools
+import json
+import os
+import socket
+import threading
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlparse
+
+DATA_DIR_ENV = "MEDEVAL_DATA_DIR"
+TABLE_SUFFIXES = (".parquet", ".jsonl", ".json", ".csv", ".tsv")
+TRAINING_SPLITS = frozenset({"train", "training"})
+_HUB_PROBE_SECONDS = 1.5
+
+
+class DataError(ValueError):
+    """Missing or invalid benchmark data. The message names the file, row and field."""
+
+
+def row_error(source: str | Path, row: int | None, field: str | None, problem: str) -> DataError:
+    """A DataError located at ``source``, 1-based data ``row`` (header excluded) and ``field``."""
+    where = str(source)
+    if row is not None:
+        where += f", row {row}"
+    if field is not None:
+        where += f", field '{field}'"
+    return DataError(f"{where}: {problem}")
+
+
+# ----------------------------------------------------------------------------- where data comes from
+
+
+@dataclass(frozen=True)
+class HubDataset:
+    """A dataset on the Hugging Face hub, pinned to one commit."""
+
+    repo_id: str
+    revision: str
+    config: str | None = None
+    split: str = "train"
+
+    @property
+    def label(self) -> str:
+        config = f" (config {self.config})" if self.config else ""
+        return f"hf://datasets/{self.repo_id}@{self.revision}{config}"
+
+
+def local_benchmark_dir(benchmark: str, data_dir: str | os.PathLike | None = None) -> Path | None:
+    """``DIR/<benchmark>`` from ``data_dir`` or ``$MEDEVAL_DATA_DIR``; None when neither is set."""
+    if data_dir:
+        root, origin = Path(data_dir).expanduser(), "--metadata data_dir"
+    elif os.environ.get(DATA_DIR_ENV):
+        root, origin = Path(os.environ[DATA_DIR_ENV]).expanduser(), f"${DATA_DIR_ENV}"
+    else:
+        return None
+    folder = root / benchmark
+    if not folder.is_dir():
+        raise DataError(
+            f"{origin}={root} has no folder '{benchmark}' ({folder} does not exist). The data "
+            f"directory must hold one folder per benchmark, laid out like shared/data."
+        )
+    return folder
+
+
+def hub_unreachable_reason(endpoint: str | None = None) -> str | None:
+    """Why the hub cannot be used right now (offline flags or no connection), else None.
+
+    Bounded to ~1.5 s so that an offline user gets the how-to-supply-data message quickly
+    instead of the hub client's retries.
+    """
+    for flag in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE"):
+        if os.environ.get(flag, "").strip().lower() in {"1", "true", "yes", "on"}:
+            return f"{flag} is set"
+    url = urlparse(endpoint or os.environ.get("HF_ENDPOINT") or "https://huggingface.co")
+    host, port = url.hostname or "huggingface.co", url.port or (443 if url.scheme != "http" else 80)
+    outcome: list[str | None] = []
+
+    def probe() -> None:
+        try:
+            socket.create_connection((host, port), timeout=_HUB_PROBE_SECONDS).close()
+            outcome.append(None)
+        except OSError as exc:
+            outcome.append(f"cannot reach {host}:{port} ({exc.__class__.__name__}: {exc})")
+
+    thread = threading.Thread(target=probe, daemon=True)
+    thread.start()
+    thread.join(_HUB_PROBE_SECONDS + 0.2)
+    return outcome[0] if outcome else f"no answer from {host}:{port} within {_HUB_PROBE_SECONDS} s"
+
+
+def no_data_error(benchmark: str, hub: str, expected_layout: str, reason: str) -> DataError:
+    return DataError(
+        f"No data for '{benchmark}': no local data directory was given and the hub copy ({hub}) "
+        f"cannot be used: {reason}.\nSupply the data in one of these ways:\n"
+        f"  - lm_eval ... --metadata data_dir=DIR   (or TaskManager(metadata={{'data_dir': DIR}}))\n"
+        f"  - export {DATA_DIR_ENV}=DIR\n"
+        f"  - go online so the pinned hub copy can be downloaded\n"
+        f"DIR holds one folder per benchmark; for this one: {expected_layout}"
+    )
+
+
+def load_hub_rows(hub: HubDataset, benchmark: str, expected_layout: str) -> tuple[list[dict[str, Any]], str]:
+    """Rows of a pinned hub dataset split, and the label naming it in errors."""
+    reason = hub_unreachable_reason()
+    if reason:
+        raise no_data_error(benchmark, hub.label, expected_layout, reason)
+    import datasets  # heavy; only on the hub route
+
+    try:
+        ds = datasets.load_dataset(hub.repo_id, hub.config, revision=hub.revision, split=hub.split)
+    except Exception as exc:  # the hub client raises many types; all mean "no data"
+        raise no_data_error(benchmark, hub.label, expected_layout, f"{exc.__class__.__name__}: {exc}") from exc
+    return [dict(row) for row in ds], hub.label
+
+
+def download_hub_file(repo_id: str, filename: str, revision: str, benchmark: str, expected_layout: str,
+                      repo_type: str = "dataset") -> Path:
+    """One file of a pinned hub repository, through the local hub cache."""
+    label = f"hf://{repo_type}s/{repo_id}@{revision}/{filename}"
+    reason = hub_unreachable_reason()
+    if reason:
+        raise no_data_error(benchmark, label, expected_layout, reason)
+    from huggingface_hub import hf_hub_download
+
+    try:
+        return Path(hf_hub_download(repo_id, filename, repo_type=repo_type, revision=revision))
+    except Exception as exc:
+        raise no_data_error(benchmark, label, expected_layout, f"{exc.__class__.__name__}: {exc}") from exc
+
+
+def single_table_file(folder: Path, benchmark: str, columns: Sequence[str]) -> Path:
+    """The one Parquet/JSONL/JSON/CSV/TSV file directly inside ``folder``."""
+    found = sorted(p for p in folder.iterdir() if p.is_file() and p.suffix.lower() in TABLE_SUFFIXES)
+    if not found:
+        raise DataError(
+            f"{folder}: no data file for '{benchmark}'. Put exactly one .parquet, .jsonl, .json or "
+            f".csv file with the columns {', '.join(columns)} directly in this folder."
+        )
+    if len(found) > 1:
+        names = ", ".join(p.name for p in found)
+        raise DataError(f"{folder}: several data files for '{benchmark}' ({names}); keep exactly one.")
+    return found[0]
+
+
+# ----------------------------------------------------------------------------- reading files
+
+
+def read_table(path: str | os.PathLike, *, delimiter: str | None = None,
+               fieldnames: Sequence[str] | None = None) -> list[dict[str, Any]]:
+    """Rows of a Parquet, JSONL, JSON (array of objects) or CSV/TSV file, values as stored.
+
+    CSV/TSV cells are always strings (quoted fields and embedded newlines handled by the csv
+    module); ``fieldnames`` reads a header-less file.
+    """
+    path = Path(path)
+    suffix = path.suffix.lower()
+    if not path.is_file():
+        raise DataError(f"{path}: file not found")
+    if suffix == ".parquet":
+        import pyarrow.parquet as pq
+
+        try:
+            return pq.read_table(path).to_pylist()
+        except Exception as exc:
+            raise DataError(f"{path}: not a readable Parquet file ({exc})") from exc
+    if suffix == ".jsonl":
+        rows = []
+        with path.open(encoding="utf-8") as handle:
+            for number, line in enumerate(handle, start=1):
+                if not line.strip():
+                    continue
+                try:
+                    row = json.loads(line)
+                except json.JSONDecodeError as exc:
+                    raise DataError(f"{path}, line {number}: invalid JSON ({exc.msg})") from exc
+                if not isinstance(row, dict):
+                    raise DataError(f"{path}, line {number}: expected a JSON object, got {type(row).__name__}")
+                rows.append(row)
+        return rows
+    if suffix == ".json":
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except json.JSONDecodeError as exc:
+            raise DataError(f"{path}: invalid JSON ({exc.msg} at line {exc.lineno})") from exc
+        if not isinstance(data, list) or not all(isinstance(r, dict) for r in data):
+            raise DataError(f"{path}: expected a JSON array of objects")
+        return data
+    if suffix in (".csv", ".tsv"):
+        sep = delimiter or ("\t" if suffix == ".tsv" else ",")
+        with path.open(encoding="utf-8", newline="") as handle:
+            reader = csv.DictReader(handle, fieldnames=fieldnames, delimiter=sep, restval=None)
+            rows = []
+            for number, row in enumerate(reader, start=1):
+                if None in row or any(v is None for v in row.values()):
+                    width = len(fieldnames or reader.fieldnames or [])
+                    raise DataError(f"{path}, row {number}: expected {width} columns")
+                rows.append(dict(row))
+        return rows
+    raise DataError(f"{path}: unsupported file type '{suffix}' (use one of {', '.join(TABLE_SUFFIXES)})")
+
+
+def cached_on_file(loader: Callable[..., Any]) -> Callable[..., Any]:
+    """Memoise ``loader(path, **options)`` per (path, size, mtime, options).
+
+    A group builds one task per component, each reading the same file; this reads and validates
+    it once per process. The cache key includes the file's size and mtime, so an edited file is
+    read again. Results must be treated as read-only.
+    """
+
+    @functools.lru_cache(maxsize=16)
+    def _cached(path: str, size: int, mtime_ns: int, options: tuple) -> Any:
+        return loader(Path(path), **dict(options))
+
+    @functools.wraps(loader)
+    def wrapper(path: str | os.PathLike, **options: Any) -> Any:
+        stat = Path(path).stat()
+        return _cached(str(Path(path).resolve()), stat.st_size, stat.st_mtime_ns, tuple(sorted(options.items())))
+
+    wrapper.cache_clear = _cached.cache_clear  # type: ignore[attr-defined]
+    return wrapper
+
+
+# ----------------------------------------------------------------------------- validation
+
+
+def require_columns(rows: Sequence[Mapping[str, Any]], columns: Iterable[str], source: str | Path) -> None:
+    """Every row has every column (reported once, for the first row that lacks one)."""
+    if not rows:
+        raise DataError(f"{source}: no rows")
+    for number, row in enumerate(rows, start=1):
+        missing = [c for c in columns if c not in row]
+        if missing:
+            raise row_error(source, number, missing[0], f"missing column(s) {', '.join(missing)}")
+
+
+def require_nonempty_strings(rows: Sequence[Mapping[str, Any]], fields: Iterable[str], source: str | Path) -> None:
+    fields = tuple(fields)
+    for number, row in enumerate(rows, start=1):
+        for field in fields:
+            value = row.get(field)
+            if not isinstance(value, str):
+                raise row_error(source, number, field, f"expected a string, got {type(value).__name__} {value!r}")
+            if not value.strip():
+                raise row_error(source, number, field, "empty string")
+
+
+def require_allowed(rows: Sequence[Mapping[str, Any]], field: str, allowed: Iterable[str], source: str | Path) -> None:
+    allowed = tuple(allowed)
+    for number, row in enumerate(rows, start=1):
+        if row.get(field) not in allowed:
+            raise row_error(source, number, field, f"{row.get(field)!r} is not one of {', '.join(allowed)}")
+
+
+def require_single_value(rows: Sequence[Mapping[str, Any]], field: str, source: str | Path) -> Any:
+    """The value ``field`` has on every row (e.g. one shared system prompt)."""
+    first = rows[0][field]
+    for number, row in enumerate(rows, start=1):
+        if row[field] != first:
+            raise row_error(source, number, field, "differs from row 1; the benchmark uses one identical value on every row")
+    return first
+
+
+def count_mismatches(observed: Mapping[str, int], expected: Mapping[str, int]) -> dict[str, tuple[int, int]]:
+    """``{key: (expected, observed)}`` for every key whose count differs."""
+    return {k: (expected.get(k, 0), observed.get(k, 0))
+            for k in sorted(set(expected) | set(observed)) if expected.get(k, 0) != observed.get(k, 0)}
+
+
+def require_counts(observed: Mapping[str, int] | Counter, expected: Mapping[str, int], source: str | Path, what: str) -> None:
+    mismatches = count_mismatches(observed, expected)
+    if mismatches:
+        detail = "; ".join(f"{k}: expected {e}, found {o}" for k, (e, o) in mismatches.items())
+        raise DataError(f"{source}: {what} counts differ from the published benchmark ({detail})")
+
+
+def refuse_training_split(benchmark: str, split: str | None) -> None:
+    if split is not None and split.strip().lower() in TRAINING_SPLITS:
+        raise DataError(
+            f"'{benchmark}' is an evaluation-only benchmark: it has no training split, and its rows "
+            f"must not be used for training or few-shot examples (asked for split '{split}')."
+        )
+
+
+def to_dataset_dict(rows: Sequence[Mapping[str, Any]], split: str = "test"):
+    """A ``datasets.DatasetDict`` with one split, as lm-eval's ``custom_dataset`` hook must return."""
+    import datasets
+
+    return datasets.DatasetDict({split: datasets.Dataset.from_list(list(rows))})

