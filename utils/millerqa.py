@@ -612,16 +612,14 @@ def score_sample(task: str, sample: Mapping[str, Any]) -> ScoredItem:
         task=task, doc_id=int(sample["doc_id"]), doc_hash=sample.get("doc_hash", ""), component=doc["benchmark"],
         gold=str(doc["target"]), pred=INVALID if answer.original_index is None else str(answer.original_index),
         correct=float(bool(answer.is_correct)),
-        extras={"answered": float(answer.answered), "json_parsed": float(answer.method in JSON_METHODS)},
+        extras={"json_parsed": float(answer.method in JSON_METHODS)},
         details=answer.record(doc),
     )
 
 
-def _loglikelihoods(response: Any) -> list[float]:
-    """Per-letter log-likelihoods from a logged multiple-choice response ([ll, is_greedy] or its text)."""
-    return [float(pair[0] if isinstance(pair, (list, tuple)) else json.loads(pair.replace("(", "[").replace(")", "]")
-                                                                               .replace("True", "true").replace("False", "false"))[0])
-            for pair in response]
+def _loglikelihoods(response: Sequence[Sequence[Any]]) -> list[float]:
+    """Per-letter log-likelihoods of a logged multiple-choice sample (lm-eval writes each pair as text)."""
+    return [float(pair[0]) for pair in response]
 
 
 def score_sample_loglikelihood(task: str, sample: Mapping[str, Any]) -> ScoredItem:
