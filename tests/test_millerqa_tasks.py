@@ -154,6 +154,7 @@ def test_the_report_recomputes_the_scripted_run(legal_run, tmp_path):
     assert bench["accuracy_macro"]["value"] == pytest.approx(5.25 / 9)
     assert bench["accuracy_all_micro"]["value"] == pytest.approx(25 / 54)
     assert bench["answered"]["value"] == pytest.approx(45 / 54)
+    assert bench["rates"]["chance"]["value"] == pytest.approx((48 / 3 + 6 / 9) / 54)  # eight 3-option sets, tos 9
     assert bench["components"]["lhh_legalbench"]["accuracy"]["value"] == 0.0
     assert bench["components"]["oad_legalbench"]["answered"]["value"] == pytest.approx(1 / 6)
     legal = bench["component_groups"]["Legal and Regulatory"]

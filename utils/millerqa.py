@@ -612,7 +612,7 @@ def score_sample(task: str, sample: Mapping[str, Any]) -> ScoredItem:
         task=task, doc_id=int(sample["doc_id"]), doc_hash=sample.get("doc_hash", ""), component=doc["benchmark"],
         gold=str(doc["target"]), pred=INVALID if answer.original_index is None else str(answer.original_index),
         correct=float(bool(answer.is_correct)),
-        extras={"json_parsed": float(answer.method in JSON_METHODS)},
+        extras={"json_parsed": float(answer.method in JSON_METHODS), "chance": 1 / len(doc["permutation"])},
         details=answer.record(doc),
     )
 
@@ -629,6 +629,7 @@ def score_sample_loglikelihood(task: str, sample: Mapping[str, Any]) -> ScoredIt
     return ScoredItem(
         task=task, doc_id=int(sample["doc_id"]), doc_hash=sample.get("doc_hash", ""), component=doc["benchmark"],
         gold=str(doc["target"]), pred=str(chosen), correct=float(chosen == doc["target"]),
+        extras={"chance": 1 / len(doc["permutation"])},
         details={"benchmark": doc["benchmark"], "release": doc["release"], "id": doc["id"],
                  "model_label": doc["model_label"], "permutation": list(doc["permutation"]),
                  "correct_letter": doc["correct_letter"], "selected_letter": LETTERS[position],
@@ -639,6 +640,7 @@ def score_sample_loglikelihood(task: str, sample: Mapping[str, Any]) -> ScoredIt
 def _spec(family: Family) -> BenchmarkSpec:
     generative = family.variant != "loglikelihood"
     notes = [
+        "chance: the accuracy of a uniform random guess (1 / number of options), for reading each benchmark's numbers.",
         "Options are shuffled per (item, model label); see each item's permutation in items_<benchmark>.jsonl.",
         "MillerQA's pubmedqa is 998 of all 1,000 PQA-L items, not the 500-item PubMedQA test set: never "
         "report it as PubMedQA.",
