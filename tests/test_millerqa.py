@@ -42,7 +42,7 @@ def test_shuffle_test_vectors(item_id, label, n, perm, target, letter):
 
 
 def test_shuffle_seed_is_the_first_64_bits_of_sha256():
-    assert mq.shuffle_seed("21645374", "gpt-4o") == 15014352704909078024
+    assert mq.seed_from_key("21645374", "gpt-4o") == 15014352704909078024
 
 
 @pytest.mark.parametrize("benchmark, item_id, label, perm, letter", [
@@ -80,6 +80,14 @@ def test_the_shuffle_depends_on_the_model_label_only_not_the_process(shared_data
     other = [mq.shuffled_doc(i, "tos_legalbench", mq.CURATED, "n")["permutation"]
              for i in mq.load_benchmark("tos_legalbench", data_dir=str(shared_data))]
     assert other != here
+
+
+def test_the_shuffle_seed_is_a_setting(shared_data):
+    default = mq.custom_dataset("hle", data_dir=str(shared_data), model_label="llama-3-1-8b")["test"][0]
+    other = mq.custom_dataset("hle", data_dir=str(shared_data), model_label="llama-3-1-8b", shuffle_seed="7")["test"][0]
+    assert (default["shuffle_seed"], default["permutation"]) == (42, [0, 3, 1, 4, 2])
+    assert (other["shuffle_seed"], other["permutation"]) == (7, mq.permutation("16", "llama-3-1-8b", 5, seed=7))
+    assert other["permutation"] != default["permutation"]
 
 
 @pytest.mark.parametrize("kwargs, label", [

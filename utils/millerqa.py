@@ -143,7 +143,7 @@ def loglikelihood_prompt(question: str, options: Sequence[str]) -> str:
 # ----------------------------------------------------------------------------- the per-(item, model) shuffle
 
 
-def shuffle_seed(item_id: str, model_label: str, seed: int = SHUFFLE_SEED) -> int:
+def seed_from_key(item_id: str, model_label: str, seed: int = SHUFFLE_SEED) -> int:
     """The first 64 bits of SHA-256("{seed}:{item_id}:{model_label}") as an integer."""
     return int(hashlib.sha256(f"{seed}:{item_id}:{model_label}".encode()).hexdigest()[:16], 16)
 
@@ -154,7 +154,7 @@ def permutation(item_id: str, model_label: str, n_options: int, seed: int = SHUF
     CPython's Mersenne Twister ``shuffle``; numpy or another language gives different orders.
     """
     order = list(range(n_options))
-    random.Random(shuffle_seed(item_id, model_label, seed)).shuffle(order)
+    random.Random(seed_from_key(item_id, model_label, seed)).shuffle(order)
     return order
 
 
@@ -491,7 +491,7 @@ def medbullets_items(source: str | Path) -> list[dict[str, Any]]:
     items = []
     for number, row in enumerate(rows, start=1):
         answer = row["answer_idx"].strip().upper()
-        if answer not in "ABCDE" or len(answer) != 1:
+        if len(answer) != 1 or answer not in "ABCDE":
             raise data_layer.row_error(source, number, "answer_idx", f"{row['answer_idx']!r} is not one of A-E")
         options = [row[column].strip() for column in ("opa", "opb", "opc", "opd", "ope")]
         if isinstance(row.get("answer"), str) and row["answer"].strip() != options["ABCDE".index(answer)]:
