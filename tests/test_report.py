@@ -122,6 +122,19 @@ def test_credentials_never_reach_the_report(tmp_path):
     text = json.dumps(report_mod.build_report(folder))
     assert "sk-secret" not in text and '"api_key": "***"' in text
     assert report_mod.redact("model=x,api_key=sk-1,header=Bearer y") == "model=x,api_key=***,header=***"
+    assert report_mod.redact("auth_token=t,tokenizer_backend=none") == "auth_token=***,tokenizer_backend=none"
+
+
+@pytest.mark.parametrize("logged, applied", [({"chat_template": "{% for m in messages %}", "chat_template_sha": "ab"}, True),
+                                             ({"chat_template": "", "chat_template_sha": None}, True),  # chat APIs
+                                             ({"chat_template": None, "chat_template_sha": None}, False)])
+def test_chat_template_use_is_read_for_every_backend(tmp_path, logged, applied):
+    folder = write_run(tmp_path, {"medfact_bench_scifact": SCIFACT})
+    results_file = next(folder.glob("results_*.json"))
+    results = json.loads(results_file.read_text(encoding="utf-8"))
+    results.update(logged)
+    results_file.write_text(json.dumps(results), encoding="utf-8")
+    assert report_mod.build_report(folder)["run"]["chat_template_applied"] is applied
 
 
 def test_paired_comparison_of_two_runs(tmp_path):

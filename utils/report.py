@@ -36,7 +36,7 @@ SCHEMA_VERSION = "1.0"
 INVALID = "INVALID"
 # Benchmark modules that declare a REPORT_SPEC (or several, as REPORT_SPECS); each later benchmark adds its module here.
 BENCHMARK_MODULES = ("medfact", "millerqa")
-_SECRET_KEYS = re.compile(r"(api_?key|token|secret|password|authorization|header)", re.IGNORECASE)
+_SECRET_KEYS = re.compile(r"(api_?key|token(?!izer)|secret|password|authorization|header)", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -180,7 +180,8 @@ def _run_info(run: Run) -> dict[str, Any]:
         "model_name": results.get("model_name"),
         "lm_eval_version": results.get("lm_eval_version"),
         "date": results.get("date"),
-        "chat_template_applied": results.get("chat_template_sha") is not None,
+        # Chat APIs log an empty template (the server applies its own); no template at all is None.
+        "chat_template_applied": results.get("chat_template_sha") is not None or results.get("chat_template") is not None,
         "chat_template_sha": results.get("chat_template_sha"),
         "system_instruction": results.get("system_instruction"),
         "gen_kwargs": config.get("gen_kwargs"),
