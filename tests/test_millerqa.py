@@ -278,6 +278,15 @@ def test_a_manifest_that_differs_from_the_pinned_release_is_an_error(tmp_path, s
         mq.load_benchmark("cupcase", data_dir=str(data_dir))
 
 
+def test_missing_files_name_the_expected_layout(tmp_path, shared_data):
+    data_dir = data_dir_with(tmp_path, shared_data, {})
+    with pytest.raises(DataError, match=r"curated/triage/triage.json: missing; expected DIR/millerqa/ laid out like"):
+        mq.load_benchmark("triage", data_dir=str(data_dir))
+    (data_dir / "millerqa" / mq.MANIFEST).unlink()
+    with pytest.raises(DataError, match=r"millerqa/_manifest.csv: missing"):
+        mq.load_benchmark("triage", data_dir=str(data_dir))
+
+
 def test_a_clone_of_the_upstream_repository_works_as_data_dir(tmp_path, shared_data):
     clone = tmp_path / "MillerQA"
     (clone / "benchmarks").mkdir(parents=True)

@@ -343,7 +343,7 @@ def score_reply(doc: Mapping[str, Any], reply: str) -> Answer:
     explanation = parsed.fields.get("explanation")
     return Answer(letter=letter, original_index=index, is_correct=None if index is None else index == doc["target"],
                   confidence=clamp_confidence(parsed.fields.get("confidence")),
-                  explanation=explanation.strip() or None if isinstance(explanation, str) else None,
+                  explanation=(explanation.strip() or None) if isinstance(explanation, str) else None,
                   method=parsed.method)
 
 
@@ -366,6 +366,8 @@ def resolve_root(data_dir: str | None) -> Path | None:
 def _file(root: Path | None, relative: str) -> Path:
     """A file of the benchmarks folder: local, or downloaded once from the pinned GitHub commit."""
     if root is not None:
+        if not (root / relative).is_file():
+            raise data_layer.DataError(f"{root / relative}: missing; expected {LOCAL_LAYOUT}")
         return root / relative
     from .models import cache_dir
 
@@ -450,8 +452,6 @@ def load_benchmark(benchmark: str, release: str = CURATED, data_dir: str | None 
         raise medbullets_missing_error(root / relative if root else f"{GITHUB_RAW}/{relative}", release)
     manifest = read_manifest(_file(root, MANIFEST))
     path = _file(root, relative)
-    if not path.is_file():
-        raise data_layer.DataError(f"{path}: missing; {LOCAL_LAYOUT}")
     items = read_benchmark_file(path)
     expected = int(manifest[benchmark][MANIFEST_COUNT_COLUMN[release]])
     if len(items) != expected:
