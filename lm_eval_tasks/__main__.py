@@ -6,6 +6,7 @@
     python -m lm_eval_tasks prepare-model smollm2     # SmolLM2-135M-Instruct as a transformers folder
     python -m lm_eval_tasks serve                     # SmolLM2 behind an OpenAI-compatible server
     python -m lm_eval_tasks demo-data --shared DIR --out DIR
+    python -m lm_eval_tasks millerqa-rebuild-medbullets --source FILE --out DIR
 """
 
 from __future__ import annotations
@@ -71,6 +72,14 @@ def _demo_data(args: argparse.Namespace) -> int:
     return 0
 
 
+def _rebuild_medbullets(args: argparse.Namespace) -> int:
+    from lm_eval_tasks.utils.millerqa import rebuild_medbullets
+
+    for path in rebuild_medbullets(args.source, args.out):
+        print(path)
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m lm_eval_tasks", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -105,6 +114,17 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--shared", required=True, help="the shared/data folder")
     demo.add_argument("--out", required=True)
     demo.set_defaults(func=_demo_data)
+
+    medbullets = commands.add_parser(
+        "millerqa-rebuild-medbullets",
+        help="rebuild MillerQA's withheld MedBullets file from your copy of its public source")
+    medbullets.add_argument("--source", required=True,
+                            help="the 308-row LangAGI-Lab/medbullets_op5 test split (Parquet, JSONL, JSON or CSV with "
+                                 "question, opa..ope, answer_idx)")
+    medbullets.add_argument("--out", required=True,
+                            help="the data directory whose millerqa/{curated,pre_qc}/medbullets/item_ids.csv select the "
+                                 "items (or a clone of KatherLab/MillerQA); medbullets.json is written beside them")
+    medbullets.set_defaults(func=_rebuild_medbullets)
     return parser
 
 

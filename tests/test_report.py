@@ -122,6 +122,19 @@ def test_credentials_never_reach_the_report(tmp_path):
     text = json.dumps(report_mod.build_report(folder))
     assert "sk-secret" not in text and '"api_key": "***"' in text
     assert report_mod.redact("model=x,api_key=sk-1,header=Bearer y") == "model=x,api_key=***,header=***"
+    assert report_mod.redact("auth_token=t,tokenizer_backend=none") == "auth_token=***,tokenizer_backend=none"
+
+
+@pytest.mark.parametrize("logged, applied", [({"chat_template": "{% for m in messages %}", "chat_template_sha": "ab"}, True),
+                                             ({"chat_template": "", "chat_template_sha": None}, True),  # chat APIs
+                                             ({"chat_template": None, "chat_template_sha": None}, False)])
+def test_chat_template_use_is_read_for_every_backend(tmp_path, logged, applied):
+    folder = write_run(tmp_path, {"medfact_bench_scifact": SCIFACT})
+    results_file = next(folder.glob("results_*.json"))
+    results = json.loads(results_file.read_text(encoding="utf-8"))
+    results.update(logged)
+    results_file.write_text(json.dumps(results), encoding="utf-8")
+    assert report_mod.build_report(folder)["run"]["chat_template_applied"] is applied
 
 
 def test_paired_comparison_of_two_runs(tmp_path):
@@ -133,3 +146,49 @@ def test_paired_comparison_of_two_runs(tmp_path):
     assert result["accuracy_micro"]["difference"]["value"] == pytest.approx(0.5)  # 4/4 vs 2/4
     assert (result["accuracy_micro"]["a_only_correct"], result["accuracy_micro"]["b_only_correct"]) == (2, 0)
     assert result["accuracy_micro"]["mcnemar_p_value"] == pytest.approx(0.5)
+
+
+def test_accuracy_over_answered_items_with_component_groups(tmp_path):
+    """The generic options a benchmark such as MillerQA uses, on hand-worked items."""
+    from lm_eval_tasks.utils.report import INVALID, BenchmarkSpec, ScoredItem
+
+    def item(component, i, pred, correct):
+        return ScoredItem(task=f"bench_{component}", doc_id=i, doc_hash=f"{component}{i}", component=component, gold="1",
+                          pred=pred, correct=correct, details={"n": i})
+
+    # a: 2 of 3 answered, 1 correct; b: 4 of 4 answered, 3 correct; c: nothing answered
+    items = ([item("a", 0, "1", 1.0), item("a", 1, "0", 0.0), item("a", 2, INVALID, 0.0)]
+             + [item("b", i, "1" if i < 3 else "2", float(i < 3)) for i in range(4)]
+             + [item("c", 0, INVALID, 0.0)])
+    spec = BenchmarkSpec(name="bench", title="Bench", task_prefix="bench", score_sample=None,
+                         expected_counts={"a": 3, "b": 4, "c": 1}, accuracy_over="answered",
+                         component_groups={"first two": ("a", "b"), "only c": ("c",), "absent": ("z",)},
+                         task_names=frozenset({"bench_a", "bench_b", "bench_c"}))
+    run = report_mod.Run(tmp_path / "results.json", {"n-samples": {}}, {}, {})
+    bench = report_mod.benchmark_report(items, spec, run)
+    assert bench["accuracy_micro"]["value"] == pytest.approx(4 / 6)  # pooled over the 6 answered items
+    assert bench["accuracy_macro"]["value"] == pytest.approx((1 / 2 + 3 / 4) / 2)  # c has no answered item
+    assert bench["accuracy_all_micro"]["value"] == pytest.approx(4 / 8)
+    assert bench["accuracy_all_macro"]["value"] == pytest.approx((1 / 3 + 3 / 4 + 0) / 3)
+    assert bench["answered"]["value"] == pytest.approx(6 / 8)
+    assert bench["components"]["a"]["accuracy"]["value"] == 0.5
+    assert bench["components"]["a"]["answered"]["value"] == pytest.approx(2 / 3)
+    assert bench["components"]["c"]["accuracy"] is None and bench["components"]["c"]["accuracy_all"]["value"] == 0.0
+    groups = bench["component_groups"]
+    assert groups["first two"]["accuracy_macro"]["value"] == pytest.approx(0.625) and groups["first two"]["n"] == 7
+    assert groups["only c"]["accuracy_micro"] is None and groups["only c"]["answered"]["value"] == 0.0
+    assert "absent" not in groups
+    assert spec.owns("bench_a") and not spec.owns("bench_z")
+    markdown = report_mod.to_markdown({"run": {"model": "m", "model_args": {}, "chat_template_applied": True, "limit": None,
+                                               "lm_eval_version": "0.4.13", "results_file": "r"},
+                                       "bootstrap": {"n_resamples": 1000, "seed": 1234},
+                                       "benchmarks": {"bench": bench}, "unreported_tasks": []})
+    assert "| c | 1 | - | 1 | yes | n/a | 0.000 [0.000, 0.000] | 0.000 [0.000, 0.000] |" in markdown
+    assert "| first two | a, b | 7 | 0.625 [" in markdown
+
+
+def test_medfact_report_has_no_answered_only_fields(run_dir):
+    bench = report_mod.build_report(run_dir.parent)["benchmarks"]["medfact_bench"]
+    assert bench["accuracy_over"] == "all"
+    assert "accuracy_all_micro" not in bench and "answered" not in bench and "component_groups" not in bench
+    assert set(bench["components"]["scifact"]) == {"n", "accuracy", "parseable_score", "strict_format"}

@@ -150,6 +150,36 @@ def download_hub_file(repo_id: str, filename: str, revision: str, benchmark: str
         raise no_data_error(benchmark, label, expected_layout, f"{exc.__class__.__name__}: {exc}") from exc
 
 
+def download_pinned_file(url: str, target: str | os.PathLike, benchmark: str, expected_layout: str,
+                         timeout: float = 60.0) -> Path:
+    """``target``, downloaded once from ``url`` (an immutable, commit-pinned address).
+
+    For sources outside the hub (e.g. a GitHub repository at a fixed commit). An existing
+    ``target`` is used as is; a download is written under a temporary name and renamed, so an
+    interrupted one leaves nothing behind. The hub's offline flags also switch this route off.
+    """
+    target = Path(target)
+    if target.is_file():
+        return target
+    reason = hub_unreachable_reason(url)
+    if reason:
+        raise no_data_error(benchmark, url, expected_layout, reason)
+    import tempfile
+    import urllib.request
+
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as response:
+            content = response.read()
+    except OSError as exc:  # URLError and HTTPError are OSErrors
+        raise no_data_error(benchmark, url, expected_layout, f"{exc.__class__.__name__}: {exc}") from exc
+    target.parent.mkdir(parents=True, exist_ok=True)
+    handle, temp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
+    with os.fdopen(handle, "wb") as stream:
+        stream.write(content)
+    os.replace(temp, target)
+    return target
+
+
 def single_table_file(folder: Path, benchmark: str, columns: Sequence[str]) -> Path:
     """The one Parquet/JSONL/JSON/CSV/TSV file directly inside ``folder``."""
     found = sorted(p for p in folder.iterdir() if p.is_file() and p.suffix.lower() in TABLE_SUFFIXES)

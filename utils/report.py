@@ -7,8 +7,13 @@ computes, per benchmark: micro and macro accuracy, per-component accuracy, per-i
 precision/recall/F1 and macro-F1, a confusion matrix with an INVALID column, coverage against the
 published counts, and stratified bootstrap CIs for every number (:mod:`.stats`).
 
-Outputs: ``report.json`` (schema below, versioned), ``report.md`` and one confusion-matrix PNG per
-benchmark, all written atomically (nothing is written unless every input parsed).
+Outputs: ``report.json`` (schema below, versioned), ``report.md``, one confusion-matrix PNG per
+benchmark with gold classes, and ``items_<benchmark>.jsonl`` (one record per item) for benchmarks
+whose items carry details, all written atomically (nothing is written unless every input parsed).
+
+Benchmarks that leave unparseable answers unscored (``accuracy_over="answered"``, e.g. MillerQA)
+get accuracy over the answered items, the same with unanswered items counted wrong
+(``accuracy_all_*``) and the answered rate, everywhere accuracy is reported.
 """
 
 from __future__ import annotations
@@ -29,9 +34,9 @@ from .data import DataError
 
 SCHEMA_VERSION = "1.0"
 INVALID = "INVALID"
-# Benchmark modules that declare a REPORT_SPEC; each later benchmark adds its module here.
-BENCHMARK_MODULES = ("medfact",)
-_SECRET_KEYS = re.compile(r"(api_?key|token|secret|password|authorization|header)", re.IGNORECASE)
+# Benchmark modules that declare a REPORT_SPEC (or several, as REPORT_SPECS); each later benchmark adds its module here.
+BENCHMARK_MODULES = ("medfact", "millerqa")
+_SECRET_KEYS = re.compile(r"(api_?key|token(?!izer)|secret|password|authorization|header)", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -46,6 +51,7 @@ class ScoredItem:
     pred: str  # a label, or INVALID when no answer could be read
     correct: float  # 0 or 1
     extras: Mapping[str, float] = field(default_factory=dict)  # per-item rates/scores, reported as means
+    details: Mapping[str, Any] = field(default_factory=dict)  # per-item record for items_<benchmark>.jsonl
 
 
 @dataclass(frozen=True)
@@ -61,13 +67,25 @@ class BenchmarkSpec:
     component_name: str = "component"
     reference: Mapping[str, Mapping[str, float]] = field(default_factory=dict)  # published numbers
     notes: Sequence[str] = ()
+    # The tasks this spec reports; None: every task named task_prefix or task_prefix_*.
+    task_names: frozenset[str] | None = None
+    # "all": INVALID counts wrong; "answered": accuracy over answered items (pred != INVALID).
+    accuracy_over: str = "all"
+    # Named sets of components (e.g. competency dimensions), each reported with its own accuracies.
+    component_groups: Mapping[str, Sequence[str]] = field(default_factory=dict)
 
     def owns(self, task: str) -> bool:
+        if self.task_names is not None:
+            return task in self.task_names
         return task == self.task_prefix or task.startswith(self.task_prefix + "_")
 
 
 def benchmark_specs() -> list[BenchmarkSpec]:
-    return [importlib.import_module(f"{__package__}.{name}").REPORT_SPEC for name in BENCHMARK_MODULES]
+    specs = []
+    for name in BENCHMARK_MODULES:
+        module = importlib.import_module(f"{__package__}.{name}")
+        specs.extend(getattr(module, "REPORT_SPECS", None) or (module.REPORT_SPEC,))
+    return specs
 
 
 # ----------------------------------------------------------------------------- reading a run
@@ -162,7 +180,8 @@ def _run_info(run: Run) -> dict[str, Any]:
         "model_name": results.get("model_name"),
         "lm_eval_version": results.get("lm_eval_version"),
         "date": results.get("date"),
-        "chat_template_applied": results.get("chat_template_sha") is not None,
+        # Chat APIs log an empty template (the server applies its own); no template at all is None.
+        "chat_template_applied": results.get("chat_template_sha") is not None or results.get("chat_template") is not None,
         "chat_template_sha": results.get("chat_template_sha"),
         "system_instruction": results.get("system_instruction"),
         "gen_kwargs": config.get("gen_kwargs"),
@@ -182,9 +201,31 @@ def redact(value: Any) -> Any:
     return value
 
 
+def _accuracies(items: Sequence[ScoredItem], spec: BenchmarkSpec) -> dict[str, Any]:
+    """Micro and macro accuracy (over components) of ``items``, as the spec defines accuracy.
+
+    With ``accuracy_over="answered"`` they are taken over answered items only (None when there
+    are none; the macro then averages the components that have answered items), next to
+    ``accuracy_all_*`` (unanswered counted wrong) and the ``answered`` rate.
+    """
+
+    def pair(group: Sequence[ScoredItem], prefix: str) -> dict[str, Any]:
+        if not group:
+            return {f"{prefix}_micro": None, f"{prefix}_macro": None}
+        correct, components = [i.correct for i in group], [i.component for i in group]
+        return {f"{prefix}_micro": _estimate(stats.mean_of(correct), group, spec),
+                f"{prefix}_macro": _estimate(stats.macro_mean_of(correct, components), group, spec)}
+
+    if spec.accuracy_over == "all":
+        return pair(items, "accuracy")
+    answered = [item for item in items if item.pred != INVALID]
+    return {**pair(answered, "accuracy"), **pair(items, "accuracy_all"),
+            "answered": _estimate(stats.mean_of([float(i.pred != INVALID) for i in items]), items, spec)}
+
+
 def benchmark_report(items: Sequence[ScoredItem], spec: BenchmarkSpec, run: Run) -> dict[str, Any]:
-    correct = [item.correct for item in items]
-    components = [item.component for item in items]
+    if spec.accuracy_over not in ("all", "answered"):
+        raise ValueError(f"{spec.name}: accuracy_over must be 'all' or 'answered', not {spec.accuracy_over!r}")
     by_component: dict[str, list[ScoredItem]] = {}
     for item in items:
         by_component.setdefault(item.component, []).append(item)
@@ -213,9 +254,9 @@ def benchmark_report(items: Sequence[ScoredItem], spec: BenchmarkSpec, run: Run)
         "tasks": sorted({item.task for item in items}),
         "n_items": len(items),
         "n_invalid": sum(item.pred == INVALID for item in items),
+        "accuracy_over": spec.accuracy_over,
         "headline_metric": spec.headline,
-        "accuracy_micro": _estimate(stats.mean_of(correct), items, spec),
-        "accuracy_macro": _estimate(stats.macro_mean_of(correct, components), items, spec),
+        **_accuracies(items, spec),
         "rates": {name: _estimate(stats.mean_of([item.extras[name] for item in items]), items, spec)
                   for name in extras_names},
         "components": {},
@@ -225,7 +266,7 @@ def benchmark_report(items: Sequence[ScoredItem], spec: BenchmarkSpec, run: Run)
         "reference": {model: dict(numbers) for model, numbers in spec.reference.items()},
         "notes": list(spec.notes),
     }
-    headline = report[spec.headline]["value"]
+    headline = report[spec.headline]["value"] if report[spec.headline] else None
     report["paper_comparable"] = {
         "metric": spec.headline,
         "value": headline if full else None,
@@ -234,11 +275,23 @@ def benchmark_report(items: Sequence[ScoredItem], spec: BenchmarkSpec, run: Run)
     }
     for component in order:
         group = by_component[component]
+        accuracies = _accuracies(group, spec)
         report["components"][component] = {
             "n": len(group),
-            "accuracy": _estimate(stats.mean_of([i.correct for i in group]), group, spec),
+            "accuracy": accuracies["accuracy_micro"],
+            **({"accuracy_all": accuracies["accuracy_all_micro"], "answered": accuracies["answered"]}
+               if spec.accuracy_over == "answered" else {}),
             **{name: float(sum(i.extras[name] for i in group) / len(group)) for name in extras_names},
         }
+    if spec.component_groups:
+        report["component_groups"] = {}
+        for name, members in spec.component_groups.items():
+            group = [item for item in items if item.component in members]
+            if group:
+                report["component_groups"][name] = {
+                    "components": [c for c in members if c in by_component],
+                    "missing_components": [c for c in members if c not in by_component],
+                    "n": len(group), **_accuracies(group, spec)}
     if spec.labels:
         labels = list(spec.labels)
         pred_labels = labels + sorted({i.pred for i in items} - set(labels) - {INVALID}) + [INVALID]
@@ -251,16 +304,23 @@ def benchmark_report(items: Sequence[ScoredItem], spec: BenchmarkSpec, run: Run)
 
 
 def build_report(path: str | os.PathLike) -> dict[str, Any]:
+    return _build(path)[0]
+
+
+def _build(path: str | os.PathLike) -> tuple[dict[str, Any], dict[str, list[Mapping[str, Any]]]]:
+    """The report, and the per-item details of each benchmark whose items carry them."""
     run = load_run(path)
-    benchmarks, owned = {}, set()
+    benchmarks, details, owned = {}, {}, set()
     for spec in benchmark_specs():
         items = score_run(run, spec)
         owned |= {item.task for item in items}
         if items:
             benchmarks[spec.name] = benchmark_report(items, spec, run)
+        if any(item.details for item in items):
+            details[spec.name] = [{"task": item.task, "doc_id": item.doc_id, **item.details} for item in items]
     from lm_eval_tasks import __version__
 
-    return {
+    report = {
         "schema_version": SCHEMA_VERSION,
         "generated_by": f"lm-eval-medical-tasks {__version__}",
         "run": _run_info(run),
@@ -269,6 +329,7 @@ def build_report(path: str | os.PathLike) -> dict[str, Any]:
         "benchmarks": benchmarks,
         "unreported_tasks": sorted(set(run.samples) - owned),
     }
+    return report, details
 
 
 # ----------------------------------------------------------------------------- rendering
@@ -289,20 +350,41 @@ def to_markdown(report: Mapping[str, Any]) -> str:
              f"- 95% CIs: percentile bootstrap, {report['bootstrap']['n_resamples']} resamples, seed {report['bootstrap']['seed']}", ""]
     for name, bench in report["benchmarks"].items():
         comparable = bench["paper_comparable"]
+        answered_only = bench.get("accuracy_over") == "answered"
+        invalid = ("unanswered (no usable answer; left out of accuracy, counted wrong in accuracy_all)" if answered_only
+                   else "unparseable (INVALID, counted wrong)")
         lines += [f"## {bench['title']} (`{name}`)", "",
-                  f"- items scored: {bench['n_items']}; unparseable (INVALID, counted wrong): {bench['n_invalid']}",
+                  f"- items scored: {bench['n_items']}; {invalid}: {bench['n_invalid']}",
                   f"- **{bench['headline_metric']}** (the paper's number): {_fmt(bench[bench['headline_metric']])}",
-                  f"- accuracy_micro: {_fmt(bench['accuracy_micro'])}; accuracy_macro: {_fmt(bench['accuracy_macro'])}",
-                  f"- paper-comparable: {'yes' if comparable['value'] is not None else 'no'} ({comparable['reason']})"]
+                  f"- accuracy_micro: {_fmt(bench['accuracy_micro'])}; accuracy_macro: {_fmt(bench['accuracy_macro'])}"
+                  + (" (over answered items)" if answered_only else "")]
+        if answered_only:
+            lines += [f"- accuracy_all_micro: {_fmt(bench['accuracy_all_micro'])}; accuracy_all_macro: "
+                      f"{_fmt(bench['accuracy_all_macro'])} (unanswered counted wrong)",
+                      f"- answered (coverage): {_fmt(bench['answered'])}"]
+        lines.append(f"- paper-comparable: {'yes' if comparable['value'] is not None else 'no'} ({comparable['reason']})")
         lines += [f"- {rate}: {_fmt(estimate)}" for rate, estimate in bench["rates"].items()]
         if "macro_f1" in bench:
             lines.append(f"- macro-F1: {_fmt(bench['macro_f1'])}")
-        lines += ["", "| component | expected | loaded | scored | complete | accuracy [95% CI] |", "|---|---:|---:|---:|---|---|"]
+        if bench.get("component_groups"):
+            lines += ["", "| group | components | items | accuracy_macro [95% CI] | accuracy_micro [95% CI] |"
+                      + (" accuracy_all_macro | answered |" if answered_only else ""),
+                      "|---|---|---:|---|---|" + ("---|---|" if answered_only else "")]
+            for group, entry in bench["component_groups"].items():
+                members = ", ".join(entry["components"]) + (f" (missing: {', '.join(entry['missing_components'])})"
+                                                            if entry["missing_components"] else "")
+                lines.append(f"| {group} | {members} | {entry['n']} | {_fmt(entry['accuracy_macro'])} | "
+                             f"{_fmt(entry['accuracy_micro'])} |" + (f" {_fmt(entry['accuracy_all_macro'])} | "
+                                                                      f"{_fmt(entry['answered'])} |" if answered_only else ""))
+        lines += ["", "| component | expected | loaded | scored | complete | accuracy [95% CI] |"
+                  + (" accuracy_all | answered |" if answered_only else ""),
+                  "|---|---:|---:|---:|---|---|" + ("---|---|" if answered_only else "")]
         for component, cov in bench["coverage"].items():
-            acc = bench["components"].get(component, {}).get("accuracy")
+            entry = bench["components"].get(component, {})
             lines.append(f"| {component} | {cov['expected'] if cov['expected'] is not None else '-'} | "
                          f"{cov['loaded'] if cov['loaded'] is not None else '-'} | {cov['scored']} | "
-                         f"{'yes' if cov['complete'] else 'no'} | {_fmt(acc)} |")
+                         f"{'yes' if cov['complete'] else 'no'} | {_fmt(entry.get('accuracy'))} |"
+                         + (f" {_fmt(entry.get('accuracy_all'))} | {_fmt(entry.get('answered'))} |" if answered_only else ""))
         if "per_class" in bench:
             lines += ["", "| class | precision | recall | F1 | support |", "|---|---:|---:|---:|---:|"]
             lines += [f"| {label} | {s['precision']:.3f} | {s['recall']:.3f} | {s['f1']:.3f} | {s['support']} |"
@@ -372,19 +454,21 @@ def write_atomically(out_dir: str | os.PathLike, files: Mapping[str, bytes]) -> 
     return [final for _, final in staged]
 
 
-def render(report: Mapping[str, Any]) -> dict[str, bytes]:
+def render(report: Mapping[str, Any], details: Mapping[str, Sequence[Mapping[str, Any]]] | None = None) -> dict[str, bytes]:
     files = {"report.json": (json.dumps(report, indent=2, ensure_ascii=False) + "\n").encode("utf-8"),
              "report.md": to_markdown(report).encode("utf-8")}
     for name, bench in report["benchmarks"].items():
         if "confusion_matrix" in bench:
             files[f"confusion_{name}.png"] = confusion_png(bench)
+    for name, records in (details or {}).items():
+        files[f"items_{name}.jsonl"] = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records).encode("utf-8")
     return files
 
 
 def write_report(path: str | os.PathLike, out_dir: str | os.PathLike | None = None) -> tuple[dict[str, Any], list[Path]]:
-    report = build_report(path)
+    report, details = _build(path)
     target = Path(out_dir) if out_dir else Path(report["run"]["results_file"]).parent / "report"
-    return report, write_atomically(target, render(report))
+    return report, write_atomically(target, render(report, details))
 
 
 # ----------------------------------------------------------------------------- comparing two runs
