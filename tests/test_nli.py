@@ -99,16 +99,10 @@ def test_configs_without_an_entailment_label_are_refused():
 
 
 def test_a_saved_checkpoint_loads_with_its_own_label_order(tokenizer, tmp_path):
-    from transformers import BertConfig, BertForSequenceClassification
+    from tests.tiny_model import build_tiny_nli
 
-    torch.manual_seed(0)
-    config = BertConfig(vocab_size=tokenizer.vocab_size, hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
-                        intermediate_size=64, max_position_embeddings=128, num_labels=3,
-                        id2label={0: "neutral", 1: "contradiction", 2: "entailment"},
-                        label2id={"neutral": 0, "contradiction": 1, "entailment": 2})
-    BertForSequenceClassification(config).save_pretrained(tmp_path / "nli")
-    tokenizer.save_pretrained(tmp_path / "nli")
-    verifier = NliVerifier.from_pretrained(str(tmp_path / "nli"), device="cpu", max_length=64, stride=8, batch_size=2)
+    folder = build_tiny_nli(tmp_path / "nli", {0: "neutral", 1: "contradiction", 2: "entailment"})
+    verifier = NliVerifier.from_pretrained(str(folder), device="cpu", max_length=64, stride=8, batch_size=2)
     assert verifier.record()["labels"] == ["neutral", "contradiction", "entailment"]
     assert verifier.record()["entailment_index"] == 2
     long_document = " ".join(["The study measured blood pressure in adults."] * 40)

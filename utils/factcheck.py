@@ -12,8 +12,8 @@ Per generation (shared/SPEC.md section 5):
    A generation with no facts at all is reported as "no facts" and left out of every mean (no
    dummy fact). A failed decomposer call leaves the generation unscored (reported).
 3. **Intrinsic checks** against the grounding document: (a) **CoT**: an LLM judge reasons, then
-   answers True/False at temperature 0 (:func:`parse_verdict`); (b) **NLI**: premise = document
-   window, hypothesis = fact (:mod:`.nli`).
+   answers True/False at temperature 0 (our own prompt with three worked demonstrations;
+   :func:`parse_verdict`); (b) **NLI**: premise = document window, hypothesis = fact (:mod:`.nli`).
 4. **Extrinsic re-check** (when a passage store is given): a fact a technique finds unsupported by
    the document is re-checked by the same technique against the top-k passages retrieved for it
    (BM25, :mod:`.passage_store`); the re-check's verdict replaces the intrinsic one. A fact the
@@ -163,12 +163,27 @@ JUDGE_SYSTEM = (
     "\"Answer: True\" (supported) or \"Answer: False\" (not supported or contradicted)."
 )
 JUDGE_REQUEST = "Context:\n{context}\n\nStatement: {fact}\n\nIs the statement supported by the context?"
+_DEMO_CONTEXT = ("Metformin was given to 120 adults with type 2 diabetes for 24 weeks. HbA1c fell by 0.9% compared "
+                 "with placebo.")
+# (statement, reasoning and verdict): one supported, one contradicted, one not mentioned.
+JUDGE_DEMOS: tuple[tuple[str, str], ...] = (
+    ("Metformin lowered HbA1c compared with placebo.",
+     "The context says HbA1c fell by 0.9% with metformin compared with placebo, so metformin lowered HbA1c.\n"
+     "Answer: True"),
+    ("The trial lasted 12 weeks.", "The context says the trial lasted 24 weeks, not 12 weeks.\nAnswer: False"),
+    ("Metformin causes weight loss.",
+     "The context does not mention body weight, so it does not support the statement.\nAnswer: False"),
+)
 
 
 def judge_messages(context: str, fact: str) -> list[dict[str, str]]:
-    """The context comes first so consecutive facts of one document share a cacheable prompt prefix."""
-    return [{"role": "system", "content": JUDGE_SYSTEM},
-            {"role": "user", "content": JUDGE_REQUEST.format(context=context, fact=fact)}]
+    """System rules, three worked demonstrations, then the context and the fact (the fact last, so
+    consecutive facts of one document share a cacheable prompt prefix)."""
+    messages = [{"role": "system", "content": JUDGE_SYSTEM}]
+    for statement, answer in JUDGE_DEMOS:
+        messages += [{"role": "user", "content": JUDGE_REQUEST.format(context=_DEMO_CONTEXT, fact=statement)},
+                     {"role": "assistant", "content": answer}]
+    return messages + [{"role": "user", "content": JUDGE_REQUEST.format(context=context, fact=fact)}]
 
 
 JUDGE_PROMPT_HASH = prompt_hash(json.dumps(judge_messages("{context}", "{fact}"), ensure_ascii=False))
@@ -255,6 +270,13 @@ def generations_from_run(path: str, tasks: Iterable[str] | None = None, limit: i
 # ----------------------------------------------------------------------------- the checker
 
 
+def _complete_unique(client: Any, conversations: Sequence[list[dict[str, str]]]) -> list[ChatResult]:
+    """Answers in order, asking each distinct conversation once (concurrent duplicates would all be sent)."""
+    unique = {json.dumps(messages, ensure_ascii=False): messages for messages in conversations}
+    answers = dict(zip(unique, client.complete_many(list(unique.values())), strict=True))
+    return [answers[json.dumps(messages, ensure_ascii=False)] for messages in conversations]
+
+
 class FactChecker:
     """Runs the whole pipeline. ``decomposer`` and ``judge`` are :class:`~.openai_client.ChatClient`s
     (or anything with ``endpoint`` and ``complete_many``); ``nli`` an :class:`~.nli.NliVerifier` or
@@ -297,8 +319,8 @@ class FactChecker:
                             "item_id": generation.item_id, "answered": text is not None, "sentences": sentences})
             for sentence in sentences:
                 requests.setdefault(sentence, None)
-        unique = list(requests)
-        answers = dict(zip(unique, self.decomposer.complete_many([decomposer_messages(s) for s in unique]), strict=True))
+        answers = dict(zip(requests, _complete_unique(self.decomposer, [decomposer_messages(s) for s in requests]),
+                           strict=True))
         for index, (generation, record) in enumerate(zip(generations, records, strict=True)):
             outcomes, errors, fact_index = [], [], 0
             for s_index, sentence in enumerate(record["sentences"]):
@@ -328,7 +350,7 @@ class FactChecker:
         return records, [f for f in facts if f["generation"] not in failed]
 
     def _judge(self, facts: Sequence[dict], contexts: Sequence[str], setting: str) -> None:
-        results = self.judge.complete_many([judge_messages(c, f["fact"]) for f, c in zip(facts, contexts, strict=True)])
+        results = _complete_unique(self.judge, [judge_messages(c, f["fact"]) for f, c in zip(facts, contexts, strict=True)])
         for fact, result in zip(facts, results, strict=True):
             verdict = parse_verdict(result.text) if result.ok else None
             fact["cot"][setting] = {"supported": verdict, "reply": result.text,
