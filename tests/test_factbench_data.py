@@ -61,7 +61,7 @@ def test_demo_fixtures_load_for_every_task(demo_data_dir):
     assert first_rag["question"] == items[pmid]["QUESTION"]
     assert first_rag["document"] == "\n\n".join(items[pmid]["CONTEXTS"])
     assert docs["gen"][0]["document"] == first_rag["document"]  # gen is checked against the same snippets
-    assert docs["laysumm"][0]["topic"] == items[docs["laysumm"][0]["id"].removeprefix("pubmedqa-")]["QUESTION"]
+    assert docs["laysumm"][0]["reference"] == items[docs["laysumm"][0]["id"].removeprefix("pubmedqa-")]["LONG_ANSWER"]
 
 
 def bioasq_file(tmp_path, questions, name="training.json"):

@@ -103,29 +103,27 @@ class SummarisationSource:
     local_stem: str  # DIR/factbench/<stem>.{parquet,jsonl,json,csv}
     article_column: str
     reference_column: str
-    title_column: str | None
     hub: data_layer.HubDataset
     hub_file: str | None = None  # one file of the pinned repo, else load_dataset(data_dir=...)
 
     @property
     def layout(self) -> str:
-        columns = ", ".join(c for c in (self.article_column, self.reference_column, self.title_column) if c)
-        return (f"DIR/{BENCHMARK}/{self.local_stem}.jsonl (or .parquet/.json/.csv) with the columns {columns}"
-                f"{' (title optional)' if self.title_column else ''}")
+        return (f"DIR/{BENCHMARK}/{self.local_stem}.jsonl (or .parquet/.json/.csv) with the columns "
+                f"{self.article_column}, {self.reference_column}")
 
 
 SOURCES = {
     # Cohan et al. 2018 via ccdv/pubmed-summarization ("document" config: whole article -> abstract).
     # The repo is script-based upstream, so the pin is a commit of its auto-converted parquet branch.
     SUMM: SummarisationSource(
-        SUMM, "pubmed_summ", "article", "abstract", None,
+        SUMM, "pubmed_summ", "article", "abstract",
         data_layer.HubDataset("ccdv/pubmed-summarization", "fc8f7ea8c1f34f8e8cb09f29c99b8c996524c216",
                               split="test", data_dir="document")),
     # Goldsack et al. 2022 PLOS. The canonical hub copy (tomasg25/scientific_lay_summarisation)
     # needs a loading script that datasets>=4 cannot run; this is its parquet re-release with the
     # same splits and columns (text Unicode-normalised).
     LAYSUMM: SummarisationSource(
-        LAYSUMM, "plos_laysumm", "article", "summary", "title",
+        LAYSUMM, "plos_laysumm", "article", "summary",
         data_layer.HubDataset("pszemraj/scientific_lay_summarisation-plos-norm",
                               "fc5486ce7b7d8841cd988094b0004d4a3abd1e83", split="test"),
         hub_file="test.parquet"),
@@ -161,9 +159,9 @@ def fixed_sample(articles: Sequence[str], size: int, seed: str = SAMPLE_SEED) ->
 # ----------------------------------------------------------------------------- loading
 
 
-def _doc(task: str, doc_id: str, document: str, question: str, reference: str, topic: str, source: str) -> dict[str, str]:
+def _doc(task: str, doc_id: str, document: str, question: str, reference: str, source: str) -> dict[str, str]:
     return {"task": task, "id": doc_id, "question": question, "document": document, "reference": reference,
-            "topic": topic, "source": source}
+            "source": source}
 
 
 def summarisation_docs(rows: Sequence[Mapping[str, Any]], spec: SummarisationSource, source: str,
@@ -176,14 +174,8 @@ def summarisation_docs(rows: Sequence[Mapping[str, Any]], spec: SummarisationSou
     if len(rows) < sample_size:
         logger.warning("%s holds %d articles, fewer than the paper's %d: scores are not comparable with the paper.",
                        source, len(rows), sample_size)
-    docs = []
-    for index in chosen:
-        row = rows[index]
-        title = row.get(spec.title_column) if spec.title_column else None
-        topic = title.strip() if isinstance(title, str) and title.strip() else ""
-        docs.append(_doc(spec.task, str(row.get("id") or f"{spec.local_stem}-{index}"), row[spec.article_column],
-                         "", row[spec.reference_column], topic, source))
-    return docs
+    return [_doc(spec.task, str(rows[index].get("id") or f"{spec.local_stem}-{index}"), rows[index][spec.article_column],
+                 "", rows[index][spec.reference_column], source) for index in chosen]
 
 
 def _local_table(folder: Path, stem: str, layout: str) -> Path:
@@ -275,7 +267,7 @@ def bioasq_questions(path: Path) -> list[dict[str, str]]:
         if not ideal:
             raise data_layer.row_error(path, number, "ideal_answer", "missing or empty")
         docs.append({"id": question["id"], "question": question["body"].strip(), "document": "\n\n".join(texts),
-                     "reference": ideal, "topic": "", "source": str(path)})
+                     "reference": ideal, "source": str(path)})
     logger.info("%s: %d questions by type %s; kept the %d summary questions", path, len(questions), dict(types), len(docs))
     return docs
 
@@ -297,7 +289,7 @@ def load_bioasq(task: str, bioasq_path: str | None = None, data_dir: str | None 
                 continue  # the same question in two releases (e.g. training set and a golden batch)
             seen[question["id"]] = (question["question"], question["document"])
             docs.append(_doc(task, question["id"], question["document"], question["question"], question["reference"],
-                             question["question"], question["source"]))
+                             question["source"]))
     if not docs:
         raise data_layer.DataError(f"{', '.join(map(str, files))}: no summary-type questions")
     if len(docs) != PAPER_BIOASQ_SUMMARY_QUESTIONS:

@@ -298,7 +298,8 @@ class FactChecker:
             "sentence_splitter": {"method": "per line, then NLTK Punkt with fixed parameters",
                                   "abbreviations": sorted(ABBREVIATIONS)},
             "decomposer": endpoint(self.decomposer, DECOMPOSER_PROMPT_HASH),
-            "cot": endpoint(self.judge, JUDGE_PROMPT_HASH),
+            "cot": endpoint(self.judge, JUDGE_PROMPT_HASH) if self.judge is not None else
+            {"unavailable": "no CoT judge was given"},
             "nli": self.nli.record() if self.nli is not None else {"unavailable": self.nli_unavailable},
             "passage_store": {**self.store.record(), "k": self.k} if self.store is not None else
             {"unavailable": "no passage store was given (--passages)"},
