@@ -211,7 +211,7 @@ def test_worked_example_scores(checked):
     ci = table["cells"]["cot_intrinsic"]["estimate"]
     assert (ci["low"], ci["high"]) == (0.5, 1.0)  # two generations: resample means are 0.5, 0.75 or 1.0
     assert table["status"] == {"checked": 3, "no_facts": 2} and table["facts"] == 7
-    assert table["facts_per_checked_generation"] == pytest.approx(7 / 3) and table["paper_comparable"] is False
+    assert table["facts_per_checked_generation"] == pytest.approx(7 / 3) and table["full_item_count"] is False
 
 
 def test_facts_origin_and_what_was_rechecked(checked):

@@ -510,7 +510,7 @@ def score_table(scored: Sequence[Mapping[str, Any]], config: Mapping[str, Any]) 
                 if values:
                     cell["estimate"] = stats.bootstrap(stats.mean_of(values), len(values)).as_dict()
                 entry["cells"][key] = cell
-        entry["paper_comparable"] = (len(rows) == factbench.PAPER_ITEMS[task])
+        entry["full_item_count"] = len(rows) == factbench.PAPER_ITEMS[task]
         table[task] = entry
     return table
 
