@@ -656,17 +656,21 @@ def to_markdown(report: Mapping[str, Any]) -> str:
             for technique in TECHNIQUES:
                 cell = table[task]["cells"][f"{technique}_{setting}"]
                 cells.append("unavailable" if cell["status"] == "unavailable" else
-                             _pct(cell["estimate"]) if "estimate" in cell else cell["status"])
+                             _pct(cell["estimate"]) if "estimate" in cell else
+                             f"none scored ({cell['n_incomplete']} incomplete)")
         lines.append(f"| {SETTING_TITLES[setting]} | " + " | ".join(cells) + " |")
     lines += ["", "| task | generations (paper) | checked | no facts | no answer | decomposition failed | facts | "
-              "facts / checked generation | incomplete, intrinsic (CoT / NLI / UnVot) |",
-              "|---|---:|---:|---:|---:|---:|---:|---:|---|"]
+              "facts / checked generation | incomplete: document (CoT / NLI / UnVot) | incomplete: + passages |",
+              "|---|---:|---:|---:|---:|---:|---:|---:|---|---|"]
     for entry in table.values():
         status, per = entry["status"], entry["facts_per_checked_generation"]
-        incomplete = " / ".join(str(entry["cells"][f"{t}_intrinsic"].get("n_incomplete", "-")) for t in TECHNIQUES)
+        incomplete = [" / ".join(str(entry["cells"][f"{t}_{s}"].get("n_incomplete", "-")) for t in TECHNIQUES)
+                      for s in SETTINGS]
         lines.append(f"| {entry['title']} | {entry['generations']} ({entry['paper_items']}) | {status.get('checked', 0)} | "
                      f"{status.get('no_facts', 0)} | {status.get('no_answer', 0)} | {status.get('decomposition_failed', 0)} | "
-                     f"{entry['facts']} | {'-' if per is None else f'{per:.2f}'} | {incomplete} |")
+                     f"{entry['facts']} | {'-' if per is None else f'{per:.2f}'} | {incomplete[0]} | {incomplete[1]} |")
+    lines += ["", "A generation is incomplete for a technique when a verdict of one of its facts is missing "
+              "(a failed call or an unparsable reply): it is left out of that mean, never scored as unsupported."]
     origins = report["fact_origins"]
     lines += ["", f"Facts from the decomposer: {origins.get('decomposer', 0)}; sentences kept whole because the "
               f"decomposer reply had no fact list: {origins.get('sentence_fallback', 0)}.", ""]
