@@ -339,3 +339,20 @@ def test_a_rerun_hits_the_cache_and_makes_no_calls(tmp_path):
         assert server.requests[0]["temperature"] == 0.0 and server.requests[0]["model"] == "fake-judge"
     finally:
         server.close()
+
+
+def test_a_fact_no_passage_matches_stays_unsupported_without_a_call():
+    class EmptyStore(StubStore):
+        def search(self, query, k):
+            self.queries.append(query)
+            return []
+
+    judge, nli = ScriptedChat(judge_reply), StubNli()
+    result = factcheck.FactChecker(ScriptedChat(decomposer_reply), judge, nli, EmptyStore()).check(GENERATIONS[:1])
+    f4 = next(f for f in result.facts if f["fact"] == "f4")
+    assert f4["cot"]["extrinsic"] == {"supported": False, "reply": None, "error": None, "cached": False, "passages": 0}
+    assert f4["nli"]["extrinsic"] == {"supported": False, "label": None, "passages": 0}
+    assert not any(r.startswith("Context:\nTitle: ") for r in judge.requests)
+    assert not any(p.startswith("wiki") for p, _ in nli.pairs)
+    scores = factcheck.generation_scores(result.generations, result.facts, result.config)[0]["scores"]
+    assert (scores["cot_extrinsic"]["score"], scores["nli_extrinsic"]["score"]) == (0.5, 0.5)  # unchanged by the step

@@ -221,10 +221,6 @@ class Generation:
     document: str
     item_id: str = ""
 
-    @property
-    def key(self) -> str:
-        return f"{self.task}/{self.doc_id}"
-
 
 @dataclass
 class CheckResult:
@@ -402,7 +398,8 @@ class FactChecker:
                 with_passages = [f for f in needs["cot"] if passages[f["fact"]]]
                 for fact in needs["cot"]:
                     if not passages[fact["fact"]]:
-                        fact["cot"]["extrinsic"] = {"supported": False, "reply": None, "error": None, "passages": 0}
+                        fact["cot"]["extrinsic"] = {"supported": False, "reply": None, "error": None, "cached": False,
+                                                    "passages": 0}
                 self._judge(with_passages, ["\n\n".join(f"Title: {p.title}\nText: {p.text}" for p in passages[f["fact"]])
                                             for f in with_passages], "extrinsic")
                 timing["cot_extrinsic"] = {"seconds": time.perf_counter() - start, "facts": len(needs["cot"])}
