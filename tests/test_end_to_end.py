@@ -90,5 +90,6 @@ def test_include_path_of_an_installed_wheel(tmp_path):
     listed = subprocess.run([sys.executable, "-c", "from lm_eval.tasks import TaskManager; import sys; "
                              "print(sorted(TaskManager(include_path=sys.argv[1], include_defaults=False).all_tasks))",
                              printed], env=env, check=True, capture_output=True, text=True, cwd=tmp_path).stdout
-    for name in ("medfact_bench", "medfact_bench_scifact", "medfact_bench_bioasq_fact", "medeval_smoke"):
+    for name in ("medfact_bench", "medfact_bench_scifact", "medfact_bench_bioasq_fact", "medeval_smoke",
+                 "factbench", "factbench_laysumm"):
         assert f"'{name}'" in listed

@@ -38,3 +38,21 @@ def build_tiny_model(out_dir: Path) -> Path:
     LlamaForCausalLM(config).save_pretrained(out_dir)
     fast.save_pretrained(out_dir)
     return out_dir
+
+
+def build_tiny_nli(out_dir: Path, id2label: dict[int, str]) -> Path:
+    """A random-weight BERT sequence classifier with MiniLM's tokenizer and the given label order
+    (NLI plumbing checks only: its predictions mean nothing)."""
+    import torch
+    from transformers import AutoTokenizer, BertConfig, BertForSequenceClassification
+
+    from lm_eval_tasks.utils.models import minilm_dir
+
+    torch.manual_seed(0)
+    tokenizer = AutoTokenizer.from_pretrained(str(minilm_dir()))
+    config = BertConfig(vocab_size=tokenizer.vocab_size, hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
+                        intermediate_size=64, max_position_embeddings=128, num_labels=len(id2label),
+                        id2label=id2label, label2id={v: k for k, v in id2label.items()})
+    BertForSequenceClassification(config).save_pretrained(out_dir)
+    tokenizer.save_pretrained(out_dir)
+    return out_dir

@@ -60,11 +60,14 @@ class HubDataset:
     revision: str
     config: str | None = None
     split: str = "train"
+    # A folder of the repository to read (e.g. one config of an auto-converted parquet branch).
+    data_dir: str | None = None
 
     @property
     def label(self) -> str:
         config = f" (config {self.config})" if self.config else ""
-        return f"hf://datasets/{self.repo_id}@{self.revision}{config}"
+        folder = f"/{self.data_dir}" if self.data_dir else ""
+        return f"hf://datasets/{self.repo_id}@{self.revision}{folder}{config}"
 
 
 def local_benchmark_dir(benchmark: str, data_dir: str | os.PathLike | None = None) -> Path | None:
@@ -129,7 +132,8 @@ def load_hub_rows(hub: HubDataset, benchmark: str, expected_layout: str) -> tupl
     import datasets  # heavy; only on the hub route
 
     try:
-        ds = datasets.load_dataset(hub.repo_id, hub.config, revision=hub.revision, split=hub.split)
+        folder = {"data_dir": hub.data_dir} if hub.data_dir else {}
+        ds = datasets.load_dataset(hub.repo_id, hub.config, revision=hub.revision, split=hub.split, **folder)
     except Exception as exc:  # the hub client raises many types; all mean "no data"
         raise no_data_error(benchmark, hub.label, expected_layout, f"{exc.__class__.__name__}: {exc}") from exc
     return [dict(row) for row in ds], hub.label

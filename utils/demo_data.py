@@ -13,6 +13,14 @@ MedFact file is assembled from two real, related sources, in the benchmark's own
 
 Benchmarks whose real data ships as-is (pubmedqa, medexqa, millerqa) are linked into the demo
 directory, so one ``--metadata data_dir=DIR`` serves every task.
+
+FActBench's sources (PubMed articles, PLOS lay summaries, BioASQ) are not on this machine, so
+``DIR/factbench/`` holds fixtures in their formats built from real PubMedQA abstracts (items in
+file order, disjoint between tasks): structured abstracts as "articles" with their conclusions as
+reference summaries, and PubMedQA questions as BioASQ summary questions whose snippets are the
+abstract sections and whose ideal answer is the conclusion (plus a few yes/no questions, which
+the loader must skip). ``DIR/factbench/passages/`` is a JSONL corpus of all 1,000 abstracts for
+the external passage store. These fixtures exercise the pipeline; they are not the benchmark.
 """
 
 from __future__ import annotations
@@ -22,11 +30,14 @@ import os
 from pathlib import Path
 
 from . import data as data_layer
-from . import medfact
+from . import factbench, medfact
 
 HEALTHVER_LABELS = {"Supports": "SUPPORT", "Refutes": "CONTRADICT", "Neutral": "NEI"}
 MEDFACT_DEMO_FILE = "medfact_demo.jsonl"
 LINKED_BENCHMARKS = ("pubmedqa", "medexqa", "millerqa")
+# PubMedQA items (in file order) per FActBench fixture: summ, laysumm, BioASQ summary, BioASQ yes/no.
+FACTBENCH_DEMO_COUNTS = {"summ": 30, "laysumm": 30, "bioasq_summary": 30, "bioasq_yesno": 10}
+FACTBENCH_PASSAGES = "passages/pubmedqa_abstracts.jsonl"
 
 
 def medfact_demo_rows(shared_data: Path) -> list[dict[str, str]]:
@@ -54,16 +65,62 @@ def _row(component: str, claim: str, source: str, label: str, system_prompt: str
 
 
 def build_demo_data_dir(shared_data: str | os.PathLike, out_dir: str | os.PathLike) -> Path:
-    """Write ``out_dir/medfact_bench/medfact_demo.jsonl`` and link the ready-made benchmark folders."""
+    """Write the MedFact demo file and the FActBench fixtures; link the ready-made benchmark folders."""
     shared_data, out_dir = Path(shared_data).resolve(), Path(out_dir)
     medfact_dir = out_dir / medfact.BENCHMARK
     medfact_dir.mkdir(parents=True, exist_ok=True)
     target = medfact_dir / MEDFACT_DEMO_FILE
     write_jsonl(medfact_demo_rows(shared_data), target.with_suffix(".tmp")).replace(target)
+    write_factbench_fixtures(shared_data, out_dir / factbench.BENCHMARK)
     for benchmark in LINKED_BENCHMARKS:
         link, source = out_dir / benchmark, shared_data / benchmark
         if source.is_dir() and not link.exists():
             link.symlink_to(source, target_is_directory=True)
+    return out_dir
+
+
+def _abstract(item: dict) -> str:
+    sections = [f"{label}: {text}" for label, text in zip(item["LABELS"], item["CONTEXTS"], strict=True)]
+    return "\n".join(sections + [f"CONCLUSIONS: {item['LONG_ANSWER']}"])
+
+
+def write_factbench_fixtures(shared_data: str | os.PathLike, out_dir: str | os.PathLike) -> Path:
+    """FActBench-format fixtures from real PubMedQA abstracts (see the module docstring)."""
+    pubmedqa_file = Path(shared_data) / "pubmedqa" / "ori_pqal.json"
+    items = list(json.loads(pubmedqa_file.read_text(encoding="utf-8")).items())
+    counts = FACTBENCH_DEMO_COUNTS
+    if len(items) < sum(counts.values()):
+        raise data_layer.DataError(f"{pubmedqa_file}: {len(items)} items, the fixtures need {sum(counts.values())}")
+    out_dir = Path(out_dir)
+    summ, rest = items[:counts["summ"]], items[counts["summ"]:]
+    laysumm, rest = rest[:counts["laysumm"]], rest[counts["laysumm"]:]
+    questions = rest[:counts["bioasq_summary"] + counts["bioasq_yesno"]]
+    summ_file = out_dir / f"{factbench.SOURCES[factbench.SUMM].local_stem}.jsonl"
+    write_jsonl([{"id": f"pubmedqa-{pmid}", "article": _abstract(item), "abstract": item["LONG_ANSWER"]}
+                 for pmid, item in summ], summ_file.with_suffix(".tmp")).replace(summ_file)
+    lay_file = out_dir / f"{factbench.SOURCES[factbench.LAYSUMM].local_stem}.jsonl"
+    write_jsonl([{"id": f"pubmedqa-{pmid}", "article": _abstract(item), "summary": item["LONG_ANSWER"],
+                  "title": item["QUESTION"]} for pmid, item in laysumm], lay_file.with_suffix(".tmp")).replace(lay_file)
+    bioasq = []
+    for number, (pmid, item) in enumerate(questions):
+        url = f"http://www.ncbi.nlm.nih.gov/pubmed/{pmid}"
+        question = {"id": f"pubmedqa-{pmid}", "body": item["QUESTION"], "documents": [url],
+                    "snippets": [{"text": text, "document": url, "beginSection": "abstract", "endSection": "abstract"}
+                                 for text in item["CONTEXTS"]],
+                    "ideal_answer": [item["LONG_ANSWER"]]}
+        if number < counts["bioasq_summary"]:
+            question["type"] = "summary"
+        else:
+            question.update(type="yesno", exact_answer=item["final_decision"])
+        bioasq.append(question)
+    bioasq_file = out_dir / factbench.BIOASQ_DIR / "bioasq_demo.json"
+    bioasq_file.parent.mkdir(parents=True, exist_ok=True)
+    bioasq_file.with_suffix(".tmp").write_text(json.dumps({"questions": bioasq}, ensure_ascii=False, indent=1),
+                                               encoding="utf-8")
+    bioasq_file.with_suffix(".tmp").replace(bioasq_file)
+    passages = out_dir / FACTBENCH_PASSAGES
+    write_jsonl([{"id": pmid, "title": item["QUESTION"], "text": _abstract(item)} for pmid, item in items],
+                passages.with_suffix(".tmp")).replace(passages)
     return out_dir
 
 

@@ -1,0 +1,135 @@
+"""factbench-check as a user runs it: an lm-eval --log_samples run in, tables out; then a cached re-run."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+from lm_eval import simple_evaluate
+from lm_eval.loggers import EvaluationTracker
+from lm_eval.tasks import TaskManager
+
+from lm_eval_tasks import tasks_dir
+from lm_eval_tasks.utils import factcheck
+from lm_eval_tasks.utils.demo_data import FACTBENCH_PASSAGES
+from tests.fake_openai import FakeChatServer
+from tests.scripted_lm import ScriptedLM
+from tests.tiny_model import build_tiny_nli
+
+GEN_REPLY = "I am not sure. Regular coffee cures every cancer."
+
+
+def scripted_reply(prompt):
+    """Summaries and RAG answers copy the first sentence of their article or context; open answers invent."""
+    if "CONTEXT: " in prompt:
+        return factcheck.split_sentences(prompt.split("CONTEXT: ", 1)[1])[0]
+    if "Scientific Article: " in prompt:
+        return factcheck.split_sentences(prompt.split("Scientific Article: ", 1)[1])[0]
+    return GEN_REPLY
+
+
+def fake_llm(messages):
+    """Decomposer: the sentence is its only fact. Judge: True iff the statement occurs in the context."""
+    content = messages[-1]["content"]
+    if content.startswith("Split this sentence"):
+        return "- " + content.split("\n", 1)[1]
+    context, statement = content.removeprefix("Context:\n").rsplit("\n\nStatement: ", 1)
+    statement = statement.split("\n\nIs the statement supported")[0]
+    return f"Step by step.\nAnswer: {statement in context}"
+
+
+@pytest.fixture(scope="module")
+def run_dir(demo_data_dir, tmp_path_factory):
+    manager = TaskManager(include_path=tasks_dir(), include_defaults=False, metadata={"data_dir": str(demo_data_dir)})
+    results = simple_evaluate(model=ScriptedLM(reply=scripted_reply), tasks=["factbench"], task_manager=manager,
+                              limit=3, bootstrap_iters=0, log_samples=True)
+    samples = results.pop("samples")
+    out = tmp_path_factory.mktemp("run")
+    tracker = EvaluationTracker(output_path=str(out))
+    tracker.save_results_aggregated(results=results, samples=samples)
+    for task in results["configs"]:
+        tracker.save_results_samples(task_name=task, samples=samples[task])
+    return out
+
+
+@pytest.fixture(scope="module")
+def store(demo_data_dir, tmp_path_factory):
+    path = tmp_path_factory.mktemp("store") / "passages.sqlite"
+    subprocess.run([sys.executable, "-m", "lm_eval_tasks", "factbench-index",
+                    str(demo_data_dir / "factbench" / FACTBENCH_PASSAGES), "--out", str(path)], check=True)
+    return path
+
+
+def cli(*args):
+    return subprocess.run([sys.executable, "-m", "lm_eval_tasks", *map(str, args)], capture_output=True, text=True)
+
+
+def test_check_then_cached_rerun_then_rescore(run_dir, store, tmp_path):
+    server = FakeChatServer(fake_llm)
+    try:
+        judge = f"base_url={server.base_url},model=fake-judge,max_tokens=128"
+        first = cli("factbench-check", run_dir, "--judge", judge, "--passages", store, "--cache", tmp_path / "c.sqlite",
+                    "--out", tmp_path / "fc")
+        assert first.returncode == 0, first.stderr
+        assert "NLI unavailable" in first.stderr  # the default checkpoint cannot be downloaded offline
+        report = json.loads((tmp_path / "fc" / "factcheck.json").read_text())
+        table = report["table"]
+        assert set(table) == {"summ", "laysumm", "rag", "gen"} and all(t["generations"] == 3 for t in table.values())
+        for task in ("summ", "laysumm", "rag"):  # copied sentences: every fact supported by the document
+            assert table[task]["cells"]["cot_intrinsic"]["estimate"]["value"] == 1.0
+        # the invented answer: 2 facts, unsupported by the snippets and by the passage store
+        assert table["gen"]["facts"] == 6
+        assert table["gen"]["cells"]["cot_intrinsic"]["estimate"]["value"] == 0.0
+        assert table["gen"]["cells"]["cot_extrinsic"]["estimate"]["value"] == 0.0
+        assert table["gen"]["cells"]["nli_intrinsic"]["status"] == "unavailable"
+        assert report["config"]["cot"]["model"] == "fake-judge" and report["config"]["cot"]["temperature"] == 0.0
+        assert report["config"]["passage_store"]["n_documents"] == 1000
+        assert report["run"]["task_versions"] == {f"factbench_{t}": 1.0 for t in ("gen", "laysumm", "rag", "summ")}
+        calls = report["calls"]
+        # one decomposer call per distinct sentence (the 3 invented answers share theirs)
+        assert calls["decomposer"]["calls"] == 9 + 2 and calls["cot"]["calls"] == 9 + 6 + 2
+        markdown = (tmp_path / "fc" / "factcheck.md").read_text()
+        assert "| Grounding document | 100.0 [100.0, 100.0] | unavailable | unavailable |" in markdown
+
+        requests = len(server.requests)
+        again = cli("factbench-check", run_dir, "--judge", judge, "--passages", store, "--cache", tmp_path / "c.sqlite",
+                    "--out", tmp_path / "fc2", "--nli-model", "none")
+        assert again.returncode == 0, again.stderr
+        assert len(server.requests) == requests  # all answers from the cache
+        rerun = json.loads((tmp_path / "fc2" / "factcheck.json").read_text())
+        assert rerun["calls"]["cot"] == {"calls": 0, "cache_hits": 17, "failures": 0}
+        assert rerun["table"]["gen"]["cells"]["cot_extrinsic"] == table["gen"]["cells"]["cot_extrinsic"]
+        assert rerun["config"]["nli"] == {"unavailable": "NLI was switched off (--nli-model none)"}
+
+        # a local NLI checkpoint (random weights: plumbing only) fills the NLI and UnVot columns
+        nli_dir = build_tiny_nli(tmp_path / "nli", {0: "contradiction", 1: "neutral", 2: "entailment"})
+        with_nli = cli("factbench-check", run_dir, "--judge", judge, "--passages", store, "--cache", tmp_path / "c.sqlite",
+                       "--out", tmp_path / "fc4", "--nli-model", nli_dir, "--nli-max-length", 128, "--nli-stride", 16)
+        assert with_nli.returncode == 0, with_nli.stderr
+        assert len(server.requests) == requests
+        nli_report = json.loads((tmp_path / "fc4" / "factcheck.json").read_text())
+        assert nli_report["config"]["nli"]["labels"] == ["contradiction", "neutral", "entailment"]
+        assert nli_report["calls"]["nli"]["pairs_computed"] > 0
+        for row in map(json.loads, (tmp_path / "fc4" / "generations.jsonl").read_text().splitlines()):
+            scores = {key: cell["score"] for key, cell in row["scores"].items()}
+            for setting in ("intrinsic", "extrinsic"):
+                assert scores[f"unvot_{setting}"] <= min(scores[f"cot_{setting}"], scores[f"nli_{setting}"])
+    finally:
+        server.close()
+
+    (tmp_path / "human.jsonl").write_text("".join(json.dumps({"task": "factbench_summ", "doc_id": i, "score": s}) + "\n"
+                                                  for i, s in enumerate([80, 90, 70])), encoding="utf-8")
+    table = cli("factbench-table", tmp_path / "fc", "--human", tmp_path / "human.jsonl", "--out", tmp_path / "fc3")
+    assert table.returncode == 0, table.stderr
+    rescored = json.loads((tmp_path / "fc3" / "factcheck.json").read_text())
+    assert rescored["table"] == report["table"]
+    summ = rescored["human_correlation"]["summ"]["cot_intrinsic"]
+    assert summ["n"] == 3 and summ["mean_human"] == 80.0 and summ["correlation"].startswith("undefined")
+
+
+def test_a_run_without_factbench_tasks_is_refused(tmp_path):
+    (tmp_path / "results_2026-01-01T00-00-00.json").write_text(json.dumps({"configs": {}}), encoding="utf-8")
+    out = cli("factbench-check", tmp_path, "--judge", "base_url=http://127.0.0.1:9/v1,model=x")
+    assert out.returncode == 1 and "no FActBench samples" in out.stderr
+    bad = cli("factbench-check", tmp_path, "--judge", "model=x")
+    assert bad.returncode == 2 and "base_url=... and model=... are required" in bad.stderr

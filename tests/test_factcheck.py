@@ -1,0 +1,358 @@
+"""FActBench fact-checking on hand-written inputs: splitting, parsing, voting, the extrinsic rule, caching."""
+
+import json
+
+import pytest
+
+from lm_eval_tasks.utils import factcheck
+from lm_eval_tasks.utils.nli import NliResult
+from lm_eval_tasks.utils.openai_client import ChatCache, ChatClient, ChatEndpoint, ChatResult
+from lm_eval_tasks.utils.passage_store import Passage
+from tests.fake_openai import FakeChatServer
+
+# ----------------------------------------------------------------------------- sentences
+
+
+def test_sentences_keep_abbreviations_numbers_and_lines():
+    text = ("**Objective:** Smith et al. tested aspirin (p < 0.05, Fig. 2). Patients, e.g. those over 65, improved vs. "
+            "controls.\n\n- U.S. adults took 2.5 mg daily.\n---\nSummary:")
+    assert factcheck.split_sentences(text) == [
+        "**Objective:** Smith et al. tested aspirin (p < 0.05, Fig. 2).",
+        "Patients, e.g. those over 65, improved vs. controls.",
+        "- U.S. adults took 2.5 mg daily.",
+        "Summary:",
+    ]
+    assert factcheck.split_sentences("  \n\n ** \n") == []
+
+
+# ----------------------------------------------------------------------------- decomposer replies
+
+
+@pytest.mark.parametrize("reply, facts, outcome", [
+    ("- Aspirin inhibits platelets.\n- Aspirin is an NSAID.", ["Aspirin inhibits platelets.", "Aspirin is an NSAID."], "facts"),
+    ("Here are the facts:\n1. The trial had 40 patients.\n2) It lasted **12 weeks**.\n* Dose was 5 mg.",
+     ["The trial had 40 patients.", "It lasted 12 weeks.", "Dose was 5 mg."], "facts"),
+    ("• A is B.\n• A is B.\n- \n– C is D.", ["A is B.", "C is D."], "facts"),  # repeats and empty bullets dropped
+    ("No facts.", [], "no_facts"),
+    ("This sentence contains no atomic facts", [], "no_facts"),
+    ("The sentence says aspirin helps.", [], "unparsed"),
+    ("<think>- draft fact</think>- Final fact.", ["Final fact."], "facts"),
+    ("<think>- never closed", [], "unparsed"),
+    (None, [], "unparsed"),
+])
+def test_parse_facts(reply, facts, outcome):
+    assert factcheck.parse_facts(reply) == (facts, outcome)
+
+
+def test_decomposer_prompt_is_few_shot_chat_and_pinned():
+    messages = factcheck.decomposer_messages("Aspirin inhibits platelets.")
+    assert messages[0]["role"] == "system" and messages[-1] == {
+        "role": "user", "content": "Split this sentence into atomic facts:\nAspirin inhibits platelets."}
+    assert [m["role"] for m in messages[1:-1]] == ["user", "assistant"] * len(factcheck.DECOMPOSER_DEMOS)
+    assert messages[6]["content"] == "No facts."  # the demo with no fact
+    # every demo reply parses back to its facts with our own parser
+    for demo_reply, (_, facts) in zip(messages[2:-1:2], factcheck.DECOMPOSER_DEMOS):
+        assert factcheck.parse_facts(demo_reply["content"])[0] == list(facts)
+    assert len(factcheck.DECOMPOSER_PROMPT_HASH) == 16
+
+
+# ----------------------------------------------------------------------------- judge replies
+
+
+@pytest.mark.parametrize("reply, verdict", [
+    ("The context states the dose was 5 mg.\nAnswer: True", True),
+    ("The context reports 10 mg, not 5 mg.\n\n**Answer:** False", False),
+    ("Answer: false. Wait, re-reading: the abstract says so. Final answer: TRUE", True),  # the last answer wins
+    ("The answer is true.", True),
+    ("Reasoning about the trial...\nFalse.", False),  # a bare last line
+    ("The statement is not true.", None),  # no answer line: unparsed, never guessed
+    ("True or false? Hard to say.", None),
+    ("<think>Answer: True</think>\nAnswer: False", False),
+    ("<think>Answer: True", None),
+    ("", None),
+    (None, None),
+])
+def test_parse_verdict(reply, verdict):
+    assert factcheck.parse_verdict(reply) is verdict
+
+
+def test_judge_prompt_demonstrates_the_format_then_asks():
+    messages = factcheck.judge_messages("CONTEXT TEXT", "FACT TEXT")
+    assert messages[0]["role"] == "system" and "Answer: True" in messages[0]["content"]
+    demos = messages[1:-1]
+    assert [m["role"] for m in demos] == ["user", "assistant"] * 3
+    # the demonstrations' verdicts read back with our parser: one supported, two not
+    assert [factcheck.parse_verdict(m["content"]) for m in demos[1::2]] == [True, False, False]
+    user = messages[-1]["content"]
+    assert user == "Context:\nCONTEXT TEXT\n\nStatement: FACT TEXT\n\nIs the statement supported by the context?"
+
+
+# ----------------------------------------------------------------------------- the worked example
+
+
+class ScriptedChat:
+    """A chat client that answers from a function of the last user message."""
+
+    def __init__(self, respond):
+        self.respond = respond
+        self.endpoint = ChatEndpoint("http://scripted/v1", "scripted")
+        self.requests: list[str] = []
+        self.calls = self.cache_hits = self.failures = 0
+
+    def complete_many(self, conversations):
+        out = []
+        for messages in conversations:
+            content = messages[-1]["content"]
+            self.requests.append(content)
+            self.calls += 1
+            reply = self.respond(content)
+            if reply is None:
+                self.failures += 1
+                out.append(ChatResult(None, error="HTTP 500: boom", attempts=4))
+            else:
+                out.append(ChatResult(reply, attempts=1))
+        return out
+
+
+# Generation A has facts f1..f4, C has g1, g2, E has one (its sentence: the decomposer reply had no
+# fact list); B and D have none. Verdicts by (fact, knowledge: the document or retrieved passages):
+COT = {("f1", "doc"): True, ("f2", "doc"): True, ("f3", "doc"): False, ("f4", "doc"): False,
+       ("f3", "wiki"): True, ("f4", "wiki"): False, ("g1", "doc"): True, ("E one.", "doc"): True}
+NLI = {("f1", "doc"): "entailment", ("f2", "doc"): "neutral", ("f3", "doc"): "entailment", ("f4", "doc"): "contradiction",
+       ("f2", "wiki"): "entailment", ("f4", "wiki"): "neutral", ("g1", "doc"): "entailment", ("g2", "doc"): "neutral",
+       ("g2", "wiki"): "neutral", ("E one.", "doc"): "entailment"}
+DECOMPOSITION = {"A one.": "- f1\n- f2", "A two.": "- f3\n- f4", "B heading:": "No facts.",
+                 "C one.": "- g1", "C two.": "- g2", "E one.": "The sentence says e1."}
+
+
+def decomposer_reply(content):
+    return DECOMPOSITION[content.split("\n", 1)[1]]
+
+
+def judge_reply(content):
+    context, fact = content.split("Context:\n", 1)[1].split("\n\nStatement: ")
+    fact = fact.split("\n\n")[0]
+    knowledge = "wiki" if context.startswith("Title: ") else "doc"
+    if (fact, knowledge) not in COT:
+        return "I am not sure."  # g2: unparsed verdict
+    return f"Reasoning.\nAnswer: {COT[(fact, knowledge)]}"
+
+
+class StubNli:
+    labels = ["entailment", "neutral", "contradiction"]
+
+    def __init__(self):
+        self.pairs = []
+        self.computed = self.cache_hits = 0
+
+    def check(self, pairs):
+        self.pairs += pairs
+        out = []
+        for premise, fact in pairs:
+            label = NLI[(fact, "wiki" if premise.startswith("wiki") else "doc")]
+            probs = {name: 0.8 if name == label else 0.1 for name in self.labels}
+            out.append(NliResult(label, label == "entailment", probs, 0, 1))
+        return out
+
+    def record(self):
+        return {"model": "stub"}
+
+
+class StubStore:
+    def __init__(self):
+        self.queries = []
+
+    def search(self, query, k):
+        self.queries.append(query)
+        return [Passage(f"{query}#0", "Wiki", f"wiki passage about {query}", 1.0)]
+
+    def record(self):
+        return {"path": "stub", "n_passages": 1}
+
+
+GENERATIONS = [factcheck.Generation("rag", 0, "a", "A one. A two.", "document A"),
+               factcheck.Generation("rag", 1, "b", "B heading:", "document B"),
+               factcheck.Generation("rag", 2, "c", "C one.\nC two.", "document C"),
+               factcheck.Generation("rag", 3, "d", "   ", "document D"),
+               factcheck.Generation("rag", 4, "e", "E one.", "document E")]
+
+
+@pytest.fixture
+def checked():
+    decomposer, judge, nli, store = ScriptedChat(decomposer_reply), ScriptedChat(judge_reply), StubNli(), StubStore()
+    result = factcheck.FactChecker(decomposer, judge, nli, store, k=5).check(GENERATIONS)
+    return result, decomposer, judge, nli, store
+
+
+def test_worked_example_scores(checked):
+    result, *_ = checked
+    scored = {r["doc_id"]: r for r in factcheck.generation_scores(result.generations, result.facts, result.config)}
+    assert [scored[i]["status"] for i in range(5)] == ["checked", "no_facts", "checked", "no_facts", "checked"]
+    a = {key: cell["score"] for key, cell in scored[0]["scores"].items()}
+    # intrinsic: CoT f1 f2 | NLI f1 f3 | both f1.  + extrinsic: CoT adds f3, NLI adds f2, both f1 f2 f3
+    assert a == {"cot_intrinsic": 0.5, "cot_extrinsic": 0.75, "nli_intrinsic": 0.5, "nli_extrinsic": 0.75,
+                 "unvot_intrinsic": 0.25, "unvot_extrinsic": 0.75}
+    c = scored[2]["scores"]
+    # g2's verdict could not be read: no CoT/UnVot score for C (not 0), NLI scores it normally
+    assert c["cot_intrinsic"] == {"score": None, "reason": "incomplete", "missing_verdicts": 1}
+    assert c["unvot_extrinsic"]["reason"] == "incomplete"
+    assert (c["nli_intrinsic"]["score"], c["nli_extrinsic"]["score"]) == (0.5, 0.5)
+    assert scored[1]["scores"]["cot_intrinsic"] == {"score": None, "reason": "no_facts"}
+
+    assert {cell["score"] for cell in scored[4]["scores"].values()} == {1.0}
+
+    table = factcheck.score_table(list(scored.values()), result.config)["rag"]
+    values = {key: cell["estimate"]["value"] for key, cell in table["cells"].items()}
+    # means over scored generations: CoT and UnVot over A, E; NLI over A, C, E
+    assert values == pytest.approx({"cot_intrinsic": 0.75, "cot_extrinsic": 0.875, "nli_intrinsic": 2 / 3,
+                                    "nli_extrinsic": 0.75, "unvot_intrinsic": 0.625, "unvot_extrinsic": 0.875})
+    assert table["cells"]["cot_intrinsic"]["n_scored"] == 2 and table["cells"]["cot_intrinsic"]["n_incomplete"] == 1
+    assert table["cells"]["nli_extrinsic"]["n_scored"] == 3
+    ci = table["cells"]["cot_intrinsic"]["estimate"]
+    assert (ci["low"], ci["high"]) == (0.5, 1.0)  # two generations: resample means are 0.5, 0.75 or 1.0
+    assert table["status"] == {"checked": 3, "no_facts": 2} and table["facts"] == 7
+    assert table["facts_per_checked_generation"] == pytest.approx(7 / 3) and table["full_item_count"] is False
+
+
+def test_facts_origin_and_what_was_rechecked(checked):
+    result, decomposer, judge, nli, store = checked
+    facts = {f["fact"]: f for f in result.facts}
+    assert list(facts) == ["f1", "f2", "f3", "f4", "g1", "g2", "E one."]
+    assert facts["E one."]["origin"] == "sentence_fallback" and facts["f1"]["origin"] == "decomposer"
+    assert facts["g2"]["cot"]["intrinsic"]["error"] == "unparsed verdict"
+    # extrinsic: only facts a technique found unsupported, by that technique
+    assert sum(r.startswith("Context:\nTitle: ") for r in judge.requests) == 2  # f3, f4
+    assert [fact for premise, fact in nli.pairs if premise.startswith("wiki")] == ["f2", "f4", "g2"]
+    assert sorted(store.queries) == ["f2", "f3", "f4", "g2"]
+    assert "extrinsic" not in facts["f1"]["cot"] and "extrinsic" not in facts["f1"]["nli"]
+    # g2's CoT verdict is unreadable: it is not re-checked either (only "unsupported" is)
+    assert facts["g2"]["cot"]["intrinsic"]["supported"] is None and "extrinsic" not in facts["g2"]["cot"]
+    assert result.calls["decomposer"]["calls"] == 6  # one per distinct sentence (D has none)
+
+
+def test_no_dummy_fact_for_empty_generations(checked):
+    result, *_ = checked
+    assert not [f for f in result.facts if f["doc_id"] in (1, 3)]  # "B heading:" said "No facts."
+    d = result.generations[3]
+    assert d["sentences"] == [] and d["n_facts"] == 0 and d["status"] == "no_facts"
+
+
+def test_failed_decomposer_call_leaves_the_generation_unscored():
+    decomposer = ScriptedChat(lambda content: None if "A two." in content else decomposer_reply(content))
+    result = factcheck.FactChecker(decomposer, ScriptedChat(judge_reply), StubNli(), None).check(GENERATIONS[:1])
+    (record,) = result.generations
+    assert record["status"] == "decomposition_failed" and record["errors"] == ["HTTP 500: boom"]
+    assert result.facts == []  # nothing of it is judged
+    scores = factcheck.generation_scores(result.generations, result.facts, result.config)[0]["scores"]
+    assert scores["nli_intrinsic"] == {"score": None, "reason": "decomposition_failed"}
+
+
+def test_unavailable_techniques_are_reported_never_zero():
+    result = factcheck.FactChecker(ScriptedChat(decomposer_reply), ScriptedChat(judge_reply), None, None,
+                                   nli_unavailable="cannot load NLI model 'x'").check(GENERATIONS[:1])
+    table = factcheck.score_table(factcheck.generation_scores(result.generations, result.facts, result.config),
+                                  result.config)["rag"]["cells"]
+    assert table["cot_intrinsic"]["estimate"]["value"] == 0.5
+    assert table["nli_intrinsic"] == {"status": "unavailable", "reason": "cannot load NLI model 'x'"}
+    assert table["unvot_intrinsic"]["status"] == "unavailable"
+    assert table["cot_extrinsic"] == {"status": "unavailable", "reason": "no passage store was given (--passages)"}
+    markdown = factcheck.to_markdown(factcheck.build_report(result)[0])
+    assert "| Grounding document | 50.0 [50.0, 50.0] | unavailable | unavailable |" in markdown
+
+
+def test_rescore_from_saved_verdicts_needs_no_model(checked, tmp_path):
+    result, *_ = checked
+    report, files = factcheck.write_outputs(result, tmp_path / "fc", run={"model_name": "m"})
+    assert {p.name for p in files} == {"facts.jsonl", "generations.jsonl", "check.json", "factcheck.json", "factcheck.md"}
+    again, _ = factcheck.rescore(tmp_path / "fc", out_dir=tmp_path / "again")
+    assert again["table"] == report["table"] and again["run"] == {"model_name": "m"}
+    saved = [json.loads(line) for line in (tmp_path / "fc" / "facts.jsonl").read_text().splitlines()]
+    assert saved[2]["cot"]["extrinsic"]["reply"] == "Reasoning.\nAnswer: True"  # replies are kept
+
+
+def test_human_correlation_and_paper_scale_estimate(checked, tmp_path):
+    result, *_ = checked
+    # Spearman/Pearson need three scored generations: add two copies of A's scores under new ids
+    generations = result.generations + [{**result.generations[0], "doc_id": 10}, {**result.generations[0], "doc_id": 11}]
+    facts = result.facts + [{**f, "doc_id": i} for i in (10, 11) for f in result.facts if f["doc_id"] == 0]
+    facts[-1] = {**facts[-1], "nli": {"intrinsic": {"supported": True}}}  # doc 11: f4 now NLI-supported
+    human_file = tmp_path / "human.csv"
+    human_file.write_text("task,doc_id,score\nfactbench_rag,0,40\nrag,2,90\nrag,10,50\nrag,11,80\n", encoding="utf-8")
+    human = factcheck.read_human_scores(human_file)
+    assert human == {("rag", 0): 40.0, ("rag", 2): 90.0, ("rag", 10): 50.0, ("rag", 11): 80.0}
+    report, _ = factcheck.build_report(factcheck.CheckResult(generations, facts, result.config), human)
+    nli = report["human_correlation"]["rag"]["nli_intrinsic"]
+    # NLI intrinsic scores: doc0 .5, doc2 .5, doc10 .5, doc11 .75 vs human 40, 90, 50, 80
+    assert nli["n"] == 4 and nli["mean_score"] == pytest.approx(0.5625) and nli["mean_human"] == 65.0
+    # ranks: x (2, 2, 2, 4), y (1, 4, 2, 3): Spearman = Pearson of the ranks
+    assert nli["spearman"] == pytest.approx(0.2581988897471611)
+    assert nli["pearson"] == pytest.approx(3.75 / (0.046875 * 1700) ** 0.5)
+    assert report["human_correlation"]["rag"]["cot_intrinsic"]["correlation"].startswith("undefined")
+
+    estimate = factcheck.paper_scale_calls(report["table"], facts, k=5)["tasks"]["rag"]
+    # 1,130 questions x 6 models; 6 generations with 12 sentences, 4 checked with 16 facts
+    # 1,130 questions x 6 models; 7 generations with 10 sentences; 5 checked with 15 facts
+    assert estimate["generations"] == 6780
+    assert estimate["decomposer_calls"] == round(6780 * 10 / 7)
+    assert estimate["cot_intrinsic_calls"] == 6780 * 3
+    # CoT found f3 and f4 unsupported in A and its two copies: 6 of the 14 readable verdicts
+    assert estimate["cot_extrinsic_calls"] == round(6780 * 3 * 6 / 14)
+    # NLI: f2, f4 (A, doc 10), f2 (doc 11), g2: 6 of 15 unsupported, each re-checked against k=5 passages
+    assert estimate["nli_extrinsic_pairs"] == round(6780 * 3 * 6 / 15 * 5)
+
+
+def test_bad_human_scores_name_the_row(tmp_path):
+    bad = tmp_path / "h.csv"
+    bad.write_text("task,doc_id,score\nrag,0,40\nmedqa,1,3\n", encoding="utf-8")
+    with pytest.raises(factcheck.DataError, match=r"h.csv, row 2, field 'task'"):
+        factcheck.read_human_scores(bad)
+
+
+# ----------------------------------------------------------------------------- the real client: cache
+
+
+def test_a_rerun_hits_the_cache_and_makes_no_calls(tmp_path):
+    server = FakeChatServer(lambda messages: (decomposer_reply(messages[-1]["content"])
+                                              if messages[-1]["content"].startswith("Split") else
+                                              judge_reply(messages[-1]["content"])))
+    try:
+        cache_file = tmp_path / "calls.sqlite"
+
+        def run():
+            endpoint = ChatEndpoint(server.base_url, "fake-judge", max_tokens=64)
+            decomposer, judge = ChatClient(endpoint, ChatCache(cache_file)), ChatClient(endpoint, ChatCache(cache_file))
+            result = factcheck.FactChecker(decomposer, judge, StubNli(), StubStore()).check(GENERATIONS)
+            return result, decomposer, judge
+
+        first, decomposer, judge = run()
+        assert (decomposer.calls, judge.calls) == (6, 9)  # 6 sentences; 7 facts + 2 CoT re-checks
+        assert len(server.requests) == 15
+        again, decomposer, judge = run()
+        assert (decomposer.calls, judge.calls, decomposer.cache_hits, judge.cache_hits) == (0, 0, 6, 9)
+        assert len(server.requests) == 15
+        def without_cache_flags(facts):
+            return [{**f, "cot": {k: {x: y for x, y in v.items() if x != "cached"} for k, v in f["cot"].items()}}
+                    for f in facts]
+
+        assert without_cache_flags(again.facts) == without_cache_flags(first.facts)
+        assert all(v["cached"] for f in again.facts for v in f["cot"].values())
+        assert server.requests[0]["temperature"] == 0.0 and server.requests[0]["model"] == "fake-judge"
+    finally:
+        server.close()
+
+
+def test_a_fact_no_passage_matches_stays_unsupported_without_a_call():
+    class EmptyStore(StubStore):
+        def search(self, query, k):
+            self.queries.append(query)
+            return []
+
+    judge, nli = ScriptedChat(judge_reply), StubNli()
+    result = factcheck.FactChecker(ScriptedChat(decomposer_reply), judge, nli, EmptyStore()).check(GENERATIONS[:1])
+    f4 = next(f for f in result.facts if f["fact"] == "f4")
+    assert f4["cot"]["extrinsic"] == {"supported": False, "reply": None, "error": None, "cached": False, "passages": 0}
+    assert f4["nli"]["extrinsic"] == {"supported": False, "label": None, "passages": 0}
+    assert not any(r.startswith("Context:\nTitle: ") for r in judge.requests)
+    assert not any(p.startswith("wiki") for p, _ in nli.pairs)
+    scores = factcheck.generation_scores(result.generations, result.facts, result.config)[0]["scores"]
+    assert (scores["cot_extrinsic"]["score"], scores["nli_extrinsic"]["score"]) == (0.5, 0.5)  # unchanged by the step
