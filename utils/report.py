@@ -30,7 +30,7 @@ from .data import DataError
 SCHEMA_VERSION = "1.0"
 INVALID = "INVALID"
 # Benchmark modules that declare a REPORT_SPEC; each later benchmark adds its module here.
-BENCHMARK_MODULES = ("medfact",)
+BENCHMARK_MODULES = ("medfact", "medexqa")
 _SECRET_KEYS = re.compile(r"(api_?key|token|secret|password|authorization|header)", re.IGNORECASE)
 
 
@@ -61,13 +61,23 @@ class BenchmarkSpec:
     component_name: str = "component"
     reference: Mapping[str, Mapping[str, float]] = field(default_factory=dict)  # published numbers
     notes: Sequence[str] = ()
+    # Task-name prefixes this spec does not own although they start with task_prefix (another
+    # protocol of the same benchmark, e.g. medexqa_logit_* beside medexqa_*).
+    exclude_prefixes: Sequence[str] = ()
 
     def owns(self, task: str) -> bool:
+        if any(task == p or task.startswith(p + "_") for p in self.exclude_prefixes):
+            return False
         return task == self.task_prefix or task.startswith(self.task_prefix + "_")
 
 
 def benchmark_specs() -> list[BenchmarkSpec]:
-    return [importlib.import_module(f"{__package__}.{name}").REPORT_SPEC for name in BENCHMARK_MODULES]
+    """Every module's ``REPORT_SPEC``, or its ``REPORT_SPECS`` when it has several protocols."""
+    specs = []
+    for name in BENCHMARK_MODULES:
+        module = importlib.import_module(f"{__package__}.{name}")
+        specs += list(getattr(module, "REPORT_SPECS", None) or (module.REPORT_SPEC,))
+    return specs
 
 
 # ----------------------------------------------------------------------------- reading a run
