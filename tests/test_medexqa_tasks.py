@@ -176,3 +176,11 @@ def test_shuffled_run_shows_permuted_options_and_scores_them(shared_data):
     assert out["results"]["medexqa_logit_be"]["accuracy,none"] == pytest.approx(
         sum(d["answer"] == "A" for d in logit_docs) / 10)
     assert [d["permutation"] for d in logit_docs] == [s["doc"]["permutation"] for s in samples]
+
+
+def test_each_protocol_owns_only_its_tasks():
+    specs = {spec.name: spec for spec in report.benchmark_specs()}
+    assert {"medfact_bench", "medexqa_logit", "medexqa"} <= set(specs)
+    assert specs["medexqa"].owns("medexqa_be") and specs["medexqa"].owns("medexqa")
+    assert not specs["medexqa"].owns("medexqa_logit_be") and not specs["medexqa"].owns("medexqa_logit")
+    assert specs["medexqa_logit"].owns("medexqa_logit_slp") and not specs["medexqa_logit"].owns("medexqa_slp")
