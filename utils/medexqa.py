@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from . import data as data_layer
-from .report import BenchmarkSpec, ScoredItem
+from .report import INVALID, BenchmarkSpec, ScoredItem
 from .text import strip_think
 
 logger = logging.getLogger(__name__)
@@ -46,7 +46,6 @@ DEFAULT_SHUFFLE_SEED = 1618
 class Specialty:
     code: str  # as in the paper's tables: BE, CLS, CP, OT, SLP
     stem: str  # the data file's stem (also the authors' subject name)
-    title: str
 
     @property
     def words(self) -> str:
@@ -58,11 +57,11 @@ class Specialty:
 
 
 SPECIALTIES = {s.code: s for s in (
-    Specialty("BE", "biomedical_engineer", "Biomedical Engineering"),
-    Specialty("CLS", "clinical_laboratory_scientist", "Clinical Laboratory Science"),
-    Specialty("CP", "clinical_psychologist", "Clinical Psychology"),
-    Specialty("OT", "occupational_therapist", "Occupational Therapy"),
-    Specialty("SLP", "speech_pathologist", "Speech Language Pathology"),
+    Specialty("BE", "biomedical_engineer"),
+    Specialty("CLS", "clinical_laboratory_scientist"),
+    Specialty("CP", "clinical_psychologist"),
+    Specialty("OT", "occupational_therapist"),
+    Specialty("SLP", "speech_pathologist"),
 )}
 COUNTS = {
     "test": {"BE": 143, "CLS": 372, "CP": 106, "OT": 189, "SLP": 130},
@@ -289,7 +288,6 @@ EXPLICIT_STEPS = frozenset({"answer_pattern", "correct_pattern", "leading_letter
 UNCLOSED_THINK = "unclosed_think"
 EMPTY = "empty"
 NO_MATCH = "no_match"
-INVALID = "INVALID"
 
 
 @dataclass(frozen=True)
