@@ -1,0 +1,50 @@
+"""Write the per-specialty task YAMLs and the two groups (run from this folder after changing them)."""
+
+from pathlib import Path
+
+import yaml
+
+from lm_eval_tasks.utils.medexqa import SPECIALTIES, logit_header
+
+HERE = Path(__file__).parent
+
+
+def _quoted_if_multiline(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style='"' if "\n" in value else None)
+
+
+yaml.SafeDumper.add_representer(str, _quoted_if_multiline)
+
+
+def write(name: str, config: dict) -> None:
+    (HERE / name).write_text(yaml.safe_dump(config, sort_keys=False, allow_unicode=True, width=1000), encoding="utf-8")
+    print(f"wrote {name}")
+
+
+def group(name: str, tasks: list[str], extra_metrics: list[str]) -> dict:
+    return {
+        "group": name,
+        "task": tasks,
+        "aggregate_metric_list": [
+            # The paper's MAvg: the unweighted mean of the specialty accuracies.
+            {"metric": "accuracy", "aggregation": "mean", "weight_by_size": False},
+            # Accuracy over all items, named as such.
+            {"metric": "accuracy_micro", "aggregation": "mean", "weight_by_size": True},
+            *({"metric": m, "aggregation": "mean", "weight_by_size": True} for m in extra_metrics),
+        ],
+        "metadata": {"version": 1.0},
+    }
+
+
+if __name__ == "__main__":
+    logit_tasks, generation_tasks = [], []
+    for code, spec in SPECIALTIES.items():
+        logit, generation = f"medexqa_logit_{code.lower()}", f"medexqa_{code.lower()}"
+        write(f"{logit}.yaml", {"include": "_logit_template_yaml", "task": logit, "task_alias": code,
+                                "dataset_kwargs": {"specialty": code}, "description": logit_header(code)})
+        write(f"{generation}.yaml", {"include": "_generation_template_yaml", "task": generation, "task_alias": code,
+                                     "dataset_kwargs": {"specialty": code}})
+        logit_tasks.append(logit)
+        generation_tasks.append(generation)
+    write("_medexqa_logit.yaml", group("medexqa_logit", logit_tasks, []))
+    write("_medexqa.yaml", group("medexqa", generation_tasks, ["answered"]))

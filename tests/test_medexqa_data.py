@@ -1,0 +1,152 @@
+"""MedExQA data on the real TSVs: counts, the header-less first row, quoting, validation, shuffling."""
+
+import time
+from collections import Counter
+
+import pytest
+
+from lm_eval_tasks.utils import medexqa
+from lm_eval_tasks.utils.data import DataError
+
+# shared/data/medexqa/PROVENANCE.md, test answer distribution per specialty
+ANSWERS = {"BE": {"A": 35, "B": 33, "C": 31, "D": 44}, "CLS": {"A": 78, "B": 81, "C": 62, "D": 151},
+           "CP": {"A": 21, "B": 28, "C": 30, "D": 27}, "OT": {"A": 30, "B": 47, "C": 39, "D": 73},
+           "SLP": {"A": 28, "B": 30, "C": 23, "D": 49}}
+
+
+@pytest.mark.parametrize("code", list(medexqa.SPECIALTIES))
+def test_counts_and_answer_distribution_per_specialty(shared_data, code):
+    test = medexqa.custom_dataset(code, data_dir=str(shared_data))
+    assert len(test["test"]) == medexqa.COUNTS["test"][code] == sum(ANSWERS[code].values())
+    assert len(test["dev"]) == 5
+    assert Counter(test["test"]["answer"]) == ANSWERS[code]
+    assert test["test"]["row"] == list(range(1, len(test["test"]) + 1))
+    assert set(test["test"]["specialty"]) == {code} and set(test["test"]["split"]) == {"test"}
+    dev = medexqa.custom_dataset(code, data_dir=str(shared_data), split="dev")["test"]
+    assert len(dev) == 5 and set(dev["split"]) == {"dev"}
+
+
+def test_counts_sum_to_the_published_totals():
+    assert sum(medexqa.COUNTS["test"].values()) == 940 and sum(medexqa.COUNTS["dev"].values()) == 25
+
+
+def test_first_line_of_a_headerless_file_is_an_item(shared_data):
+    first = medexqa.load_rows("BE", "test", str(shared_data))[0]
+    assert first["question"] == ("What should be the maximum surface temperature of a device attachment that is "
+                                 "not intended to heat the patient?")
+    assert (first["A"], first["D"], first["answer"], first["row"]) == ("43℃", "41℃", "D", 1)
+
+
+def test_the_one_quoted_row_is_unquoted(shared_data):
+    row = medexqa.load_rows("BE", "test", str(shared_data))[110]  # line 111
+    assert row["A"] == "1.67"  # a numeric-looking option stays a string
+    assert row["exp0"].startswith("The chemical formula for hydroxyapatite")
+    assert row["exp0"].endswith('the correct answer is "1.67".')
+
+
+def write_specialty(root, lines, split="test", stem="biomedical_engineer"):
+    folder = root / "medexqa" / split
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / f"{stem}_{split}.tsv").write_text("".join("\t".join(cells) + "\n" for cells in lines), encoding="utf-8")
+    return root
+
+
+GOOD = ["Q?", "a", "b", "c", "d", "e0", "e1", "B"]
+
+
+def test_a_row_with_seven_columns_names_file_and_row(tmp_path):
+    root = write_specialty(tmp_path, [GOOD, GOOD[:7]])
+    with pytest.raises(DataError, match=r"biomedical_engineer_test\.tsv, row 2: expected 8 columns"):
+        medexqa.load_rows("BE", "test", str(root))
+
+
+def test_a_bad_answer_names_file_row_and_field(tmp_path):
+    root = write_specialty(tmp_path, [GOOD, GOOD[:7] + ["E"]])
+    with pytest.raises(DataError, match=r"row 2, field 'answer': 'E' is not one of A, B, C, D"):
+        medexqa.load_rows("be", "test", str(root))
+
+
+def test_an_empty_cell_names_its_field(tmp_path):
+    root = write_specialty(tmp_path, [GOOD[:5] + [" "] + GOOD[6:]])
+    with pytest.raises(DataError, match=r"row 1, field 'exp0': empty string"):
+        medexqa.load_rows("BE", "test", str(root))
+
+
+def test_a_partial_local_file_loads_with_a_warning(tmp_path, caplog):
+    root = write_specialty(tmp_path, [GOOD, GOOD])
+    assert len(medexqa.load_rows("BE", "test", str(root))) == 2
+    assert "holds 2 rows, the published test split of BE has 143" in caplog.text
+
+
+def test_missing_file_shows_the_layout(tmp_path):
+    (tmp_path / "medexqa").mkdir()
+    with pytest.raises(DataError, match=r"occupational_therapist_test\.tsv: missing. Expected layout: DIR/medexqa/"):
+        medexqa.load_rows("OT", "test", str(tmp_path))
+
+
+def test_training_split_and_unknown_specialty_are_refused(shared_data):
+    with pytest.raises(DataError, match="evaluation-only"):
+        medexqa.custom_dataset("BE", data_dir=str(shared_data), split="train")
+    with pytest.raises(DataError, match="unknown MedExQA specialty 'XX'"):
+        medexqa.custom_dataset("XX", data_dir=str(shared_data))
+    assert medexqa.specialty("speech_pathologist").code == "SLP" and medexqa.specialty("slp").code == "SLP"
+
+
+def test_offline_without_local_data_fails_fast_with_instructions():
+    start = time.monotonic()
+    with pytest.raises(DataError) as error:
+        medexqa.load_rows("CP")
+    assert time.monotonic() - start < 2
+    message = str(error.value)
+    assert f"hf://datasets/{medexqa.HUB_REPO}@{medexqa.HUB_REVISION}/test/clinical_psychologist_test.tsv" in message
+    assert "--metadata data_dir=DIR" in message and "HF_HUB_OFFLINE is set" in message
+
+
+# ----------------------------------------------------------------------------- shuffling
+
+
+def test_no_shuffle_by_default(shared_data):
+    docs = medexqa.custom_dataset("CP", data_dir=str(shared_data))["test"]
+    assert set(docs["permutation"]) == {"ABCD"} and set(docs["shuffle_seed"]) == {-1}
+    assert docs["answer"] == docs["original_answer"]
+
+
+def test_shuffle_vectors():
+    # Frozen: sort A-D by sha256("{seed}:{specialty}:{split}:{row}:{letter}") hex digests.
+    assert medexqa.permutation(1618, "BE", "test", 1) == tuple("CBDA")
+    assert medexqa.permutation(1618, "CLS", "test", 372) == tuple("DACB")
+    assert medexqa.permutation(42, "BE", "test", 1) == tuple("DCAB")
+
+
+@pytest.mark.parametrize("code", ["BE", "CLS"])
+def test_shuffled_docs_keep_every_item_and_move_the_answer_with_its_text(shared_data, code):
+    rows = medexqa.load_rows(code, "test", str(shared_data))
+    docs = medexqa.custom_dataset(code, data_dir=str(shared_data), shuffle="true")["test"]
+    again = medexqa.custom_dataset(code, data_dir=str(shared_data), shuffle=True, shuffle_seed=1618)["test"]
+    assert docs.to_list() == again.to_list()
+    for row, doc in zip(rows, docs):
+        order = doc["permutation"]
+        assert tuple(order) == medexqa.permutation(1618, code, "test", row["row"]) and doc["shuffle_seed"] == 1618
+        assert [doc[letter] for letter in "ABCD"] == [row[original] for original in order]
+        assert doc[doc["answer"]] == row[row["answer"]] and doc["original_answer"] == row["answer"]
+    moved = sum(doc["permutation"] != "ABCD" for doc in docs)
+    assert moved > 0.9 * len(docs)  # 23 of 24 permutations move something
+    other = medexqa.custom_dataset(code, data_dir=str(shared_data), shuffle=True, shuffle_seed=7)["test"]
+    assert other["permutation"] != docs["permutation"]
+
+
+def test_bad_shuffle_options_are_named(shared_data):
+    with pytest.raises(DataError, match="shuffle='maybe'"):
+        medexqa.custom_dataset("BE", data_dir=str(shared_data), shuffle="maybe")
+    with pytest.raises(DataError, match="shuffle_seed='x'"):
+        medexqa.custom_dataset("BE", data_dir=str(shared_data), shuffle=True, shuffle_seed="x")
+
+
+def test_paper_reference_numbers():
+    assert medexqa.PAPER_LOGIT_ACCURACY["MedPhi-2"] == {"BE": .657, "CP": .708, "SLP": .231, "OT": .651, "CLS": .551,
+                                                        "macro": .56}
+    # generation = log-likelihood + the bracketed change
+    assert medexqa.PAPER_GENERATION_ACCURACY["Mistral"]["BE"] == pytest.approx(.643)
+    assert medexqa.PAPER_GENERATION_ACCURACY["GPT4_0125"]["macro"] == .788
+    assert "GPT4_0125" not in medexqa.PAPER_LOGIT_ACCURACY
+    assert len(medexqa.PAPER_LOGIT_ACCURACY) == 19 and len(medexqa.PAPER_GENERATION_ACCURACY) == 22

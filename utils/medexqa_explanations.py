@@ -1,0 +1,334 @@
+"""MedExQA explanation scores over a finished lm-eval run (``--log_samples`` of the ``medexqa_*`` tasks).
+
+``python -m lm_eval_tasks medexqa-explanations OUTPUT_PATH`` re-reads every logged reply of the
+generation protocol, reads its letter again with the task's own extraction, and scores the reply
+(think blocks removed) as an explanation:
+
+- per metric, its similarity to the item's two reference explanations (0-100, see
+  :mod:`.explanation_metrics`);
+- ``explanation_score``: the mean of the metrics that could run, when the answer is correct; 0 when
+  it is wrong or missing (the protocol's rule);
+- ``combined_score``: the weighted mean of accuracy (0 or 100) and the explanation score;
+- optionally ``judge_score``: LLM judges through any OpenAI-compatible endpoint rate each correct
+  answer's explanation 0-10 against the references (scaled to 0-100; several judges averaged;
+  0 when the answer is wrong), and ``combined_judge_score``. Answers are cached: a re-run makes no
+  calls.
+
+Scores are reported per specialty, as the paper's macro mean over specialties and as the micro
+mean over items, with bootstrap CIs stratified by specialty. Nothing here calls lm-eval.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from . import explanation_metrics, medexqa, report, stats
+from .data import DataError
+from .openai_client import ChatCache, ChatClient, ChatEndpoint, prompt_hash
+from .text import strip_think
+
+SCHEMA_VERSION = "1.0"
+GENERATION_SPEC = next(spec for spec in medexqa.REPORT_SPECS if spec.name == "medexqa")
+DEFAULT_WEIGHTS = {"accuracy": 0.5, "explanation": 0.5}
+
+JUDGE_TEMPLATE = """You are grading the explanation a model gave for its answer to a medical multiple-choice question. The model chose the correct answer. Judge only its explanation, by comparing it with the two reference explanations written for this question.
+
+Question:
+{question}
+
+Correct answer: {answer}
+
+Reference explanation 1:
+{reference_1}
+
+Reference explanation 2:
+{reference_2}
+
+The model's response:
+{response}
+
+Rate the model's explanation from 0 to 10 for medical accuracy, relevance to the question, completeness and clarity, using the references as the standard: 10 means as good as the references, 0 means wrong, irrelevant or no explanation. Write one or two sentences of justification, then give the score on the last line as <score>N</score>."""
+JUDGE_PROMPT_HASH = prompt_hash(JUDGE_TEMPLATE)
+_JUDGE_SCORE = re.compile(r"<score>\s*(\d+(?:\.\d+)?)\s*</score>")
+
+
+@dataclass
+class Item:
+    task: str
+    doc_id: int
+    specialty: str
+    doc: Mapping[str, Any]
+    reply: str
+    letter: str | None
+    step: str
+    correct: bool
+    explanation: str | None  # the reply without think blocks; None when nothing is left
+    similarity: dict[str, float] = field(default_factory=dict)  # metric -> 0-100
+    judges: dict[str, dict[str, Any]] = field(default_factory=dict)  # judge label -> {score, error, cached}
+
+    @property
+    def references(self) -> tuple[str, str]:
+        return self.doc["exp0"], self.doc["exp1"]
+
+
+def read_items(run: report.Run) -> list[Item]:
+    """The generation protocol's logged samples, with the letters read again."""
+    items = []
+    for task in sorted(t for t in run.samples if GENERATION_SPEC.owns(t)):
+        for number, sample in enumerate(run.samples[task], start=1):
+            try:
+                doc, reply = sample["doc"], sample["filtered_resps"][0]
+                extraction = medexqa.extract_answer(reply, medexqa.doc_options(doc))
+                visible = strip_think(reply)
+                items.append(Item(task=task, doc_id=int(sample["doc_id"]), specialty=medexqa.specialty(doc["specialty"]).code,
+                                  doc=doc, reply=reply, letter=extraction.letter, step=extraction.step,
+                                  correct=extraction.letter == doc["answer"],
+                                  explanation=visible.strip() if visible and visible.strip() else None))
+            except (KeyError, TypeError, ValueError, IndexError) as exc:
+                raise DataError(f"{run.sample_files[task]}, line {number}: cannot read this sample ({exc!r})") from exc
+    if not items:
+        raise DataError(f"{run.results_path}: no samples of the MedExQA generation tasks (medexqa_<specialty>) in this run")
+    return sorted(items, key=lambda item: (list(medexqa.SPECIALTIES).index(item.specialty), item.task, item.doc_id))
+
+
+# ----------------------------------------------------------------------------- lexical / model metrics
+
+
+def score_similarity(items: Sequence[Item], metrics: Sequence[explanation_metrics.Metric]) -> None:
+    """Fill ``item.similarity`` for every item that has an explanation, one batch per metric."""
+    scored = [item for item in items if item.explanation is not None]
+    pairs = [(item.explanation, item.references) for item in scored]
+    for metric in metrics:
+        for item, value in zip(scored, metric.score_batch(pairs), strict=True):
+            item.similarity[metric.name] = value
+
+
+# ----------------------------------------------------------------------------- judges
+
+
+def parse_judge_spec(text: str) -> ChatEndpoint:
+    """``base_url=URL,model=NAME[,temperature=0][,max_tokens=512][,api_key_env=VAR]`` as an endpoint.
+
+    The API key is never part of the spec: name the environment variable that holds it.
+    """
+    fields: dict[str, str] = {}
+    for part in text.split(","):
+        key, sep, value = part.partition("=")
+        if not sep or not key.strip():
+            raise DataError(f"--judge {text!r}: expected key=value pairs separated by commas")
+        fields[key.strip()] = value.strip()
+    allowed = {"base_url", "model", "temperature", "max_tokens", "api_key_env"}
+    if unknown := set(fields) - allowed:
+        hint = " (pass the key's environment variable as api_key_env=VAR)" if {"api_key", "key"} & unknown else ""
+        raise DataError(f"--judge: unknown field(s) {', '.join(sorted(unknown))}{hint}; allowed: {', '.join(sorted(allowed))}")
+    if "base_url" not in fields or "model" not in fields:
+        raise DataError(f"--judge {text!r}: base_url and model are required")
+    try:
+        return ChatEndpoint(base_url=fields["base_url"], model=fields["model"],
+                            temperature=float(fields.get("temperature", 0.0)),
+                            max_tokens=int(fields.get("max_tokens", 512)),
+                            api_key_env=fields.get("api_key_env", "OPENAI_API_KEY"))
+    except ValueError as exc:
+        raise DataError(f"--judge {text!r}: {exc}") from None
+
+
+def judge_label(endpoint: ChatEndpoint) -> str:
+    return f"{endpoint.model}@{endpoint.base_url}"
+
+
+def judge_messages(doc: Mapping[str, Any], response: str) -> list[dict[str, str]]:
+    question = doc["question"] + "".join(f"\n{letter}. {doc[letter]}" for letter in medexqa.LETTERS)
+    prompt = JUDGE_TEMPLATE.format(question=question, answer=f"{doc['answer']}. {doc[doc['answer']]}",
+                                   reference_1=doc["exp0"], reference_2=doc["exp1"], response=response)
+    return [{"role": "user", "content": prompt}]
+
+
+def parse_judge_score(text: str | None) -> float | None:
+    """The last ``<score>N</score>`` (0-10) scaled to 0-100; None when there is none in range."""
+    found = _JUDGE_SCORE.findall(text or "")
+    if not found:
+        return None
+    value = float(found[-1])
+    return 10.0 * value if 0.0 <= value <= 10.0 else None
+
+
+def run_judges(items: Sequence[Item], endpoints: Sequence[ChatEndpoint], cache: ChatCache,
+               concurrency: int = 4) -> list[dict[str, Any]]:
+    """Ask every judge about every correct answer's explanation; per-judge call statistics."""
+    judged = [item for item in items if item.correct and item.explanation is not None]
+    records = []
+    for endpoint in endpoints:
+        client = ChatClient(endpoint, cache=cache, concurrency=concurrency)
+        results = client.complete_many([judge_messages(item.doc, item.explanation) for item in judged])
+        label = judge_label(endpoint)
+        unparsed = 0
+        for item, result in zip(judged, results, strict=True):
+            score = parse_judge_score(result.text) if result.ok else None
+            unparsed += result.ok and score is None
+            item.judges[label] = {"score": score, "cached": result.cached, "error": result.error,
+                                  **({"unparsed_reply": result.text[:500]} if result.ok and score is None else {})}
+        records.append({**endpoint.record(), "prompt_hash": JUDGE_PROMPT_HASH, "label": label,
+                        "items_asked": len(judged), "http_calls": client.calls, "cache_hits": client.cache_hits,
+                        "failed_requests": client.failures, "unparsed_replies": unparsed})
+    return records
+
+
+# ----------------------------------------------------------------------------- per-item scores
+
+
+def item_scores(item: Item, used_metrics: Sequence[str], weights: Mapping[str, float], judges: Sequence[str]) -> dict[str, float | None]:
+    accuracy = 100.0 if item.correct else 0.0
+    scores: dict[str, float | None] = {"accuracy": accuracy}
+    if used_metrics:
+        explanation = (sum(item.similarity[m] for m in used_metrics) / len(used_metrics)) if item.correct else 0.0
+        scores["explanation_score"] = explanation
+        scores["combined_score"] = _weighted(accuracy, explanation, weights)
+    if judges:
+        valid = [item.judges[j]["score"] for j in judges if item.judges.get(j, {}).get("score") is not None]
+        judge = (sum(valid) / len(valid) if valid else None) if item.correct else 0.0
+        scores["judge_score"] = judge
+        scores["combined_judge_score"] = None if judge is None else _weighted(accuracy, judge, weights)
+    for metric in used_metrics:
+        # similarity of every reply that has text, right or wrong (not part of the protocol's score)
+        scores[f"similarity_{metric}"] = item.similarity.get(metric)
+    return scores
+
+
+def _weighted(accuracy: float, explanation: float, weights: Mapping[str, float]) -> float:
+    total = weights["accuracy"] + weights["explanation"]
+    return (weights["accuracy"] * accuracy + weights["explanation"] * explanation) / total
+
+
+def parse_weights(text: str | None) -> dict[str, float]:
+    """``accuracy=W,explanation=W`` (non-negative, not both 0)."""
+    weights = dict(DEFAULT_WEIGHTS)
+    if text:
+        for part in text.split(","):
+            key, _, value = part.partition("=")
+            if key.strip() not in weights:
+                raise DataError(f"--weights {text!r}: keys are accuracy and explanation")
+            try:
+                weights[key.strip()] = float(value)
+            except ValueError:
+                raise DataError(f"--weights {text!r}: {value!r} is not a number") from None
+    if min(weights.values()) < 0 or sum(weights.values()) <= 0:
+        raise DataError(f"--weights {text!r}: weights must be non-negative and not all zero")
+    return weights
+
+
+def summarise(name: str, values: Sequence[float | None], specialties: Sequence[str]) -> dict[str, Any]:
+    """Per-specialty means, macro (paper) and micro means with CIs, over the items that have a value."""
+    kept = [(v, s) for v, s in zip(values, specialties) if v is not None]
+    if not kept:
+        return {"n": 0, "missing": len(values)}
+    vals, groups = [v for v, _ in kept], [s for _, s in kept]
+    by_specialty: dict[str, list[float]] = {}
+    for value, group in kept:
+        by_specialty.setdefault(group, []).append(value)
+    return {
+        "n": len(vals), "missing": len(values) - len(vals),
+        "macro": stats.bootstrap(stats.macro_mean_of(vals, groups), len(vals), strata=groups).as_dict(),
+        "micro": stats.bootstrap(stats.mean_of(vals), len(vals), strata=groups).as_dict(),
+        "specialties": {s: {"n": len(v), "mean": sum(v) / len(v)} for s, v in by_specialty.items()},
+    }
+
+
+# ----------------------------------------------------------------------------- the command
+
+
+def score_run(path: str | os.PathLike, metrics: Sequence[str] = explanation_metrics.METRICS,
+              bertscore_options: Mapping[str, Any] | None = None, judges: Sequence[ChatEndpoint] = (),
+              judge_cache: str | os.PathLike | None = None, judge_concurrency: int = 4,
+              weights: Mapping[str, float] | None = None) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """The summary and the per-item rows for one run."""
+    run = report.load_run(path)
+    items = read_items(run)
+    weights = dict(weights or DEFAULT_WEIGHTS)
+    loaded, unavailable = explanation_metrics.load_available(metrics, **(bertscore_options or {}))
+    score_similarity(items, loaded)
+    used = [metric.name for metric in loaded]
+    judge_records = []
+    if judges:
+        cache_path = Path(judge_cache) if judge_cache else run.results_path.parent / "medexqa_judge_cache.sqlite"
+        cache = ChatCache(cache_path)
+        try:
+            judge_records = run_judges(items, judges, cache, judge_concurrency)
+        finally:
+            cache.close()
+    labels = [record["label"] for record in judge_records]
+    rows, per_item = [], []
+    for item in items:
+        scores = item_scores(item, used, weights, labels)
+        per_item.append(scores)
+        rows.append({"task": item.task, "doc_id": item.doc_id, "specialty": item.specialty, "row": item.doc["row"],
+                     "gold": item.doc["answer"], "pred": item.letter, "extraction_step": item.step,
+                     "correct": item.correct, **scores,
+                     **({"judges": item.judges} if item.judges else {})})
+    specialties = [item.specialty for item in items]
+    names = list(per_item[0])
+    counts = {code: sum(s == code for s in specialties) for code in medexqa.SPECIALTIES}
+    complete = counts == medexqa.COUNTS["test"] and all(item.doc.get("split", "test") == "test" for item in items)
+    summary = {
+        "schema_version": SCHEMA_VERSION,
+        "run": report._run_info(run),
+        "scale": "0-100 per item (accuracy 0 or 100)",
+        "explanation_metrics": {metric.name: metric.details for metric in loaded},
+        "unavailable_metrics": unavailable,
+        "weights": weights,
+        "judges": judge_records,
+        "n_items": len(items),
+        "items_per_specialty": counts,
+        "all_published_items": complete,
+        "scores": {name: summarise(name, [scores[name] for scores in per_item], specialties) for name in names},
+        "notes": [
+            "macro is the paper's aggregate: the unweighted mean over specialties; micro is the mean over items.",
+            "explanation_score: mean of the available metrics' similarity to the two references when the answer is "
+            "correct, 0 otherwise; similarity_<metric> is the similarity of every reply with text, right or wrong.",
+            "judge_score: mean over judges of their 0-10 rating x10 for correct answers, 0 for wrong ones; items where "
+            "no judge gave a valid score are left out and counted as missing.",
+        ],
+    }
+    return summary, rows
+
+
+def to_markdown(summary: Mapping[str, Any]) -> str:
+    def fmt(estimate):
+        return f"{estimate['value']:.2f} [{estimate['low']:.2f}, {estimate['high']:.2f}]"
+
+    lines = ["# MedExQA explanation scores", "",
+             f"- results: `{summary['run']['results_file']}`; items: {summary['n_items']} "
+             f"({'all published test items' if summary['all_published_items'] else 'not the full published test set'})",
+             f"- metrics used: {', '.join(summary['explanation_metrics']) or 'none'}"]
+    lines += [f"- **unavailable, left out**: {name}: {reason}" for name, reason in summary["unavailable_metrics"].items()]
+    lines += [f"- combined weights: accuracy {summary['weights']['accuracy']}, explanation {summary['weights']['explanation']}"]
+    for judge in summary["judges"]:
+        lines.append(f"- judge {judge['model']} at {judge['base_url']} (temperature {judge['temperature']}, prompt "
+                     f"{judge['prompt_hash']}): {judge['items_asked']} asked, {judge['http_calls']} HTTP calls, "
+                     f"{judge['cache_hits']} cached, {judge['failed_requests']} failed, {judge['unparsed_replies']} unparsed")
+    codes = list(medexqa.SPECIALTIES)
+    lines += ["", "| score | " + " | ".join(codes) + " | macro [95% CI] | micro [95% CI] | n (missing) |",
+              "|---|" + "---:|" * len(codes) + "---|---|---|"]
+    for name, entry in summary["scores"].items():
+        if not entry["n"]:
+            lines.append(f"| {name} | " + " | ".join("-" for _ in codes) + f" | - | - | 0 ({entry['missing']}) |")
+            continue
+        cells = [f"{entry['specialties'][c]['mean']:.2f}" if c in entry["specialties"] else "-" for c in codes]
+        lines.append(f"| {name} | " + " | ".join(cells) + f" | {fmt(entry['macro'])} | {fmt(entry['micro'])} | "
+                     f"{entry['n']} ({entry['missing']}) |")
+    lines += [""] + [f"- note: {note}" for note in summary["notes"]]
+    return "\n".join(lines) + "\n"
+
+
+def write(summary: Mapping[str, Any], rows: Sequence[Mapping[str, Any]], out_dir: str | os.PathLike) -> list[Path]:
+    items = "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows)
+    return report.write_atomically(out_dir, {
+        "medexqa_explanations.json": (json.dumps(summary, indent=2, ensure_ascii=False) + "\n").encode("utf-8"),
+        "medexqa_explanations.md": to_markdown(summary).encode("utf-8"),
+        "medexqa_explanation_items.jsonl": items.encode("utf-8"),
+    })
