@@ -132,4 +132,4 @@ def test_a_run_without_factbench_tasks_is_refused(tmp_path):
     out = cli("factbench-check", tmp_path, "--judge", "base_url=http://127.0.0.1:9/v1,model=x")
     assert out.returncode == 1 and "no FActBench samples" in out.stderr
     bad = cli("factbench-check", tmp_path, "--judge", "model=x")
-    assert bad.returncode == 2 and "base_url=... and model=... are required" in bad.stderr
+    assert bad.returncode == 1 and "--judge 'model=x': base_url and model are required" in bad.stderr

@@ -6,6 +6,7 @@ import sys
 
 import pytest
 
+from lm_eval_tasks.utils.openai_client import parse_endpoint_spec
 from lm_eval_tasks.utils import medexqa, medexqa_explanations as mx
 from tests.conftest import read_results, read_samples, run_lm_eval
 from tests.test_medexqa_explanations import write_run
@@ -51,7 +52,7 @@ def test_smollm2_both_protocols_then_report_and_explanations(smollm2_dir, shared
 
 
 def test_judge_against_the_real_local_server_then_from_cache(llama_server, tmp_path):
-    judge = mx.parse_judge_spec(f"base_url={llama_server.base_url},model={llama_server.model},max_tokens=96")
+    judge = parse_endpoint_spec(f"base_url={llama_server.base_url},model={llama_server.model},max_tokens=96")
     run = write_run(tmp_path / "run")  # one correct answer to judge
     summary, rows = mx.score_run(run, ["rouge_l"], judges=[judge])
     (record,) = summary["judges"]

@@ -10,6 +10,7 @@ from http.server import BaseHTTPRequestHandler, HTTPServer
 
 import pytest
 
+from lm_eval_tasks.utils.openai_client import parse_endpoint_spec
 from lm_eval_tasks.__main__ import main as cli
 from lm_eval_tasks.utils import explanation_metrics as em
 from lm_eval_tasks.utils import medexqa_explanations as mx
@@ -180,12 +181,12 @@ def test_cli_writes_summary_markdown_and_items(tmp_path, capsys):
 
 
 def test_judge_spec_score_and_prompt():
-    endpoint = mx.parse_judge_spec("base_url=http://127.0.0.1:9/v1,model=j,temperature=0.2,api_key_env=MY_KEY")
+    endpoint = parse_endpoint_spec("base_url=http://127.0.0.1:9/v1,model=j,temperature=0.2,api_key_env=MY_KEY")
     assert (endpoint.model, endpoint.temperature, endpoint.api_key_env) == ("j", 0.2, "MY_KEY")
     with pytest.raises(DataError, match="api_key_env=VAR"):
-        mx.parse_judge_spec("base_url=http://x,model=j,api_key=sk-1")
+        parse_endpoint_spec("base_url=http://x,model=j,api_key=sk-1")
     with pytest.raises(DataError, match="base_url and model are required"):
-        mx.parse_judge_spec("model=j")
+        parse_endpoint_spec("model=j")
     assert mx.parse_judge_score("fine.\n<score>7</score>") == 70.0
     assert mx.parse_judge_score("<score>3</score> then <score>10</score>") == 100.0
     assert mx.parse_judge_score("<score>11</score>") is None and mx.parse_judge_score("seven") is None
@@ -224,7 +225,7 @@ def stub_judge():
 
 def test_two_judges_are_averaged_cached_and_never_see_the_key_in_outputs(tmp_path, stub_judge, monkeypatch):
     monkeypatch.setenv("JUDGE_KEY", "sk-secret-123")
-    judges = [mx.parse_judge_spec(f"base_url={stub_judge},model={m},api_key_env=JUDGE_KEY") for m in ("judge-a", "judge-b")]
+    judges = [parse_endpoint_spec(f"base_url={stub_judge},model={m},api_key_env=JUDGE_KEY") for m in ("judge-a", "judge-b")]
     run = write_run(tmp_path / "run")
     summary, rows = mx.score_run(run, ["rouge_l"], judges=judges)
     assert rows[0]["judge_score"] == pytest.approx(70.0)  # (80 + 60) / 2, only the correct answer is judged
@@ -242,7 +243,7 @@ def test_two_judges_are_averaged_cached_and_never_see_the_key_in_outputs(tmp_pat
 
 
 def test_a_judge_that_fails_leaves_the_item_unscored(tmp_path):
-    dead = mx.parse_judge_spec("base_url=http://127.0.0.1:9/v1,model=gone")
+    dead = parse_endpoint_spec("base_url=http://127.0.0.1:9/v1,model=gone")
     dead = type(dead)(**{**dead.__dict__, "max_retries": 0, "timeout": 2.0})
     summary, rows = mx.score_run(write_run(tmp_path / "run"), ["rouge_l"], judges=[dead])
     assert rows[0]["judge_score"] is None and rows[0]["judges"]["gone@http://127.0.0.1:9/v1"]["error"]

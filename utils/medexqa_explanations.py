@@ -112,32 +112,6 @@ def score_similarity(items: Sequence[Item], metrics: Sequence[explanation_metric
 # ----------------------------------------------------------------------------- judges
 
 
-def parse_judge_spec(text: str) -> ChatEndpoint:
-    """``base_url=URL,model=NAME[,temperature=0][,max_tokens=512][,api_key_env=VAR]`` as an endpoint.
-
-    The API key is never part of the spec: name the environment variable that holds it.
-    """
-    fields: dict[str, str] = {}
-    for part in text.split(","):
-        key, sep, value = part.partition("=")
-        if not sep or not key.strip():
-            raise DataError(f"--judge {text!r}: expected key=value pairs separated by commas")
-        fields[key.strip()] = value.strip()
-    allowed = {"base_url", "model", "temperature", "max_tokens", "api_key_env"}
-    if unknown := set(fields) - allowed:
-        hint = " (pass the key's environment variable as api_key_env=VAR)" if {"api_key", "key"} & unknown else ""
-        raise DataError(f"--judge: unknown field(s) {', '.join(sorted(unknown))}{hint}; allowed: {', '.join(sorted(allowed))}")
-    if "base_url" not in fields or "model" not in fields:
-        raise DataError(f"--judge {text!r}: base_url and model are required")
-    try:
-        return ChatEndpoint(base_url=fields["base_url"], model=fields["model"],
-                            temperature=float(fields.get("temperature", 0.0)),
-                            max_tokens=int(fields.get("max_tokens", 512)),
-                            api_key_env=fields.get("api_key_env", "OPENAI_API_KEY"))
-    except ValueError as exc:
-        raise DataError(f"--judge {text!r}: {exc}") from None
-
-
 def judge_label(endpoint: ChatEndpoint) -> str:
     return f"{endpoint.model}@{endpoint.base_url}"
 

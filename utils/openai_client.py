@@ -60,6 +60,35 @@ class ChatEndpoint:
         return hashlib.sha256(json.dumps(payload, sort_keys=True, ensure_ascii=False).encode("utf-8")).hexdigest()
 
 
+_SPEC_FIELDS = {"base_url": str, "model": str, "temperature": float, "max_tokens": int, "api_key_env": str,
+                "timeout": float, "max_retries": int}
+
+
+def parse_endpoint_spec(text: str, option: str = "--judge") -> ChatEndpoint:
+    """``base_url=URL,model=NAME[,temperature=0][,max_tokens=512][,api_key_env=VAR][,timeout=S][,max_retries=N]``.
+
+    The API key is never part of the spec: name the environment variable that holds it.
+    """
+    from .data import DataError
+
+    fields: dict[str, str] = {}
+    for part in text.split(","):
+        key, sep, value = part.partition("=")
+        if not sep or not key.strip():
+            raise DataError(f"{option} {text!r}: expected key=value pairs separated by commas")
+        fields[key.strip()] = value.strip()
+    if unknown := set(fields) - set(_SPEC_FIELDS):
+        hint = " (pass the key's environment variable as api_key_env=VAR)" if {"api_key", "key"} & unknown else ""
+        raise DataError(f"{option}: unknown field(s) {', '.join(sorted(unknown))}{hint}; "
+                        f"allowed: {', '.join(_SPEC_FIELDS)}")
+    if "base_url" not in fields or "model" not in fields:
+        raise DataError(f"{option} {text!r}: base_url and model are required")
+    try:
+        return ChatEndpoint(**{key: _SPEC_FIELDS[key](value) for key, value in fields.items()})
+    except ValueError as exc:
+        raise DataError(f"{option} {text!r}: {exc}") from None
+
+
 @dataclass(frozen=True)
 class ChatResult:
     text: str | None

@@ -1,0 +1,92 @@
+"""Commands shared by every benchmark: report, compare, models, local server, demo data."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+
+def _report(args: argparse.Namespace) -> int:
+    from lm_eval_tasks.utils.report import write_report
+
+    report, files = write_report(args.path, args.out)
+    for path in files:
+        print(path)
+    for name, bench in report["benchmarks"].items():
+        headline = bench[bench["headline_metric"]]
+        print(f"{name}: {bench['headline_metric']} {headline['value']:.4f} "
+              f"[{headline['low']:.4f}, {headline['high']:.4f}] over {bench['n_items']} items"
+              f"{'' if bench['full_coverage'] else ' (partial coverage: not paper-comparable)'}")
+    return 0
+
+
+def _compare(args: argparse.Namespace) -> int:
+    from lm_eval_tasks.utils.report import compare_runs, write_atomically
+
+    text = json.dumps(compare_runs(args.run_a, args.run_b), indent=2) + "\n"
+    if args.out:
+        out = Path(args.out)
+        write_atomically(out.parent, {out.name: text.encode("utf-8")})
+    sys.stdout.write(text)
+    return 0
+
+
+def _prepare_model(args: argparse.Namespace) -> int:
+    from lm_eval_tasks.utils.models import prepare_smollm2
+
+    print(prepare_smollm2(args.out, dtype=args.dtype))
+    return 0
+
+
+def _serve(args: argparse.Namespace) -> int:
+    from lm_eval_tasks.utils.models import start_llama_server
+
+    server = start_llama_server(args.gguf, n_ctx=args.n_ctx, port=args.port, threads=args.threads)
+    print(f"serving {server.model} at {server.chat_completions_url} (Ctrl-C stops)", flush=True)
+    try:
+        while True:
+            time.sleep(3600)
+    except KeyboardInterrupt:
+        server.stop()
+    return 0
+
+
+def _demo_data(args: argparse.Namespace) -> int:
+    from lm_eval_tasks.utils.demo_data import build_demo_data_dir
+
+    print(build_demo_data_dir(args.shared, args.out))
+    return 0
+
+
+def register(commands: argparse._SubParsersAction) -> None:
+    report = commands.add_parser("report", help="report (JSON, Markdown, PNG) over an lm_eval --log_samples run")
+    report.add_argument("path", help="lm_eval --output_path folder, or one results_*.json (newest run is used)")
+    report.add_argument("--out", help="folder for the report (default: <run folder>/report)")
+    report.set_defaults(func=_report)
+
+    compare = commands.add_parser("compare", help="paired comparison (A minus B) of two runs on the same items")
+    compare.add_argument("run_a")
+    compare.add_argument("run_b")
+    compare.add_argument("--out", help="also write the comparison JSON here")
+    compare.set_defaults(func=_compare)
+
+    prepare = commands.add_parser("prepare-model", help="convert a packaged small model for --model hf")
+    prepare.add_argument("model", choices=["smollm2"])
+    prepare.add_argument("--out", help="target folder (default: ~/.cache/lm_eval_tasks/...)")
+    prepare.add_argument("--dtype", default="bfloat16", choices=["bfloat16", "float32"])
+    prepare.set_defaults(func=_prepare_model)
+
+    serve = commands.add_parser("serve", help="serve a GGUF model (SmolLM2 by default) on 127.0.0.1")
+    serve.add_argument("--gguf", help="GGUF file (default: the packaged SmolLM2-135M-Instruct)")
+    serve.add_argument("--port", type=int, default=8089)
+    serve.add_argument("--n-ctx", type=int, default=4096)
+    serve.add_argument("--threads", type=int, default=2)
+    serve.set_defaults(func=_serve)
+
+    demo = commands.add_parser("demo-data", help="build a data directory from the public pieces in shared/data")
+    demo.add_argument("--shared", required=True, help="the shared/data folder")
+    demo.add_argument("--out", required=True)
+    demo.set_defaults(func=_demo_data)
