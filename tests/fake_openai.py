@@ -13,16 +13,20 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 
 class FakeChatServer:
-    def __init__(self, respond: Callable[[list[dict]], str]):
+    """``respond(messages, model) -> reply``; every request body and Authorization header is kept."""
+
+    def __init__(self, respond: Callable[[list[dict], str], str]):
         self.respond = respond
         self.requests: list[dict] = []
+        self.authorizations: list[str | None] = []
         server = self
 
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self):  # noqa: N802 (http.server naming)
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 server.requests.append(body)
-                text = server.respond(body["messages"])
+                server.authorizations.append(self.headers.get("Authorization"))
+                text = server.respond(body["messages"], body["model"])
                 payload = json.dumps({"choices": [{"message": {"role": "assistant", "content": text}}]}).encode()
                 self.send_response(200)
                 self.send_header("Content-Type", "application/json")

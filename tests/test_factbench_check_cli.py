@@ -28,7 +28,7 @@ def scripted_reply(prompt):
     return GEN_REPLY
 
 
-def fake_llm(messages):
+def fake_llm(messages, model):
     """Decomposer: the sentence is its only fact. Judge: True iff the statement occurs in the context."""
     content = messages[-1]["content"]
     if content.startswith("Split this sentence"):

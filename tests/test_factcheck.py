@@ -312,7 +312,7 @@ def test_bad_human_scores_name_the_row(tmp_path):
 
 
 def test_a_rerun_hits_the_cache_and_makes_no_calls(tmp_path):
-    server = FakeChatServer(lambda messages: (decomposer_reply(messages[-1]["content"])
+    server = FakeChatServer(lambda messages, model: (decomposer_reply(messages[-1]["content"])
                                               if messages[-1]["content"].startswith("Split") else
                                               judge_reply(messages[-1]["content"])))
     try:

@@ -5,12 +5,11 @@ import os
 import subprocess
 import sys
 import tarfile
-import threading
-from http.server import BaseHTTPRequestHandler, HTTPServer
 
 import pytest
 
 from lm_eval_tasks.utils.openai_client import parse_endpoint_spec
+from tests.fake_openai import FakeChatServer
 from lm_eval_tasks.__main__ import main as cli
 from lm_eval_tasks.utils import explanation_metrics as em
 from lm_eval_tasks.utils import medexqa_explanations as mx
@@ -195,37 +194,20 @@ def test_judge_spec_score_and_prompt():
     assert content.endswith("<score>N</score>.")
 
 
-class StubJudge(BaseHTTPRequestHandler):
-    replies = ["Good.\n<score>8</score>", "Hmm.\n<score>6</score>"]
-    seen: list = []
-
-    def do_POST(self):
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        StubJudge.seen.append((body["model"], self.headers.get("Authorization")))
-        text = StubJudge.replies[0] if body["model"] == "judge-a" else StubJudge.replies[1]
-        payload = json.dumps({"choices": [{"message": {"content": text}}]}).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(payload)))
-        self.end_headers()
-        self.wfile.write(payload)
-
-    def log_message(self, *args):
-        pass
+JUDGE_REPLIES = {"judge-a": "Good.\n<score>8</score>", "judge-b": "Hmm.\n<score>6</score>"}
 
 
 @pytest.fixture
 def stub_judge():
-    server = HTTPServer(("127.0.0.1", 0), StubJudge)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    StubJudge.seen = []
-    yield f"http://127.0.0.1:{server.server_port}/v1"
-    server.shutdown()
+    server = FakeChatServer(lambda messages, model: JUDGE_REPLIES[model])
+    yield server
+    server.close()
 
 
 def test_two_judges_are_averaged_cached_and_never_see_the_key_in_outputs(tmp_path, stub_judge, monkeypatch):
     monkeypatch.setenv("JUDGE_KEY", "sk-secret-123")
-    judges = [parse_endpoint_spec(f"base_url={stub_judge},model={m},api_key_env=JUDGE_KEY") for m in ("judge-a", "judge-b")]
+    judges = [parse_endpoint_spec(f"base_url={stub_judge.base_url},model={m},api_key_env=JUDGE_KEY")
+              for m in ("judge-a", "judge-b")]
     run = write_run(tmp_path / "run")
     summary, rows = mx.score_run(run, ["rouge_l"], judges=judges)
     assert rows[0]["judge_score"] == pytest.approx(70.0)  # (80 + 60) / 2, only the correct answer is judged
@@ -233,10 +215,11 @@ def test_two_judges_are_averaged_cached_and_never_see_the_key_in_outputs(tmp_pat
     assert rows[0]["combined_judge_score"] == pytest.approx(85.0)
     assert [(j["model"], j["http_calls"], j["cache_hits"], j["prompt_hash"], j["temperature"]) for j in summary["judges"]] == [
         ("judge-a", 1, 0, mx.JUDGE_PROMPT_HASH, 0.0), ("judge-b", 1, 0, mx.JUDGE_PROMPT_HASH, 0.0)]
-    assert StubJudge.seen == [("judge-a", "Bearer sk-secret-123"), ("judge-b", "Bearer sk-secret-123")]
+    assert [r["model"] for r in stub_judge.requests] == ["judge-a", "judge-b"]
+    assert stub_judge.authorizations == ["Bearer sk-secret-123", "Bearer sk-secret-123"]
     again, rows_again = mx.score_run(run, ["rouge_l"], judges=judges)
     assert [(j["http_calls"], j["cache_hits"]) for j in again["judges"]] == [(0, 1), (0, 1)]
-    assert rows_again[0]["judge_score"] == pytest.approx(70.0) and len(StubJudge.seen) == 2
+    assert rows_again[0]["judge_score"] == pytest.approx(70.0) and len(stub_judge.requests) == 2
     written = mx.write(again, rows_again, tmp_path / "out")
     assert all("sk-secret-123" not in path.read_text(encoding="utf-8") for path in written)
     assert (run / "medexqa_judge_cache.sqlite").is_file()

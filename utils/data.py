@@ -23,7 +23,7 @@ import os
 import socket
 import threading
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -220,19 +220,7 @@ def read_table(path: str | os.PathLike, *, delimiter: str | None = None,
         except Exception as exc:
             raise DataError(f"{path}: not a readable Parquet file ({exc})") from exc
     if suffix == ".jsonl":
-        rows = []
-        with path.open(encoding="utf-8") as handle:
-            for number, line in enumerate(handle, start=1):
-                if not line.strip():
-                    continue
-                try:
-                    row = json.loads(line)
-                except json.JSONDecodeError as exc:
-                    raise DataError(f"{path}, line {number}: invalid JSON ({exc.msg})") from exc
-                if not isinstance(row, dict):
-                    raise DataError(f"{path}, line {number}: expected a JSON object, got {type(row).__name__}")
-                rows.append(row)
-        return rows
+        return [row for _, row in iter_jsonl(path)]
     if suffix == ".json":
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
@@ -253,6 +241,22 @@ def read_table(path: str | os.PathLike, *, delimiter: str | None = None,
                 rows.append(dict(row))
         return rows
     raise DataError(f"{path}: unsupported file type '{suffix}' (use one of {', '.join(TABLE_SUFFIXES)})")
+
+
+def iter_jsonl(path: str | os.PathLike) -> Iterator[tuple[int, dict[str, Any]]]:
+    """``(line number, object)`` for each non-blank line of a JSONL file; a bad line names its number."""
+    path = Path(path)
+    with path.open(encoding="utf-8") as handle:
+        for number, line in enumerate(handle, start=1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise DataError(f"{path}, line {number}: invalid JSON ({exc.msg})") from exc
+            if not isinstance(row, dict):
+                raise DataError(f"{path}, line {number}: expected a JSON object, got {type(row).__name__}")
+            yield number, row
 
 
 def cached_on_file(loader: Callable[..., Any]) -> Callable[..., Any]:

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .data import DataError, row_error
+from .data import DataError, iter_jsonl, row_error
 
 SCHEMA_VERSION = "1"
 DEFAULT_PASSAGE_WORDS = 256
@@ -58,24 +58,15 @@ def match_query(text: str) -> str | None:
 
 
 def _documents(path: Path, text_field: str, title_field: str | None, id_field: str | None) -> Iterator[tuple[str, str, str]]:
-    with path.open(encoding="utf-8") as handle:
-        for number, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise DataError(f"{path}, line {number}: invalid JSON ({exc.msg})") from exc
-            if not isinstance(row, dict):
-                raise DataError(f"{path}, line {number}: expected a JSON object")
-            text = row.get(text_field)
-            if not isinstance(text, str) or not text.strip():
-                raise row_error(path, number, text_field, "missing or empty text")
-            title = row.get(title_field) if title_field else None
-            if title is not None and not isinstance(title, str):
-                raise row_error(path, number, title_field, f"expected a string, got {type(title).__name__}")
-            doc_id = row.get(id_field) if id_field else None
-            yield (str(doc_id) if doc_id is not None else f"{path.name}:{number}"), title or "", text
+    for number, row in iter_jsonl(path):
+        text = row.get(text_field)
+        if not isinstance(text, str) or not text.strip():
+            raise row_error(path, number, text_field, "missing or empty text")
+        title = row.get(title_field) if title_field else None
+        if title is not None and not isinstance(title, str):
+            raise row_error(path, number, title_field, f"expected a string, got {type(title).__name__}")
+        doc_id = row.get(id_field) if id_field else None
+        yield (str(doc_id) if doc_id is not None else f"{path.name}:{number}"), title or "", text
 
 
 def _sha256(path: Path) -> str:

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from . import stats
-from .data import DataError
+from .data import DataError, iter_jsonl
 
 SCHEMA_VERSION = "1.0"
 INVALID = "INVALID"
@@ -116,19 +116,6 @@ def find_results(path: str | os.PathLike) -> Path:
     return found[-1]
 
 
-def _read_jsonl(path: Path) -> list[dict[str, Any]]:
-    rows = []
-    with path.open(encoding="utf-8") as handle:
-        for number, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            try:
-                rows.append(json.loads(line))
-            except json.JSONDecodeError as exc:
-                raise DataError(f"{path}, line {number}: invalid JSON ({exc.msg})") from exc
-    return rows
-
-
 def load_run(path: str | os.PathLike) -> Run:
     results_path = find_results(path)
     try:
@@ -143,7 +130,7 @@ def load_run(path: str | os.PathLike) -> Run:
         sample_path = results_path.parent / f"samples_{task}_{stamp}.jsonl"
         if not sample_path.is_file():
             raise DataError(f"{sample_path}: missing; the report needs lm_eval's --log_samples output for task '{task}'")
-        rows = _read_jsonl(sample_path)
+        rows = [row for _, row in iter_jsonl(sample_path)]
         filters = sorted({row.get("filter", "none") for row in rows})
         chosen = "none" if "none" in filters else filters[0] if filters else "none"
         samples[task] = [row for row in rows if row.get("filter", "none") == chosen]
