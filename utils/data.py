@@ -150,6 +150,40 @@ def download_hub_file(repo_id: str, filename: str, revision: str, benchmark: str
         raise no_data_error(benchmark, label, expected_layout, f"{exc.__class__.__name__}: {exc}") from exc
 
 
+def download_pinned_file(url: str, sha256: str, benchmark: str, expected_layout: str,
+                         timeout: float = 60.0) -> Path:
+    """A file at a fixed URL (e.g. a GitHub raw file at a commit), verified by its sha256.
+
+    Cached under ``$MEDEVAL_CACHE_DIR`` (default ``~/.cache/lm_eval_tasks``)/downloads by hash, so
+    it is fetched once. Offline (the hub flags, or the host does not answer) this fails within
+    about 2 s with the how-to-supply-data message; a file whose hash differs is never used.
+    """
+    import hashlib
+    import urllib.request
+
+    from .models import cache_dir
+
+    target = cache_dir() / "downloads" / f"{sha256[:16]}-{Path(urlparse(url).path).name}"
+    if target.is_file() and hashlib.sha256(target.read_bytes()).hexdigest() == sha256:
+        return target
+    reason = hub_unreachable_reason(url)
+    if reason:
+        raise no_data_error(benchmark, url, expected_layout, reason)
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as response:
+            content = response.read()
+    except OSError as exc:
+        raise no_data_error(benchmark, url, expected_layout, f"{exc.__class__.__name__}: {exc}") from exc
+    digest = hashlib.sha256(content).hexdigest()
+    if digest != sha256:
+        raise DataError(f"{url}: sha256 {digest} differs from the pinned {sha256}; the file is not used.")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    staging = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+    staging.write_bytes(content)
+    staging.replace(target)
+    return target
+
+
 def single_table_file(folder: Path, benchmark: str, columns: Sequence[str]) -> Path:
     """The one Parquet/JSONL/JSON/CSV/TSV file directly inside ``folder``."""
     found = sorted(p for p in folder.iterdir() if p.is_file() and p.suffix.lower() in TABLE_SUFFIXES)

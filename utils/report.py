@@ -29,8 +29,9 @@ from .data import DataError
 
 SCHEMA_VERSION = "1.0"
 INVALID = "INVALID"
-# Benchmark modules that declare a REPORT_SPEC; each later benchmark adds its module here.
-BENCHMARK_MODULES = ("medfact",)
+# Benchmark modules that declare a REPORT_SPEC (or several, as REPORT_SPECS); each later benchmark
+# adds its module here.
+BENCHMARK_MODULES = ("medfact", "pubmedqa")
 _SECRET_KEYS = re.compile(r"(api_?key|token|secret|password|authorization|header)", re.IGNORECASE)
 
 
@@ -61,13 +62,22 @@ class BenchmarkSpec:
     component_name: str = "component"
     reference: Mapping[str, Mapping[str, float]] = field(default_factory=dict)  # published numbers
     notes: Sequence[str] = ()
+    # Exactly these tasks (when set) instead of every task named by the prefix: for benchmarks whose
+    # tasks are separate measurements (item sets, protocols) that must never be pooled.
+    tasks: Sequence[str] = ()
 
     def owns(self, task: str) -> bool:
+        if self.tasks:
+            return task in self.tasks
         return task == self.task_prefix or task.startswith(self.task_prefix + "_")
 
 
 def benchmark_specs() -> list[BenchmarkSpec]:
-    return [importlib.import_module(f"{__package__}.{name}").REPORT_SPEC for name in BENCHMARK_MODULES]
+    specs = []
+    for name in BENCHMARK_MODULES:
+        module = importlib.import_module(f"{__package__}.{name}")
+        specs.extend(getattr(module, "REPORT_SPECS", None) or (module.REPORT_SPEC,))
+    return specs
 
 
 # ----------------------------------------------------------------------------- reading a run
