@@ -312,3 +312,44 @@ def test_pinned_download_offline_fails_fast(tmp_path, monkeypatch):
 def test_pinned_test_ids_hash_is_the_shared_copy(shared_data):
     content = (shared_data / "pubmedqa" / "test_ground_truth.json").read_bytes()
     assert hashlib.sha256(content).hexdigest() == pubmedqa.TEST_IDS_SHA256
+
+
+# ----------------------------------------------------------------------------- report
+
+
+def write_pubmedqa_run(folder, tasks):
+    """A results file and samples files as lm-eval writes them (log-likelihood pairs as strings)."""
+    stamp = "2026-11-29T10-00-00.000000"
+    folder.mkdir(parents=True)
+    results = {"configs": {t: {} for t in tasks}, "n-samples": {t: {"original": n, "effective": len(rows)}
+                                                              for t, (n, rows) in tasks.items()},
+               "config": {"model": "hf", "model_args": {"pretrained": "m"}, "limit": None}, "versions": {}}
+    (folder / f"results_{stamp}.json").write_text(json.dumps(results))
+    for task, (_, rows) in tasks.items():
+        with (folder / f"samples_{task}_{stamp}.jsonl").open("w") as handle:
+            for i, (gold, lls) in enumerate(rows):
+                pairs = [[str(ll), "False"] for ll in lls]
+                handle.write(json.dumps({"doc_id": i, "doc": {"final_decision": gold}, "doc_hash": f"{task}{i}",
+                                         "filter": "none", "resps": [[p] for p in pairs], "filtered_resps": pairs}) + "\n")
+    return folder
+
+
+def test_report_scores_each_pubmedqa_task_separately(tmp_path):
+    from lm_eval_tasks.utils.report import build_report
+
+    full = [("yes", [-1, -2, -3]), ("no", [-1, -1, -3]), ("maybe", [-3, -2, -1]), ("no", [-3, -1, -2])]
+    n100 = [("yes", [-2, -1, -3]), ("maybe", [-3, -2, -2])]
+    folder = write_pubmedqa_run(tmp_path / "run", {"pubmedqa_atlas": (500, full), "pubmedqa_atlas_n100": (100, n100)})
+    benchmarks = build_report(folder)["benchmarks"]
+    assert set(benchmarks) == {"pubmedqa_atlas", "pubmedqa_atlas_n100"}
+    bench = benchmarks["pubmedqa_atlas"]
+    # yes right, no -> yes (tie), maybe right, no right: 3/4
+    assert bench["n_items"] == 4 and bench["accuracy_micro"]["value"] == pytest.approx(0.75)
+    assert bench["confusion_matrix"]["counts"] == [[1, 0, 0, 0], [1, 1, 0, 0], [0, 0, 1, 0]]
+    # F1 yes 2*1/(2+1), no 2*1/(1+2), maybe 1
+    assert bench["macro_f1"]["value"] == pytest.approx((2 / 3 + 2 / 3 + 1) / 3)
+    assert bench["rates"]["tied_top_choice"]["value"] == pytest.approx(0.25)
+    assert bench["coverage"] == {"atlas-full-v1": {"expected": 500, "loaded": 500, "scored": 4, "complete": False}}
+    small = benchmarks["pubmedqa_atlas_n100"]
+    # yes -> no; maybe -> no (no=maybe tie goes to no): 0/2
+    assert small["accuracy_micro"]["value"] == 0.0 and small["coverage"]["atlas-n100-v1"]["expected"] == 100
