@@ -20,12 +20,15 @@ mkdir -p "$out"
 model="$(python -m lm_eval_tasks prepare-model smollm2)"
 tasks_dir="$(python -m lm_eval_tasks --include-path)"
 
-timed() {  # timed NAME COMMAND...: run, append "NAME <seconds>" to $out/timings.txt
+[ -n "$lock" ] && exec 9>>"$lock"
+timed() {  # timed NAME COMMAND...: run holding the lock; append "NAME <seconds>" (lock wait excluded)
   local name=$1 start end
   shift
+  [ -n "$lock" ] && flock 9
   start=$(date +%s.%N)
-  if [ -n "$lock" ]; then flock "$lock" "$@"; else "$@"; fi
+  "$@"
   end=$(date +%s.%N)
+  [ -n "$lock" ] && flock -u 9
   echo "$name $(python -c "print(round($end - $start, 1))") s" | tee -a "$out/timings.txt"
 }
 

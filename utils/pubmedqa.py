@@ -307,6 +307,11 @@ def custom_dataset(subset: str = "full", data_dir: str | None = None, **_: Any):
     return data_layer.to_dataset_dict([item.doc() for item in load(data_dir).subset(subset)])
 
 
+# The fields of bigbio's "source" schema, which lm-eval's built-in pubmedqa reads.
+_SOURCE_FIELDS = ("QUESTION", "CONTEXTS", "LABELS", "MESHES", "YEAR", "reasoning_required_pred",
+                  "reasoning_free_pred", "final_decision", "LONG_ANSWER")
+
+
 def builtin_custom_dataset(data_dir: str | None = None, **_: Any):
     """Our split in the schema lm-eval's built-in ``pubmedqa`` reads (bigbio's "source" schema:
     ori_pqal.json's fields): 'test' = the 500 official test items, 'train' = the 500-item train pool."""
@@ -319,10 +324,6 @@ def builtin_custom_dataset(data_dir: str | None = None, **_: Any):
         return datasets.Dataset.from_list(rows)
 
     return datasets.DatasetDict({"train": table(loaded.train), "test": table(loaded.test)})
-
-
-_SOURCE_FIELDS = ("QUESTION", "CONTEXTS", "LABELS", "MESHES", "YEAR", "reasoning_required_pred",
-                  "reasoning_free_pred", "final_decision", "LONG_ANSWER")
 
 
 def process_results(doc: Mapping[str, Any], results: Sequence[tuple[float, bool]]) -> dict[str, Any]:

@@ -193,7 +193,7 @@ def summary(result: dict[str, Any]) -> str:
         return f"{estimate['value']:.4f} [{estimate['low']:.4f}, {estimate['high']:.4f}]"
 
     lines = [f"PubMedQA probe, {result['item_set']} ({result['n_test']} test items, {result['n_train']} train): "
-             f"{Path(result['encoder']).name}, {result['pooling']} pooling, max_length {result['max_length']}, {result['dtype']}",
+             f"{result['encoder']}, {result['pooling']} pooling, max_length {result['max_length']}, {result['dtype']}",
              f"  accuracy {fmt(result['accuracy'])}",
              f"  macro-F1 {fmt(result['macro_f1'])}",
              f"  always-yes: accuracy {result['always_yes']['accuracy']:.4f}, macro-F1 {result['always_yes']['macro_f1']:.4f}",
