@@ -26,7 +26,7 @@ def test_hf_backend_cuts_long_prompts_from_the_left(tiny_model_dir, shared_data)
     out = simple_evaluate(model=lm, tasks=["pubmedqa_atlas"], task_manager=manager, limit=1, bootstrap_iters=0,
                           log_samples=True)
     sample = out["samples"]["pubmedqa_atlas"][0]
-    prompt = pubmedqa.zero_shot_prompt(pubmedqa.load(str(shared_data)).test[0].doc())
+    prompt = pubmedqa.zero_shot_prompt(pubmedqa.load(str(shared_data)).subset("full")[0].doc())
     for (context, continuation), (logged, _) in zip([a for a in sample["arguments"]], sample["filtered_resps"]):
         assert context == prompt
         context_enc, continuation_enc = lm._encode_pair(context, continuation)

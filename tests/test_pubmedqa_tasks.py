@@ -48,7 +48,7 @@ def test_plain_prompt_and_continuations(shared_data, loaded):
     seen = []
     lm = ScriptedLM(loglikelihood=lambda ctx, cont: seen.append((ctx, cont)) or 0.0)
     evaluate(lm, shared_data, ["pubmedqa_atlas"], limit=1)
-    doc = loaded.test[0].doc()
+    doc = loaded.subset("full")[0].doc()
     assert seen == [(f"Abstract: {doc['context']}\nQuestion: {doc['question']}\nAnswer:", f" {c}") for c in ("yes", "no", "maybe")]
 
 
@@ -56,7 +56,7 @@ def test_chat_template_continuations_have_no_leading_space(shared_data, loaded):
     seen = []
     lm = ScriptedLM(loglikelihood=lambda ctx, cont: seen.append((ctx, cont)) or 0.0)
     evaluate(lm, shared_data, ["pubmedqa_atlas"], limit=1, apply_chat_template=True)
-    doc = loaded.test[0].doc()
+    doc = loaded.subset("full")[0].doc()
     assert [cont for _, cont in seen] == ["yes", "no", "maybe"]  # the assistant turn starts with the word
     assert json.loads(seen[0][0]) == [{"role": "user", "content": pubmedqa.zero_shot_prompt(doc)}]
 
@@ -99,16 +99,16 @@ def test_scripted_run_gives_exact_accuracy_and_macro_f1(shared_data, loaded):
 
 def test_generative_task_prompt_parse_and_exact_metrics(shared_data, loaded):
     replies = ["Yes.", "<think>hmm\n\nprobably</think>No", "The answer is maybe.", "I cannot tell.", "<think>no end"]
-    by_prompt = {pubmedqa.generative_prompt(item.doc()): reply for item, reply in zip(loaded.test, replies)}
+    by_prompt = {pubmedqa.generative_prompt(item.doc()): reply for item, reply in zip(loaded.subset("full"), replies)}
     lm = ScriptedLM(reply=lambda prompt: by_prompt[json.loads(prompt)[-1]["content"]])
     out = evaluate(lm, shared_data, ["pubmedqa_atlas_gen"], limit=5, apply_chat_template=True)
-    golds = [item.answer for item in loaded.test[:5]]
+    golds = [item.answer for item in loaded.subset("full")[:5]]
     preds = ["yes", "no", "maybe", pubmedqa.INVALID, pubmedqa.INVALID]
     result = out["results"]["pubmedqa_atlas_gen"]
     assert result["acc,none"] == pytest.approx(sum(g == p for g, p in zip(golds, preds)) / 5)
     assert result["parseable,none"] == pytest.approx(3 / 5)
     assert result["macro_f1,none"] == pytest.approx(pubmedqa.macro_f1_value(golds, preds))
-    assert json.loads(lm.prompts[0]) == [{"role": "user", "content": pubmedqa.generative_prompt(loaded.test[0].doc())}]
+    assert json.loads(lm.prompts[0]) == [{"role": "user", "content": pubmedqa.generative_prompt(loaded.subset("full")[0].doc())}]
     assert lm.gen_kwargs[0] == {"until": ["\nAbstract:", "\nQuestion:"], "do_sample": False, "temperature": 0.0,
                                 "max_gen_toks": 1024}
 
@@ -119,10 +119,10 @@ def test_builtin_pubmedqa_definition_runs_on_the_official_split(shared_data, loa
     out = evaluate(lm, shared_data, ["pubmedqa_atlas_builtin"], include_defaults=True)
     assert out["results"]["pubmedqa"]["acc,none"] == pytest.approx(0.552)
     assert out["results"]["pubmedqa"]["sample_len"] == 500
-    record = loaded.test[0].record
+    record = loaded.subset("full")[0].record
     # lm-eval's own prompt: every section joined by newlines, no cut
     assert seen[0] == ("Abstract: " + "\n".join(record["CONTEXTS"]) + f"\nQuestion: {record['QUESTION']}\nAnswer:", " yes")
-    assert [s["doc"]["pubid"] for s in out["samples"]["pubmedqa"]] == [i.pubid for i in loaded.test]
+    assert [s["doc"]["pubid"] for s in out["samples"]["pubmedqa"]] == [i.pubid for i in loaded.subset("full")]
 
 
 def test_report_keeps_tasks_apart(shared_data, loaded):

@@ -14,6 +14,8 @@ Protocol (shared/SPEC.md section 3; details and decisions in lm_eval_tasks/pubme
   ``<think>`` blocks are removed; an unreadable reply is INVALID, counted wrong.
 - n100: a frozen stratified 100 (largest-remainder quotas 55/34/11; inside each answer the items
   with the smallest ``sha256("20261006:<pubid>")``).
+- Docs are served sorted by that same hash (the file groups its items by answer, so ``--limit``
+  in file order would see only yes items).
 """
 
 from __future__ import annotations
@@ -125,10 +127,11 @@ class PubMedQA:
     source: str
 
     def subset(self, name: str) -> tuple[Item, ...]:
+        """The test items of an item set, in evaluation order (see :func:`evaluation_order`)."""
         if name == "full":
-            return self.test
+            return evaluation_order(self.test)
         if name == "n100":
-            return select_n100(self.test)
+            return evaluation_order(select_n100(self.test))
         raise data_layer.DataError(f"unknown PubMedQA subset '{name}' (known: {', '.join(SUBSETS)})")
 
 
@@ -243,8 +246,15 @@ def hash_rank(pubid: str, seed: int = N100_SEED) -> str:
     return hashlib.sha256(f"{seed}:{pubid}".encode("utf-8")).hexdigest()
 
 
+def evaluation_order(items: Sequence[Item]) -> tuple[Item, ...]:
+    """Items sorted by their seeded hash rank. test_ground_truth.json lists all yes items, then no,
+    then maybe, so in file order ``--limit N`` would see only yes items; in this order any prefix is
+    a seeded random sample, and the order depends on nothing but the pubids."""
+    return tuple(sorted(items, key=lambda item: (hash_rank(item.pubid), item.pubid)))
+
+
 def select_n100(test: Sequence[Item]) -> tuple[Item, ...]:
-    """The frozen stratified 100, in test-file order (algorithm in the task README)."""
+    """The frozen stratified 100, in the order of ``test`` (algorithm in the task README)."""
     counts = Counter(item.answer for item in test)
     quotas = largest_remainder_quotas({label: counts[label] for label in LABELS}, N100_SIZE)
     chosen = set()
@@ -323,7 +333,7 @@ def builtin_custom_dataset(data_dir: str | None = None, **_: Any):
         rows = [{"pubid": item.pubid, **{k: item.record.get(k) for k in _SOURCE_FIELDS}} for item in items]
         return datasets.Dataset.from_list(rows)
 
-    return datasets.DatasetDict({"train": table(loaded.train), "test": table(loaded.test)})
+    return datasets.DatasetDict({"train": table(loaded.train), "test": table(loaded.subset("full"))})
 
 
 def process_results(doc: Mapping[str, Any], results: Sequence[tuple[float, bool]]) -> dict[str, Any]:
