@@ -155,27 +155,32 @@ def download_hub_file(repo_id: str, filename: str, revision: str, benchmark: str
 
 
 def download_pinned_file(url: str, target: str | os.PathLike, benchmark: str, expected_layout: str,
-                         timeout: float = 60.0) -> Path:
+                         sha256: str | None = None, timeout: float = 60.0) -> Path:
     """``target``, downloaded once from ``url`` (an immutable, commit-pinned address).
 
-    For sources outside the hub (e.g. a GitHub repository at a fixed commit). An existing
-    ``target`` is used as is; a download is written under a temporary name and renamed, so an
-    interrupted one leaves nothing behind. The hub's offline flags also switch this route off.
+    For sources outside the hub (e.g. a GitHub raw file at a fixed commit). With ``sha256`` the
+    content must have that hash, on disk and when downloaded, or it is never used. A download is
+    written under a temporary name and renamed, so an interrupted one leaves nothing behind.
+    Offline (the hub flags, or the host does not answer) this fails within about 2 s with the
+    how-to-supply-data message.
     """
+    import hashlib
+    import tempfile
+    import urllib.request
+
     target = Path(target)
-    if target.is_file():
+    if target.is_file() and (sha256 is None or hashlib.sha256(target.read_bytes()).hexdigest() == sha256):
         return target
     reason = hub_unreachable_reason(url)
     if reason:
         raise no_data_error(benchmark, url, expected_layout, reason)
-    import tempfile
-    import urllib.request
-
     try:
         with urllib.request.urlopen(url, timeout=timeout) as response:
             content = response.read()
     except OSError as exc:  # URLError and HTTPError are OSErrors
         raise no_data_error(benchmark, url, expected_layout, f"{exc.__class__.__name__}: {exc}") from exc
+    if sha256 is not None and (digest := hashlib.sha256(content).hexdigest()) != sha256:
+        raise DataError(f"{url}: sha256 {digest} differs from the pinned {sha256}; the file is not used.")
     target.parent.mkdir(parents=True, exist_ok=True)
     handle, temp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
     with os.fdopen(handle, "wb") as stream:

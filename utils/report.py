@@ -35,7 +35,7 @@ from .data import DataError, iter_jsonl
 SCHEMA_VERSION = "1.0"
 INVALID = "INVALID"
 # Benchmark modules that declare a REPORT_SPEC (or several, as REPORT_SPECS); each later benchmark adds its module here.
-BENCHMARK_MODULES = ("medfact", "millerqa", "medexqa")
+BENCHMARK_MODULES = ("medfact", "pubmedqa", "millerqa", "medexqa")
 _SECRET_KEYS = re.compile(r"(api_?key|token(?!izer)|secret|password|authorization|header)", re.IGNORECASE)
 
 
