@@ -234,7 +234,7 @@ class CheckResult:
 def generations_from_run(path: str, tasks: Iterable[str] | None = None, limit: int | None = None
                          ) -> tuple[list[Generation], dict[str, Any]]:
     """FActBench generations of an lm-eval ``--log_samples`` run, and a description of the run."""
-    from .report import load_run, redact
+    from .report import load_run, run_info
 
     run = load_run(path)
     wanted = {factbench.task_component(t) or t for t in tasks} if tasks else None
@@ -254,12 +254,8 @@ def generations_from_run(path: str, tasks: Iterable[str] | None = None, limit: i
                 raise DataError(f"{run.sample_files[task_name]}, sample {number}: not a FActBench sample ({exc!r})") from exc
     if not generations:
         raise DataError(f"{run.results_path}: no FActBench samples (tasks in the run: {', '.join(sorted(run.samples))})")
-    config = run.results.get("config", {})
-    info = {"results_file": str(run.results_path), "model": config.get("model"),
-            "model_args": redact(config.get("model_args")), "model_name": run.results.get("model_name"),
-            "chat_template_applied": run.results.get("chat_template_sha") is not None,
-            "task_versions": {t: v for t, v in run.results.get("versions", {}).items() if factbench.task_component(t)},
-            "limit": config.get("limit"), "lm_eval_version": run.results.get("lm_eval_version")}
+    info = run_info(run)
+    info["task_versions"] = {t: v for t, v in info["task_versions"].items() if factbench.task_component(t)}
     return generations, info
 
 

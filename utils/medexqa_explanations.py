@@ -250,7 +250,7 @@ def score_run(path: str | os.PathLike, metrics: Sequence[str] = explanation_metr
     complete = counts == medexqa.COUNTS["test"] and all(item.doc.get("split", "test") == "test" for item in items)
     summary = {
         "schema_version": SCHEMA_VERSION,
-        "run": report._run_info(run),
+        "run": report.run_info(run),
         "scale": "0-100 per item (accuracy 0 or 100)",
         "explanation_metrics": {metric.name: metric.details for metric in loaded},
         "unavailable_metrics": unavailable,

@@ -157,7 +157,7 @@ def _estimate(statistic, items: Sequence[ScoredItem], spec: BenchmarkSpec) -> di
     return stats.bootstrap(statistic, len(items), strata=strata).as_dict()
 
 
-def _run_info(run: Run) -> dict[str, Any]:
+def run_info(run: Run) -> dict[str, Any]:
     results = run.results
     config = results.get("config", {})
     return {
@@ -310,7 +310,7 @@ def _build(path: str | os.PathLike) -> tuple[dict[str, Any], dict[str, list[Mapp
     report = {
         "schema_version": SCHEMA_VERSION,
         "generated_by": f"lm-eval-medical-tasks {__version__}",
-        "run": _run_info(run),
+        "run": run_info(run),
         "bootstrap": {"method": "percentile", "n_resamples": stats.N_RESAMPLES, "seed": stats.SEED,
                       "confidence": stats.CONFIDENCE, "stratified_by": {s.name: s.stratify_by for s in benchmark_specs()}},
         "benchmarks": benchmarks,
@@ -464,7 +464,7 @@ def write_report(path: str | os.PathLike, out_dir: str | os.PathLike | None = No
 def compare_runs(path_a: str | os.PathLike, path_b: str | os.PathLike) -> dict[str, Any]:
     """Paired comparison (A minus B) on the items both runs scored, per benchmark."""
     run_a, run_b = load_run(path_a), load_run(path_b)
-    out: dict[str, Any] = {"schema_version": SCHEMA_VERSION, "a": _run_info(run_a), "b": _run_info(run_b), "benchmarks": {}}
+    out: dict[str, Any] = {"schema_version": SCHEMA_VERSION, "a": run_info(run_a), "b": run_info(run_b), "benchmarks": {}}
     for spec in benchmark_specs():
         items_a = {(i.task, i.doc_hash): i for i in score_run(run_a, spec)}
         items_b = {(i.task, i.doc_hash): i for i in score_run(run_b, spec)}
