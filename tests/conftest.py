@@ -77,3 +77,9 @@ def read_samples(output_path: Path, task: str) -> list[dict]:
 def read_results(output_path: Path) -> dict:
     (path,) = list(output_path.rglob("results_*.json"))
     return json.loads(path.read_text(encoding="utf-8"))
+
+
+def logged_messages(sample: dict) -> list[dict]:
+    """The chat messages of a logged sample of a chat API run (lm-eval logs ``[json.dumps(messages)]``)."""
+    logged = sample["arguments"]["gen_args_0"]["arg_0"]
+    return json.loads(logged[0] if isinstance(logged, list) else logged)

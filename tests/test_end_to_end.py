@@ -8,7 +8,7 @@ import zipfile
 import pytest
 
 from lm_eval_tasks.utils import medfact
-from tests.conftest import REPO, read_results, read_samples, run_lm_eval
+from tests.conftest import REPO, logged_messages, read_results, read_samples, run_lm_eval
 
 pytestmark = pytest.mark.slow
 
@@ -52,8 +52,7 @@ def test_local_chat_completions_against_a_real_server(llama_server, demo_data_di
                  "--apply_chat_template", "--gen_kwargs", "max_gen_toks=256", "--log_samples", "--output_path", str(out)],
                 cwd=tmp_path)
     samples = read_samples(out, "medfact_bench_scifact")
-    logged = samples[0]["arguments"]["gen_args_0"]["arg_0"]  # chat APIs log [json.dumps(messages)]
-    messages = json.loads(logged[0] if isinstance(logged, list) else logged)
+    messages = logged_messages(samples[0])
     assert messages[0] == {"role": "system", "content": medfact.load(str(demo_data_dir)).system_prompt}
     assert all(s["filtered_resps"][0].strip() for s in samples)  # the server answered with text
     report = report_cli(out, tmp_path / "report")["benchmarks"]["medfact_bench"]

@@ -7,7 +7,7 @@ import sys
 import pytest
 
 from lm_eval_tasks.utils import millerqa as mq
-from tests.conftest import read_results, read_samples, run_lm_eval
+from tests.conftest import logged_messages, read_results, read_samples, run_lm_eval
 
 pytestmark = pytest.mark.slow
 
@@ -55,8 +55,7 @@ def test_local_chat_completions_against_a_real_server(llama_server, shared_data,
                  "--apply_chat_template", "--gen_kwargs", "max_gen_toks=96", "--log_samples", "--output_path", str(out)],
                 cwd=tmp_path)
     samples = read_samples(out, "millerqa_lhb_legalbench")
-    logged = samples[0]["arguments"]["gen_args_0"]["arg_0"]
-    messages = json.loads(logged[0] if isinstance(logged, list) else logged)
+    messages = logged_messages(samples[0])
     doc = samples[0]["doc"]
     assert doc["model_label"] == llama_server.model
     assert messages == [{"role": "system", "content": mq.SYSTEM_PROMPT},

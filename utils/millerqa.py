@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from . import data as data_layer
-from .report import INVALID, BenchmarkSpec, ScoredItem
+from .report import INVALID, BenchmarkSpec, ScoredItem, write_atomically
 from .text import strip_think
 
 logger = logging.getLogger(__name__)
@@ -523,11 +523,8 @@ def rebuild_medbullets(source: str | Path, out_dir: str | Path) -> list[Path]:
         expected = ITEM_COUNTS[release][MEDBULLETS]
         if len(wanted) != expected or len(set(wanted)) != expected:
             raise data_layer.DataError(f"{ids_file}: {len(set(wanted))} distinct ids; the {release} release has {expected}")
-        target = folder / f"{MEDBULLETS}.json"
-        temp = target.with_suffix(".tmp")
-        temp.write_text(json.dumps([items[i] for i in wanted], ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
-        temp.replace(target)
-        written.append(target)
+        content = json.dumps([items[i] for i in wanted], ensure_ascii=False, indent=1) + "\n"
+        written += write_atomically(folder, {f"{MEDBULLETS}.json": content.encode("utf-8")})
     if not written:
         raise data_layer.DataError(f"{root}: no {{curated,pre_qc}}/{MEDBULLETS}/item_ids.csv; {LOCAL_LAYOUT}")
     return written
