@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
-
-from lm_eval_tasks.utils import medfact
-from lm_eval_tasks.utils.demo_data import synthetic_medfact_rows, write_jsonl
+from lm_eval_tasks.utils.files import write_jsonl
+from lm_eval_tasks.utils.medfact_bench import protocol as medfact
+from lm_eval_tasks.utils.medfact_bench.demo_data import synthetic_medfact_rows
 
 
 def main() -> None:
@@ -39,11 +39,16 @@ def main() -> None:
                 start = time.perf_counter()
                 loaded = medfact.load(data_dir)
                 validated = time.perf_counter()
-                sizes = {c: len(medfact.custom_dataset(component=c, data_dir=data_dir)["test"]) for c in medfact.COMPONENT_COUNTS}
+                sizes = {
+                    c: len(medfact.custom_dataset(component=c, data_dir=data_dir)["test"])
+                    for c in medfact.COMPONENT_COUNTS
+                }
                 built = time.perf_counter()
                 assert len(loaded.rows) == 14274 and sizes == medfact.COMPONENT_COUNTS
-                print(f"{kind:8s} run {repeat + 1}: read+validate {validated - start:.2f} s, "
-                      f"+ five task datasets {built - validated:.2f} s, total {built - start:.2f} s")
+                print(
+                    f"{kind:8s} run {repeat + 1}: read+validate {validated - start:.2f} s, "
+                    f"+ five task datasets {built - validated:.2f} s, total {built - start:.2f} s"
+                )
 
 
 if __name__ == "__main__":

@@ -18,9 +18,9 @@ import time
 from pathlib import Path
 
 import torch
+from lm_eval_tasks.utils import benchmarks, runs
+from lm_eval_tasks.utils.medexqa import protocol as medexqa
 from transformers import AutoModelForCausalLM, AutoTokenizer
-
-from lm_eval_tasks.utils import medexqa, report
 
 
 def single_tokens(tokenizer, texts: list[str]) -> list[int]:
@@ -31,11 +31,15 @@ def single_tokens(tokenizer, texts: list[str]) -> list[int]:
 
 
 def logged_predictions(path: str) -> dict[tuple[str, int], str]:
-    run = report.load_run(path)
-    spec = next(s for s in report.benchmark_specs() if s.name == "medexqa_logit")
-    return {(item.component, int(sample["doc"]["row"])): item.pred
-            for task in run.samples if spec.owns(task)
-            for sample in run.samples[task] for item in [spec.score_sample(task, sample)]}
+    run = runs.load_run(path)
+    spec = next(s for s in benchmarks.report_specs() if s.name == "medexqa_logit")
+    return {
+        (item.component, int(sample["doc"]["row"])): item.pred
+        for task in run.samples
+        if spec.owns(task)
+        for sample in run.samples[task]
+        for item in [spec.score_sample(task, sample)]
+    }
 
 
 def main() -> None:
@@ -47,8 +51,10 @@ def main() -> None:
     args = parser.parse_args()
     tokenizer = AutoTokenizer.from_pretrained(args.model)
     model = AutoModelForCausalLM.from_pretrained(args.model, dtype=getattr(torch, args.dtype)).eval()
-    readings = {"authors' tokens": single_tokens(tokenizer, list(medexqa.LETTERS)),
-                "space-prefixed": single_tokens(tokenizer, [f" {letter}" for letter in medexqa.LETTERS])}
+    readings = {
+        "authors' tokens": single_tokens(tokenizer, list(medexqa.LETTERS)),
+        "space-prefixed": single_tokens(tokenizer, [f" {letter}" for letter in medexqa.LETTERS]),
+    }
     print({name: tokenizer.convert_ids_to_tokens(ids) for name, ids in readings.items()})
     logged = logged_predictions(args.run) if args.run else {}
     correct = {name: {} for name in readings}
@@ -58,7 +64,9 @@ def main() -> None:
         for code in medexqa.SPECIALTIES:
             for row in medexqa.load_rows(code, "test", args.shared):
                 doc = medexqa.to_doc(row, None)
-                ids = tokenizer(medexqa.logit_header(code) + medexqa.logit_prompt(doc), return_tensors="pt")["input_ids"]
+                ids = tokenizer(medexqa.logit_header(code) + medexqa.logit_prompt(doc), return_tensors="pt")[
+                    "input_ids"
+                ]
                 logits = model(ids).logits[0, -1].float()
                 for name, token_ids in readings.items():
                     pred = medexqa.LETTERS[int(torch.argmax(logits[token_ids]))]

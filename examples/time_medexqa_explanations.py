@@ -14,11 +14,14 @@ import argparse
 import time
 from pathlib import Path
 
-from lm_eval_tasks.utils import explanation_metrics, medexqa, medexqa_explanations, report
+from lm_eval_tasks.utils import runs
+from lm_eval_tasks.utils.medexqa import explanation_metrics
+from lm_eval_tasks.utils.medexqa import explanations as medexqa_explanations
+from lm_eval_tasks.utils.medexqa import protocol as medexqa
 
 
 def pairs_from_run(path: str) -> list[tuple[str, tuple[str, str]]]:
-    items = medexqa_explanations.read_items(report.load_run(path))
+    items = medexqa_explanations.read_items(runs.load_run(path))
     return [(item.explanation, item.references) for item in items if item.explanation is not None]
 
 
@@ -43,8 +46,10 @@ def main() -> None:
     for name in args.metrics.split(","):
         begin = time.perf_counter()
         try:
-            metric = explanation_metrics.load(name, **({"model": args.bertscore_model, "num_layers": args.bertscore_layers}
-                                                         if name == "bertscore" else {}))
+            metric = explanation_metrics.load(
+                name,
+                **({"model": args.bertscore_model, "num_layers": args.bertscore_layers} if name == "bertscore" else {}),
+            )
         except explanation_metrics.MetricUnavailable as exc:
             print(f"{name:10s} unavailable: {exc}")
             continue
@@ -52,8 +57,10 @@ def main() -> None:
         scores = metric.score_batch(pairs)
         done = time.perf_counter()
         total += done - begin
-        print(f"{name:10s} load {loaded - begin:6.2f} s, score {done - loaded:6.2f} s "
-              f"({len(pairs) / (done - loaded):7.1f} items/s), mean {sum(scores) / len(scores):6.2f}")
+        print(
+            f"{name:10s} load {loaded - begin:6.2f} s, score {done - loaded:6.2f} s "
+            f"({len(pairs) / (done - loaded):7.1f} items/s), mean {sum(scores) / len(scores):6.2f}"
+        )
     print(f"all metrics: {total:.2f} s")
 
 

@@ -30,7 +30,7 @@ def shared_data() -> Path:
 
 @pytest.fixture(scope="session")
 def demo_data_dir(shared_data, tmp_path_factory) -> Path:
-    from lm_eval_tasks.utils.demo_data import build_demo_data_dir
+    from lm_eval_tasks.utils.benchmarks import build_demo_data_dir
 
     return build_demo_data_dir(shared_data, tmp_path_factory.mktemp("demo_data"))
 
@@ -83,3 +83,10 @@ def logged_messages(sample: dict) -> list[dict]:
     """The chat messages of a logged sample of a chat API run (lm-eval logs ``[json.dumps(messages)]``)."""
     logged = sample["arguments"]["gen_args_0"]["arg_0"]
     return json.loads(logged[0] if isinstance(logged, list) else logged)
+
+
+def build_report(path) -> dict:
+    """The report of the run at ``path`` (as ``python -m lm_eval_tasks report`` computes it)."""
+    from lm_eval_tasks.utils import report, runs
+
+    return report.build(runs.load_run(path))[0]

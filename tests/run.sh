@@ -14,4 +14,6 @@ fi
 # shellcheck disable=SC1091
 . .venv/bin/activate
 export HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 TOKENIZERS_PARALLELISM=false
+ruff check .
+ruff format --check .
 exec python -m pytest "$@"

@@ -15,8 +15,9 @@ class ScriptedLM(LM):
     exactly what a chat model would receive.
     """
 
-    def __init__(self, reply: Callable[[str], str] | None = None,
-                 loglikelihood: Callable[[str, str], float] | None = None):
+    def __init__(
+        self, reply: Callable[[str], str] | None = None, loglikelihood: Callable[[str, str], float] | None = None
+    ):
         super().__init__()
         self._reply = reply
         self._loglikelihood = loglikelihood

@@ -1,15 +1,14 @@
 import csv
-import json
 import time
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-
 from lm_eval_tasks.utils import data as data_layer
-from lm_eval_tasks.utils import medfact
 from lm_eval_tasks.utils.data import DataError
-from lm_eval_tasks.utils.demo_data import synthetic_medfact_rows, write_jsonl
+from lm_eval_tasks.utils.files import write_jsonl
+from lm_eval_tasks.utils.medfact_bench import protocol as medfact
+from lm_eval_tasks.utils.medfact_bench.demo_data import synthetic_medfact_rows
 
 SMALL_COUNTS = {"scifact": 3, "healthver": 2, "medaesqa": 2, "pubmedqa-fact": 1, "bioasq-fact": 2}
 
@@ -94,7 +93,10 @@ def test_full_size_file_must_match_published_counts(tmp_path, shared_data):
     wrong = [dict(r) for r in rows]
     wrong[0]["dataset"] = "healthver"  # scifact 339, healthver 904
     medfact.load_file.cache_clear()
-    with pytest.raises(DataError, match="component counts differ .*healthver: expected 903, found 904; scifact: expected 340, found 339"):
+    with pytest.raises(
+        DataError,
+        match="component counts differ .*healthver: expected 903, found 904; scifact: expected 340, found 339",
+    ):
         medfact.load(str(data_dir_with(tmp_path / "wrong", wrong)))
 
 
@@ -151,8 +153,9 @@ def test_training_split_is_refused(tmp_path, small_rows):
 
 def test_custom_dataset_selects_one_component_and_ignores_model_args(tmp_path, small_rows):
     folder = str(data_dir_with(tmp_path, small_rows))
-    dataset = medfact.custom_dataset(component="healthver", data_dir=folder, pretrained="x", dtype="bfloat16",
-                                     config_source="y.yaml", version=1.0)
+    dataset = medfact.custom_dataset(
+        component="healthver", data_dir=folder, pretrained="x", dtype="bfloat16", config_source="y.yaml", version=1.0
+    )
     assert list(dataset) == ["test"]
     assert dataset["test"]["dataset"] == ["healthver", "healthver"]
     assert dataset["test"]["row"] == [3, 4]
@@ -171,9 +174,17 @@ def test_demo_file_is_valid_and_labelled_from_its_sources(demo_data_dir, shared_
     healthver = [r for r in loaded.rows if r["dataset"] == "healthver"]
     assert len(scifact) == 340 and len(healthver) == 1823
     # Med-V1-L3B's predictions as stand-in labels: 2->91, 1->51 SUPPORT; 0->125 NEI; -1->8, -2->65 CONTRADICT
-    assert {l: sum(r["label"] == l for r in scifact) for l in medfact.LABELS} == {"SUPPORT": 142, "NEI": 125, "CONTRADICT": 73}
+    assert {label: sum(r["label"] == label for r in scifact) for label in medfact.LABELS} == {
+        "SUPPORT": 142,
+        "NEI": 125,
+        "CONTRADICT": 73,
+    }
     # HealthVer test: Supports 671 / Refutes 425 / Neutral 727 (PROVENANCE.md)
-    assert {l: sum(r["label"] == l for r in healthver) for l in medfact.LABELS} == {"SUPPORT": 671, "NEI": 727, "CONTRADICT": 425}
+    assert {label: sum(r["label"] == label for r in healthver) for label in medfact.LABELS} == {
+        "SUPPORT": 671,
+        "NEI": 727,
+        "CONTRADICT": 425,
+    }
     import hashlib
 
     assert hashlib.sha256(loaded.system_prompt.encode()).hexdigest() == medfact.SYSTEM_PROMPT_SHA256

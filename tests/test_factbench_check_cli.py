@@ -8,10 +8,10 @@ import pytest
 from lm_eval import simple_evaluate
 from lm_eval.loggers import EvaluationTracker
 from lm_eval.tasks import TaskManager
+from lm_eval_tasks.utils.factbench import factcheck
+from lm_eval_tasks.utils.factbench.demo_data import FACTBENCH_PASSAGES
 
 from lm_eval_tasks import tasks_dir
-from lm_eval_tasks.utils import factcheck
-from lm_eval_tasks.utils.demo_data import FACTBENCH_PASSAGES
 from tests.fake_openai import FakeChatServer
 from tests.scripted_lm import ScriptedLM
 from tests.tiny_model import build_tiny_nli
@@ -41,8 +41,14 @@ def fake_llm(messages, model):
 @pytest.fixture(scope="module")
 def run_dir(demo_data_dir, tmp_path_factory):
     manager = TaskManager(include_path=tasks_dir(), include_defaults=False, metadata={"data_dir": str(demo_data_dir)})
-    results = simple_evaluate(model=ScriptedLM(reply=scripted_reply), tasks=["factbench"], task_manager=manager,
-                              limit=3, bootstrap_iters=0, log_samples=True)
+    results = simple_evaluate(
+        model=ScriptedLM(reply=scripted_reply),
+        tasks=["factbench"],
+        task_manager=manager,
+        limit=3,
+        bootstrap_iters=0,
+        log_samples=True,
+    )
     samples = results.pop("samples")
     out = tmp_path_factory.mktemp("run")
     tracker = EvaluationTracker(output_path=str(out))
@@ -55,8 +61,18 @@ def run_dir(demo_data_dir, tmp_path_factory):
 @pytest.fixture(scope="module")
 def store(demo_data_dir, tmp_path_factory):
     path = tmp_path_factory.mktemp("store") / "passages.sqlite"
-    subprocess.run([sys.executable, "-m", "lm_eval_tasks", "factbench-index",
-                    str(demo_data_dir / "factbench" / FACTBENCH_PASSAGES), "--out", str(path)], check=True)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "lm_eval_tasks",
+            "factbench-index",
+            str(demo_data_dir / "factbench" / FACTBENCH_PASSAGES),
+            "--out",
+            str(path),
+        ],
+        check=True,
+    )
     return path
 
 
@@ -68,8 +84,18 @@ def test_check_then_cached_rerun_then_rescore(run_dir, store, tmp_path):
     server = FakeChatServer(fake_llm)
     try:
         judge = f"base_url={server.base_url},model=fake-judge,max_tokens=128"
-        first = cli("factbench-check", run_dir, "--judge", judge, "--passages", store, "--cache", tmp_path / "c.sqlite",
-                    "--out", tmp_path / "fc")
+        first = cli(
+            "factbench-check",
+            run_dir,
+            "--judge",
+            judge,
+            "--passages",
+            store,
+            "--cache",
+            tmp_path / "c.sqlite",
+            "--out",
+            tmp_path / "fc",
+        )
         assert first.returncode == 0, first.stderr
         assert "NLI unavailable" in first.stderr  # the default checkpoint cannot be downloaded offline
         report = json.loads((tmp_path / "fc" / "factcheck.json").read_text())
@@ -92,8 +118,20 @@ def test_check_then_cached_rerun_then_rescore(run_dir, store, tmp_path):
         assert "| Grounding document | 100.0 [100.0, 100.0] | unavailable | unavailable |" in markdown
 
         requests = len(server.requests)
-        again = cli("factbench-check", run_dir, "--judge", judge, "--passages", store, "--cache", tmp_path / "c.sqlite",
-                    "--out", tmp_path / "fc2", "--nli-model", "none")
+        again = cli(
+            "factbench-check",
+            run_dir,
+            "--judge",
+            judge,
+            "--passages",
+            store,
+            "--cache",
+            tmp_path / "c.sqlite",
+            "--out",
+            tmp_path / "fc2",
+            "--nli-model",
+            "none",
+        )
         assert again.returncode == 0, again.stderr
         assert len(server.requests) == requests  # all answers from the cache
         rerun = json.loads((tmp_path / "fc2" / "factcheck.json").read_text())
@@ -103,8 +141,24 @@ def test_check_then_cached_rerun_then_rescore(run_dir, store, tmp_path):
 
         # a local NLI checkpoint (random weights: plumbing only) fills the NLI and UnVot columns
         nli_dir = build_tiny_nli(tmp_path / "nli", {0: "contradiction", 1: "neutral", 2: "entailment"})
-        with_nli = cli("factbench-check", run_dir, "--judge", judge, "--passages", store, "--cache", tmp_path / "c.sqlite",
-                       "--out", tmp_path / "fc4", "--nli-model", nli_dir, "--nli-max-length", 128, "--nli-stride", 16)
+        with_nli = cli(
+            "factbench-check",
+            run_dir,
+            "--judge",
+            judge,
+            "--passages",
+            store,
+            "--cache",
+            tmp_path / "c.sqlite",
+            "--out",
+            tmp_path / "fc4",
+            "--nli-model",
+            nli_dir,
+            "--nli-max-length",
+            128,
+            "--nli-stride",
+            16,
+        )
         assert with_nli.returncode == 0, with_nli.stderr
         assert len(server.requests) == requests
         nli_report = json.loads((tmp_path / "fc4" / "factcheck.json").read_text())
@@ -117,8 +171,12 @@ def test_check_then_cached_rerun_then_rescore(run_dir, store, tmp_path):
     finally:
         server.close()
 
-    (tmp_path / "human.jsonl").write_text("".join(json.dumps({"task": "factbench_summ", "doc_id": i, "score": s}) + "\n"
-                                                  for i, s in enumerate([80, 90, 70])), encoding="utf-8")
+    (tmp_path / "human.jsonl").write_text(
+        "".join(
+            json.dumps({"task": "factbench_summ", "doc_id": i, "score": s}) + "\n" for i, s in enumerate([80, 90, 70])
+        ),
+        encoding="utf-8",
+    )
     table = cli("factbench-table", tmp_path / "fc", "--human", tmp_path / "human.jsonl", "--out", tmp_path / "fc3")
     assert table.returncode == 0, table.stderr
     rescored = json.loads((tmp_path / "fc3" / "factcheck.json").read_text())

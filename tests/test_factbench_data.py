@@ -6,10 +6,9 @@ import random
 import time
 
 import pytest
-
 from lm_eval_tasks.utils import data as data_layer
-from lm_eval_tasks.utils import factbench
 from lm_eval_tasks.utils.data import DataError
+from lm_eval_tasks.utils.factbench import protocol as factbench
 
 
 def test_prompts_are_table_5():
@@ -22,9 +21,11 @@ def test_prompts_are_table_5():
     assert lay.startswith("You will be provided a scientific article. Your task is to write a lay summary")
     assert lay.count("\n• ") == 6 and lay.endswith("or areas of confusion.\nScientific Article: ARTICLE\nSummary:")
     assert factbench.prompt({**doc, "task": "rag"}) == (
-        "Give a simple answer to the question based on the provided context.\nQUESTION: QUESTION?\nCONTEXT: ARTICLE")
+        "Give a simple answer to the question based on the provided context.\nQUESTION: QUESTION?\nCONTEXT: ARTICLE"
+    )
     assert factbench.prompt({**doc, "task": "gen"}) == (
-        "Give a simple answer to the question based on your best knowledge.\nQUESTION: QUESTION?")
+        "Give a simple answer to the question based on your best knowledge.\nQUESTION: QUESTION?"
+    )
 
 
 def test_fixed_sample_is_the_smallest_hashes_in_source_order():
@@ -45,7 +46,9 @@ def test_local_summarisation_files_are_sampled_and_validated(tmp_path):
     rows = [{"article": f"Article text {i}.", "abstract": f"Abstract {i}."} for i in range(30)]
     (folder / "pubmed_summ.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
     docs = factbench.load("summ", str(tmp_path), sample_size=12)
-    assert [d["id"] for d in docs] == [f"pubmed_summ-{i}" for i in factbench.fixed_sample([r["article"] for r in rows], 12)]
+    assert [d["id"] for d in docs] == [
+        f"pubmed_summ-{i}" for i in factbench.fixed_sample([r["article"] for r in rows], 12)
+    ]
     assert docs[0]["document"].startswith("Article text") and docs[0]["reference"].startswith("Abstract")
     (folder / "plos_laysumm.jsonl").write_text(json.dumps({"article": "A.", "summary": ""}) + "\n", encoding="utf-8")
     with pytest.raises(DataError, match=r"plos_laysumm.jsonl, row 1, field 'summary': empty string"):
@@ -70,14 +73,28 @@ def bioasq_file(tmp_path, questions, name="training.json"):
     return path
 
 
-SUMMARY = {"id": "q1", "type": "summary", "body": " What does aspirin inhibit? ",
-           "snippets": [{"text": "Aspirin inhibits COX-1."}, {"text": " Aspirin inhibits COX-1. "}, {"text": "It is an NSAID."}],
-           "ideal_answer": ["Aspirin inhibits cyclooxygenase.", "second"]}
+SUMMARY = {
+    "id": "q1",
+    "type": "summary",
+    "body": " What does aspirin inhibit? ",
+    "snippets": [
+        {"text": "Aspirin inhibits COX-1."},
+        {"text": " Aspirin inhibits COX-1. "},
+        {"text": "It is an NSAID."},
+    ],
+    "ideal_answer": ["Aspirin inhibits cyclooxygenase.", "second"],
+}
 
 
 def test_bioasq_keeps_summary_questions_only(tmp_path):
-    path = bioasq_file(tmp_path, [SUMMARY, {"id": "q2", "type": "yesno", "body": "Is it?", "exact_answer": "yes"},
-                                  {**SUMMARY, "id": "q3", "ideal_answer": "A string answer."}])
+    path = bioasq_file(
+        tmp_path,
+        [
+            SUMMARY,
+            {"id": "q2", "type": "yesno", "body": "Is it?", "exact_answer": "yes"},
+            {**SUMMARY, "id": "q3", "ideal_answer": "A string answer."},
+        ],
+    )
     docs = factbench.load("rag", bioasq_path=str(path))
     assert [d["id"] for d in docs] == ["q1", "q3"]
     assert docs[0]["question"] == "What does aspirin inhibit?"
@@ -96,12 +113,15 @@ def test_bioasq_folder_with_overlapping_releases(tmp_path):
         factbench.load("gen", bioasq_path=str(folder))
 
 
-@pytest.mark.parametrize("question, where", [
-    ({**SUMMARY, "snippets": []}, "row 1, field 'snippets'"),
-    ({**SUMMARY, "snippets": [{"text": "ok"}, {"document": "x"}]}, "row 1, field 'snippets[2].text'"),
-    ({**SUMMARY, "ideal_answer": []}, "row 1, field 'ideal_answer'"),
-    ({**SUMMARY, "body": ""}, "row 1, field 'body'"),
-])
+@pytest.mark.parametrize(
+    "question, where",
+    [
+        ({**SUMMARY, "snippets": []}, "row 1, field 'snippets'"),
+        ({**SUMMARY, "snippets": [{"text": "ok"}, {"document": "x"}]}, "row 1, field 'snippets[2].text'"),
+        ({**SUMMARY, "ideal_answer": []}, "row 1, field 'ideal_answer'"),
+        ({**SUMMARY, "body": ""}, "row 1, field 'body'"),
+    ],
+)
 def test_bad_bioasq_questions_are_named(tmp_path, question, where):
     path = bioasq_file(tmp_path, [question])
     with pytest.raises(DataError, match=f"training.json, {where}".replace("[", r"\[").replace("]", r"\]")):
@@ -138,8 +158,15 @@ def test_hub_route_reads_the_pinned_folder(monkeypatch):
     monkeypatch.setattr(data_layer, "hub_unreachable_reason", lambda: None)
     monkeypatch.setattr(datasets, "load_dataset", fake_load_dataset)
     docs = factbench.load("summ")
-    assert calls == [("ccdv/pubmed-summarization", None, "fc8f7ea8c1f34f8e8cb09f29c99b8c996524c216", "test",
-                      {"data_dir": "document"})]
+    assert calls == [
+        (
+            "ccdv/pubmed-summarization",
+            None,
+            "fc8f7ea8c1f34f8e8cb09f29c99b8c996524c216",
+            "test",
+            {"data_dir": "document"},
+        )
+    ]
     assert len(docs) == 3 and docs[0]["source"].endswith("@fc8f7ea8c1f34f8e8cb09f29c99b8c996524c216/document")
     # a HubDataset without data_dir calls the hub exactly as before the field existed
     data_layer.load_hub_rows(data_layer.HubDataset("org/set", "c0ffee", config="cfg"), "x", "layout")

@@ -1,33 +1,39 @@
 """The decomposer and the CoT judge against the real local llama.cpp server (SmolLM2-135M-Instruct)."""
 
 import pytest
-
-from lm_eval_tasks.utils import factcheck
+from lm_eval_tasks.utils.factbench import factcheck
+from lm_eval_tasks.utils.factbench.passage_store import PassageStore
 from lm_eval_tasks.utils.openai_client import ChatCache, ChatClient, ChatEndpoint
-from lm_eval_tasks.utils.passage_store import PassageStore
 
 pytestmark = pytest.mark.slow
 
-DOCUMENT = ("Programmed cell death (PCD) is the regulated death of cells within an organism. The lace plant "
-            "(Aponogeton madagascariensis) produces perforations in its leaves through PCD.")
+DOCUMENT = (
+    "Programmed cell death (PCD) is the regulated death of cells within an organism. The lace plant "
+    "(Aponogeton madagascariensis) produces perforations in its leaves through PCD."
+)
 ANSWER = "The lace plant makes holes in its leaves through programmed cell death. Aspirin cures cancer."
 
 
 def test_real_server_decomposes_judges_and_a_rerun_is_free(llama_server, demo_data_dir, tmp_path):
-    store = PassageStore.build([demo_data_dir / "factbench" / "passages" / "pubmedqa_abstracts.jsonl"], tmp_path / "s.sqlite")
+    store = PassageStore.build(
+        [demo_data_dir / "factbench" / "passages" / "pubmedqa_abstracts.jsonl"], tmp_path / "s.sqlite"
+    )
     endpoint = ChatEndpoint(llama_server.base_url, llama_server.model, max_tokens=128)
 
     def check():
         cache = ChatCache(tmp_path / "calls.sqlite")
         decomposer, judge = ChatClient(endpoint, cache, concurrency=1), ChatClient(endpoint, cache, concurrency=1)
         result = factcheck.FactChecker(decomposer, judge, None, store, k=2).check(
-            [factcheck.Generation("rag", 0, "h", ANSWER, DOCUMENT)])
+            [factcheck.Generation("rag", 0, "h", ANSWER, DOCUMENT)]
+        )
         return result, decomposer, judge
 
     result, decomposer, judge = check()
     (record,) = result.generations
-    assert record["sentences"] == ["The lace plant makes holes in its leaves through programmed cell death.",
-                                   "Aspirin cures cancer."]
+    assert record["sentences"] == [
+        "The lace plant makes holes in its leaves through programmed cell death.",
+        "Aspirin cures cancer.",
+    ]
     assert decomposer.calls == 2 and decomposer.failures == 0 and judge.failures == 0
     assert record["status"] == "checked" and result.facts
     for fact in result.facts:
@@ -45,4 +51,6 @@ def test_real_server_decomposes_judges_and_a_rerun_is_free(llama_server, demo_da
 
 
 def without_cache_flags(facts):
-    return [{**f, "cot": {k: {x: y for x, y in v.items() if x != "cached"} for k, v in f["cot"].items()}} for f in facts]
+    return [
+        {**f, "cot": {k: {x: y for x, y in v.items() if x != "cached"} for k, v in f["cot"].items()}} for f in facts
+    ]

@@ -3,19 +3,21 @@
 import json
 
 import pytest
-
-from lm_eval_tasks.utils import factcheck
-from lm_eval_tasks.utils.nli import NliResult
+from lm_eval_tasks.utils.factbench import factcheck
+from lm_eval_tasks.utils.factbench.nli import NliResult
+from lm_eval_tasks.utils.factbench.passage_store import Passage
 from lm_eval_tasks.utils.openai_client import ChatCache, ChatClient, ChatEndpoint, ChatResult
-from lm_eval_tasks.utils.passage_store import Passage
+
 from tests.fake_openai import FakeChatServer
 
 # ----------------------------------------------------------------------------- sentences
 
 
 def test_sentences_keep_abbreviations_numbers_and_lines():
-    text = ("**Objective:** Smith et al. tested aspirin (p < 0.05, Fig. 2). Patients, e.g. those over 65, improved vs. "
-            "controls.\n\n- U.S. adults took 2.5 mg daily.\n---\nSummary:")
+    text = (
+        "**Objective:** Smith et al. tested aspirin (p < 0.05, Fig. 2). Patients, e.g. those over 65, improved vs. "
+        "controls.\n\n- U.S. adults took 2.5 mg daily.\n---\nSummary:"
+    )
     assert factcheck.split_sentences(text) == [
         "**Objective:** Smith et al. tested aspirin (p < 0.05, Fig. 2).",
         "Patients, e.g. those over 65, improved vs. controls.",
@@ -28,18 +30,28 @@ def test_sentences_keep_abbreviations_numbers_and_lines():
 # ----------------------------------------------------------------------------- decomposer replies
 
 
-@pytest.mark.parametrize("reply, facts, outcome", [
-    ("- Aspirin inhibits platelets.\n- Aspirin is an NSAID.", ["Aspirin inhibits platelets.", "Aspirin is an NSAID."], "facts"),
-    ("Here are the facts:\n1. The trial had 40 patients.\n2) It lasted **12 weeks**.\n* Dose was 5 mg.",
-     ["The trial had 40 patients.", "It lasted 12 weeks.", "Dose was 5 mg."], "facts"),
-    ("• A is B.\n• A is B.\n- \n– C is D.", ["A is B.", "C is D."], "facts"),  # repeats and empty bullets dropped
-    ("No facts.", [], "no_facts"),
-    ("This sentence contains no atomic facts", [], "no_facts"),
-    ("The sentence says aspirin helps.", [], "unparsed"),
-    ("<think>- draft fact</think>- Final fact.", ["Final fact."], "facts"),
-    ("<think>- never closed", [], "unparsed"),
-    (None, [], "unparsed"),
-])
+@pytest.mark.parametrize(
+    "reply, facts, outcome",
+    [
+        (
+            "- Aspirin inhibits platelets.\n- Aspirin is an NSAID.",
+            ["Aspirin inhibits platelets.", "Aspirin is an NSAID."],
+            "facts",
+        ),
+        (
+            "Here are the facts:\n1. The trial had 40 patients.\n2) It lasted **12 weeks**.\n* Dose was 5 mg.",
+            ["The trial had 40 patients.", "It lasted 12 weeks.", "Dose was 5 mg."],
+            "facts",
+        ),
+        ("• A is B.\n• A is B.\n- \n– C is D.", ["A is B.", "C is D."], "facts"),  # repeats and empty bullets dropped
+        ("No facts.", [], "no_facts"),
+        ("This sentence contains no atomic facts", [], "no_facts"),
+        ("The sentence says aspirin helps.", [], "unparsed"),
+        ("<think>- draft fact</think>- Final fact.", ["Final fact."], "facts"),
+        ("<think>- never closed", [], "unparsed"),
+        (None, [], "unparsed"),
+    ],
+)
 def test_parse_facts(reply, facts, outcome):
     assert factcheck.parse_facts(reply) == (facts, outcome)
 
@@ -47,7 +59,9 @@ def test_parse_facts(reply, facts, outcome):
 def test_decomposer_prompt_is_few_shot_chat_and_pinned():
     messages = factcheck.decomposer_messages("Aspirin inhibits platelets.")
     assert messages[0]["role"] == "system" and messages[-1] == {
-        "role": "user", "content": "Split this sentence into atomic facts:\nAspirin inhibits platelets."}
+        "role": "user",
+        "content": "Split this sentence into atomic facts:\nAspirin inhibits platelets.",
+    }
     assert [m["role"] for m in messages[1:-1]] == ["user", "assistant"] * len(factcheck.DECOMPOSER_DEMOS)
     assert messages[6]["content"] == "No facts."  # the demo with no fact
     # every demo reply parses back to its facts with our own parser
@@ -59,19 +73,22 @@ def test_decomposer_prompt_is_few_shot_chat_and_pinned():
 # ----------------------------------------------------------------------------- judge replies
 
 
-@pytest.mark.parametrize("reply, verdict", [
-    ("The context states the dose was 5 mg.\nAnswer: True", True),
-    ("The context reports 10 mg, not 5 mg.\n\n**Answer:** False", False),
-    ("Answer: false. Wait, re-reading: the abstract says so. Final answer: TRUE", True),  # the last answer wins
-    ("The answer is true.", True),
-    ("Reasoning about the trial...\nFalse.", False),  # a bare last line
-    ("The statement is not true.", None),  # no answer line: unparsed, never guessed
-    ("True or false? Hard to say.", None),
-    ("<think>Answer: True</think>\nAnswer: False", False),
-    ("<think>Answer: True", None),
-    ("", None),
-    (None, None),
-])
+@pytest.mark.parametrize(
+    "reply, verdict",
+    [
+        ("The context states the dose was 5 mg.\nAnswer: True", True),
+        ("The context reports 10 mg, not 5 mg.\n\n**Answer:** False", False),
+        ("Answer: false. Wait, re-reading: the abstract says so. Final answer: TRUE", True),  # the last answer wins
+        ("The answer is true.", True),
+        ("Reasoning about the trial...\nFalse.", False),  # a bare last line
+        ("The statement is not true.", None),  # no answer line: unparsed, never guessed
+        ("True or false? Hard to say.", None),
+        ("<think>Answer: True</think>\nAnswer: False", False),
+        ("<think>Answer: True", None),
+        ("", None),
+        (None, None),
+    ],
+)
 def test_parse_verdict(reply, verdict):
     assert factcheck.parse_verdict(reply) is verdict
 
@@ -116,13 +133,36 @@ class ScriptedChat:
 
 # Generation A has facts f1..f4, C has g1, g2, E has one (its sentence: the decomposer reply had no
 # fact list); B and D have none. Verdicts by (fact, knowledge: the document or retrieved passages):
-COT = {("f1", "doc"): True, ("f2", "doc"): True, ("f3", "doc"): False, ("f4", "doc"): False,
-       ("f3", "wiki"): True, ("f4", "wiki"): False, ("g1", "doc"): True, ("E one.", "doc"): True}
-NLI = {("f1", "doc"): "entailment", ("f2", "doc"): "neutral", ("f3", "doc"): "entailment", ("f4", "doc"): "contradiction",
-       ("f2", "wiki"): "entailment", ("f4", "wiki"): "neutral", ("g1", "doc"): "entailment", ("g2", "doc"): "neutral",
-       ("g2", "wiki"): "neutral", ("E one.", "doc"): "entailment"}
-DECOMPOSITION = {"A one.": "- f1\n- f2", "A two.": "- f3\n- f4", "B heading:": "No facts.",
-                 "C one.": "- g1", "C two.": "- g2", "E one.": "The sentence says e1."}
+COT = {
+    ("f1", "doc"): True,
+    ("f2", "doc"): True,
+    ("f3", "doc"): False,
+    ("f4", "doc"): False,
+    ("f3", "wiki"): True,
+    ("f4", "wiki"): False,
+    ("g1", "doc"): True,
+    ("E one.", "doc"): True,
+}
+NLI = {
+    ("f1", "doc"): "entailment",
+    ("f2", "doc"): "neutral",
+    ("f3", "doc"): "entailment",
+    ("f4", "doc"): "contradiction",
+    ("f2", "wiki"): "entailment",
+    ("f4", "wiki"): "neutral",
+    ("g1", "doc"): "entailment",
+    ("g2", "doc"): "neutral",
+    ("g2", "wiki"): "neutral",
+    ("E one.", "doc"): "entailment",
+}
+DECOMPOSITION = {
+    "A one.": "- f1\n- f2",
+    "A two.": "- f3\n- f4",
+    "B heading:": "No facts.",
+    "C one.": "- g1",
+    "C two.": "- g2",
+    "E one.": "The sentence says e1.",
+}
 
 
 def decomposer_reply(content):
@@ -170,11 +210,13 @@ class StubStore:
         return {"path": "stub", "n_passages": 1}
 
 
-GENERATIONS = [factcheck.Generation("rag", 0, "a", "A one. A two.", "document A"),
-               factcheck.Generation("rag", 1, "b", "B heading:", "document B"),
-               factcheck.Generation("rag", 2, "c", "C one.\nC two.", "document C"),
-               factcheck.Generation("rag", 3, "d", "   ", "document D"),
-               factcheck.Generation("rag", 4, "e", "E one.", "document E")]
+GENERATIONS = [
+    factcheck.Generation("rag", 0, "a", "A one. A two.", "document A"),
+    factcheck.Generation("rag", 1, "b", "B heading:", "document B"),
+    factcheck.Generation("rag", 2, "c", "C one.\nC two.", "document C"),
+    factcheck.Generation("rag", 3, "d", "   ", "document D"),
+    factcheck.Generation("rag", 4, "e", "E one.", "document E"),
+]
 
 
 @pytest.fixture
@@ -190,8 +232,14 @@ def test_worked_example_scores(checked):
     assert [scored[i]["status"] for i in range(5)] == ["checked", "no_facts", "checked", "no_facts", "checked"]
     a = {key: cell["score"] for key, cell in scored[0]["scores"].items()}
     # intrinsic: CoT f1 f2 | NLI f1 f3 | both f1.  + extrinsic: CoT adds f3, NLI adds f2, both f1 f2 f3
-    assert a == {"cot_intrinsic": 0.5, "cot_extrinsic": 0.75, "nli_intrinsic": 0.5, "nli_extrinsic": 0.75,
-                 "unvot_intrinsic": 0.25, "unvot_extrinsic": 0.75}
+    assert a == {
+        "cot_intrinsic": 0.5,
+        "cot_extrinsic": 0.75,
+        "nli_intrinsic": 0.5,
+        "nli_extrinsic": 0.75,
+        "unvot_intrinsic": 0.25,
+        "unvot_extrinsic": 0.75,
+    }
     c = scored[2]["scores"]
     # g2's verdict could not be read: no CoT/UnVot score for C (not 0), NLI scores it normally
     assert c["cot_intrinsic"] == {"score": None, "reason": "incomplete", "missing_verdicts": 1}
@@ -204,8 +252,16 @@ def test_worked_example_scores(checked):
     table = factcheck.score_table(list(scored.values()), result.config)["rag"]
     values = {key: cell["estimate"]["value"] for key, cell in table["cells"].items()}
     # means over scored generations: CoT and UnVot over A, E; NLI over A, C, E
-    assert values == pytest.approx({"cot_intrinsic": 0.75, "cot_extrinsic": 0.875, "nli_intrinsic": 2 / 3,
-                                    "nli_extrinsic": 0.75, "unvot_intrinsic": 0.625, "unvot_extrinsic": 0.875})
+    assert values == pytest.approx(
+        {
+            "cot_intrinsic": 0.75,
+            "cot_extrinsic": 0.875,
+            "nli_intrinsic": 2 / 3,
+            "nli_extrinsic": 0.75,
+            "unvot_intrinsic": 0.625,
+            "unvot_extrinsic": 0.875,
+        }
+    )
     assert table["cells"]["cot_intrinsic"]["n_scored"] == 2 and table["cells"]["cot_intrinsic"]["n_incomplete"] == 1
     assert table["cells"]["nli_extrinsic"]["n_scored"] == 3
     ci = table["cells"]["cot_intrinsic"]["estimate"]
@@ -248,10 +304,16 @@ def test_failed_decomposer_call_leaves_the_generation_unscored():
 
 
 def test_unavailable_techniques_are_reported_never_zero():
-    result = factcheck.FactChecker(ScriptedChat(decomposer_reply), ScriptedChat(judge_reply), None, None,
-                                   nli_unavailable="cannot load NLI model 'x'").check(GENERATIONS[:1])
-    table = factcheck.score_table(factcheck.generation_scores(result.generations, result.facts, result.config),
-                                  result.config)["rag"]["cells"]
+    result = factcheck.FactChecker(
+        ScriptedChat(decomposer_reply),
+        ScriptedChat(judge_reply),
+        None,
+        None,
+        nli_unavailable="cannot load NLI model 'x'",
+    ).check(GENERATIONS[:1])
+    table = factcheck.score_table(
+        factcheck.generation_scores(result.generations, result.facts, result.config), result.config
+    )["rag"]["cells"]
     assert table["cot_intrinsic"]["estimate"]["value"] == 0.5
     assert table["nli_intrinsic"] == {"status": "unavailable", "reason": "cannot load NLI model 'x'"}
     assert table["unvot_intrinsic"]["status"] == "unavailable"
@@ -263,7 +325,13 @@ def test_unavailable_techniques_are_reported_never_zero():
 def test_rescore_from_saved_verdicts_needs_no_model(checked, tmp_path):
     result, *_ = checked
     report, files = factcheck.write_outputs(result, tmp_path / "fc", run={"model_name": "m"})
-    assert {p.name for p in files} == {"facts.jsonl", "generations.jsonl", "check.json", "factcheck.json", "factcheck.md"}
+    assert {p.name for p in files} == {
+        "facts.jsonl",
+        "generations.jsonl",
+        "check.json",
+        "factcheck.json",
+        "factcheck.md",
+    }
     again, _ = factcheck.rescore(tmp_path / "fc", out_dir=tmp_path / "again")
     assert again["table"] == report["table"] and again["run"] == {"model_name": "m"}
     saved = [json.loads(line) for line in (tmp_path / "fc" / "facts.jsonl").read_text().splitlines()]
@@ -273,7 +341,10 @@ def test_rescore_from_saved_verdicts_needs_no_model(checked, tmp_path):
 def test_human_correlation_and_paper_scale_estimate(checked, tmp_path):
     result, *_ = checked
     # Spearman/Pearson need three scored generations: add two copies of A's scores under new ids
-    generations = result.generations + [{**result.generations[0], "doc_id": 10}, {**result.generations[0], "doc_id": 11}]
+    generations = result.generations + [
+        {**result.generations[0], "doc_id": 10},
+        {**result.generations[0], "doc_id": 11},
+    ]
     facts = result.facts + [{**f, "doc_id": i} for i in (10, 11) for f in result.facts if f["doc_id"] == 0]
     facts[-1] = {**facts[-1], "nli": {"intrinsic": {"supported": True}}}  # doc 11: f4 now NLI-supported
     human_file = tmp_path / "human.csv"
@@ -312,9 +383,13 @@ def test_bad_human_scores_name_the_row(tmp_path):
 
 
 def test_a_rerun_hits_the_cache_and_makes_no_calls(tmp_path):
-    server = FakeChatServer(lambda messages, model: (decomposer_reply(messages[-1]["content"])
-                                              if messages[-1]["content"].startswith("Split") else
-                                              judge_reply(messages[-1]["content"])))
+    server = FakeChatServer(
+        lambda messages, model: (
+            decomposer_reply(messages[-1]["content"])
+            if messages[-1]["content"].startswith("Split")
+            else judge_reply(messages[-1]["content"])
+        )
+    )
     try:
         cache_file = tmp_path / "calls.sqlite"
 
@@ -330,9 +405,12 @@ def test_a_rerun_hits_the_cache_and_makes_no_calls(tmp_path):
         again, decomposer, judge = run()
         assert (decomposer.calls, judge.calls, decomposer.cache_hits, judge.cache_hits) == (0, 0, 6, 9)
         assert len(server.requests) == 15
+
         def without_cache_flags(facts):
-            return [{**f, "cot": {k: {x: y for x, y in v.items() if x != "cached"} for k, v in f["cot"].items()}}
-                    for f in facts]
+            return [
+                {**f, "cot": {k: {x: y for x, y in v.items() if x != "cached"} for k, v in f["cot"].items()}}
+                for f in facts
+            ]
 
         assert without_cache_flags(again.facts) == without_cache_flags(first.facts)
         assert all(v["cached"] for f in again.facts for v in f["cot"].values())

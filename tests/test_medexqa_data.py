@@ -4,14 +4,17 @@ import time
 from collections import Counter
 
 import pytest
-
-from lm_eval_tasks.utils import medexqa
 from lm_eval_tasks.utils.data import DataError
+from lm_eval_tasks.utils.medexqa import protocol as medexqa
 
 # shared/data/medexqa/PROVENANCE.md, test answer distribution per specialty
-ANSWERS = {"BE": {"A": 35, "B": 33, "C": 31, "D": 44}, "CLS": {"A": 78, "B": 81, "C": 62, "D": 151},
-           "CP": {"A": 21, "B": 28, "C": 30, "D": 27}, "OT": {"A": 30, "B": 47, "C": 39, "D": 73},
-           "SLP": {"A": 28, "B": 30, "C": 23, "D": 49}}
+ANSWERS = {
+    "BE": {"A": 35, "B": 33, "C": 31, "D": 44},
+    "CLS": {"A": 78, "B": 81, "C": 62, "D": 151},
+    "CP": {"A": 21, "B": 28, "C": 30, "D": 27},
+    "OT": {"A": 30, "B": 47, "C": 39, "D": 73},
+    "SLP": {"A": 28, "B": 30, "C": 23, "D": 49},
+}
 
 
 @pytest.mark.parametrize("code", list(medexqa.SPECIALTIES))
@@ -32,8 +35,10 @@ def test_counts_sum_to_the_published_totals():
 
 def test_first_line_of_a_headerless_file_is_an_item(shared_data):
     first = medexqa.load_rows("BE", "test", str(shared_data))[0]
-    assert first["question"] == ("What should be the maximum surface temperature of a device attachment that is "
-                                 "not intended to heat the patient?")
+    assert first["question"] == (
+        "What should be the maximum surface temperature of a device attachment that is "
+        "not intended to heat the patient?"
+    )
     assert (first["A"], first["D"], first["answer"], first["row"]) == ("43℃", "41℃", "D", 1)
 
 
@@ -143,10 +148,16 @@ def test_bad_shuffle_options_are_named(shared_data):
 
 
 def test_paper_reference_numbers():
-    assert medexqa.PAPER_LOGIT_ACCURACY["MedPhi-2"] == {"BE": .657, "CP": .708, "SLP": .231, "OT": .651, "CLS": .551,
-                                                        "macro": .56}
+    assert medexqa.PAPER_LOGIT_ACCURACY["MedPhi-2"] == {
+        "BE": 0.657,
+        "CP": 0.708,
+        "SLP": 0.231,
+        "OT": 0.651,
+        "CLS": 0.551,
+        "macro": 0.56,
+    }
     # generation = log-likelihood + the bracketed change
-    assert medexqa.PAPER_GENERATION_ACCURACY["Mistral"]["BE"] == pytest.approx(.643)
-    assert medexqa.PAPER_GENERATION_ACCURACY["GPT4_0125"]["macro"] == .788
+    assert medexqa.PAPER_GENERATION_ACCURACY["Mistral"]["BE"] == pytest.approx(0.643)
+    assert medexqa.PAPER_GENERATION_ACCURACY["GPT4_0125"]["macro"] == 0.788
     assert "GPT4_0125" not in medexqa.PAPER_LOGIT_ACCURACY
     assert len(medexqa.PAPER_LOGIT_ACCURACY) == 19 and len(medexqa.PAPER_GENERATION_ACCURACY) == 22

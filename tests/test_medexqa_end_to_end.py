@@ -5,9 +5,10 @@ import subprocess
 import sys
 
 import pytest
-
+from lm_eval_tasks.utils.medexqa import explanations as mx
+from lm_eval_tasks.utils.medexqa import protocol as medexqa
 from lm_eval_tasks.utils.openai_client import parse_endpoint_spec
-from lm_eval_tasks.utils import medexqa, medexqa_explanations as mx
+
 from tests.conftest import read_results, read_samples, run_lm_eval
 from tests.test_medexqa_explanations import write_run
 
@@ -15,22 +16,45 @@ pytestmark = pytest.mark.slow
 
 
 def run_cli(*args):
-    return subprocess.run([sys.executable, "-m", "lm_eval_tasks", *map(str, args)], check=True, capture_output=True,
-                          text=True)
+    return subprocess.run(
+        [sys.executable, "-m", "lm_eval_tasks", *map(str, args)], check=True, capture_output=True, text=True
+    )
 
 
 def test_smollm2_both_protocols_then_report_and_explanations(smollm2_dir, shared_data, tmp_path):
     out = tmp_path / "run"
-    run_lm_eval(["--model", "hf", "--model_args", f"pretrained={smollm2_dir},dtype=bfloat16", "--device", "cpu",
-                 "--tasks", "medexqa_logit_be,medexqa_be", "--metadata", f"data_dir={shared_data}", "--limit", "3",
-                 "--apply_chat_template", "--gen_kwargs", "max_gen_toks=48", "--batch_size", "6",
-                 "--log_samples", "--output_path", str(out)], cwd=tmp_path)
+    run_lm_eval(
+        [
+            "--model",
+            "hf",
+            "--model_args",
+            f"pretrained={smollm2_dir},dtype=bfloat16",
+            "--device",
+            "cpu",
+            "--tasks",
+            "medexqa_logit_be,medexqa_be",
+            "--metadata",
+            f"data_dir={shared_data}",
+            "--limit",
+            "3",
+            "--apply_chat_template",
+            "--gen_kwargs",
+            "max_gen_toks=48",
+            "--batch_size",
+            "6",
+            "--log_samples",
+            "--output_path",
+            str(out),
+        ],
+        cwd=tmp_path,
+    )
     results = read_results(out)["results"]
     generation = read_samples(out, "medexqa_be")
     first = medexqa.to_doc(medexqa.load_rows("BE", "test", str(shared_data))[0], None)
     # SmolLM2's template adds its default system turn; the user turn is the authors' prompt
     assert generation[0]["arguments"]["gen_args_0"]["arg_0"].endswith(
-        f"<|im_start|>user\n{medexqa.generation_prompt(first)}<|im_end|>\n<|im_start|>assistant\n")
+        f"<|im_start|>user\n{medexqa.generation_prompt(first)}<|im_end|>\n<|im_start|>assistant\n"
+    )
     assert all(s["extraction_step"] in medexqa.extraction_steps() for s in generation)
     logit = read_samples(out, "medexqa_logit_be")
     assert [logit[0]["arguments"][f"gen_args_{i}"]["arg_1"] for i in range(4)] == ["A", "B", "C", "D"]
@@ -45,9 +69,13 @@ def test_smollm2_both_protocols_then_report_and_explanations(smollm2_dir, shared
     summary = json.loads((tmp_path / "explain" / "medexqa_explanations.json").read_text(encoding="utf-8"))
     assert list(summary["explanation_metrics"]) == ["rouge_l", "bleu", "meteor", "bertscore"]
     assert summary["unavailable_metrics"] == {} and summary["n_items"] == 3
-    assert summary["scores"]["accuracy"]["micro"]["value"] == pytest.approx(100 * results["medexqa_be"]["accuracy,none"])
+    assert summary["scores"]["accuracy"]["micro"]["value"] == pytest.approx(
+        100 * results["medexqa_be"]["accuracy,none"]
+    )
     assert "explanation_score: macro" in printed
-    items = [json.loads(line) for line in (tmp_path / "explain" / "medexqa_explanation_items.jsonl").read_text().splitlines()]
+    items = [
+        json.loads(line) for line in (tmp_path / "explain" / "medexqa_explanation_items.jsonl").read_text().splitlines()
+    ]
     assert all(0 <= item["similarity_meteor"] <= 100 for item in items if item["similarity_meteor"] is not None)
 
 
@@ -56,7 +84,11 @@ def test_judge_against_the_real_local_server_then_from_cache(llama_server, tmp_p
     run = write_run(tmp_path / "run")  # one correct answer to judge
     summary, rows = mx.score_run(run, ["rouge_l"], judges=[judge])
     (record,) = summary["judges"]
-    assert (record["model"], record["temperature"], record["prompt_hash"]) == (llama_server.model, 0.0, mx.JUDGE_PROMPT_HASH)
+    assert (record["model"], record["temperature"], record["prompt_hash"]) == (
+        llama_server.model,
+        0.0,
+        mx.JUDGE_PROMPT_HASH,
+    )
     assert record["items_asked"] == 1 and record["http_calls"] == 1 and record["failed_requests"] == 0
     verdict = rows[0]["judges"][mx.judge_label(judge)]
     # a 135M judge may not follow the format: then the item is unscored and the reply is kept

@@ -7,13 +7,13 @@ import sys
 import tarfile
 
 import pytest
-
-from lm_eval_tasks.utils.openai_client import parse_endpoint_spec
-from tests.fake_openai import FakeChatServer
-from lm_eval_tasks.__main__ import main as cli
-from lm_eval_tasks.utils import explanation_metrics as em
-from lm_eval_tasks.utils import medexqa_explanations as mx
 from lm_eval_tasks.utils.data import DataError
+from lm_eval_tasks.utils.medexqa import explanation_metrics as em
+from lm_eval_tasks.utils.medexqa import explanations as mx
+from lm_eval_tasks.utils.openai_client import parse_endpoint_spec
+
+from lm_eval_tasks.__main__ import main as cli
+from tests.fake_openai import FakeChatServer
 
 STAMP = "2026-11-30T10-00-00.000000"
 REF1, REF2 = "the cat sat on the mat", "a dog barked"
@@ -24,7 +24,9 @@ BLEU = 100 * (3 / 14) ** 0.25  # "A . the cat sat on the mat" vs REF1: 6/8, 5/7,
 
 def test_rouge_l_and_bleu_on_known_pairs():
     rouge, bleu = em.rouge_l(), em.bleu()
-    assert rouge.score_batch([("the cat sat on the mat", ["the cat was on the mat", "a dog"])]) == [pytest.approx(500 / 6)]
+    assert rouge.score_batch([("the cat sat on the mat", ["the cat was on the mat", "a dog"])]) == [
+        pytest.approx(500 / 6)
+    ]
     assert rouge.score_batch([("A. " + REPLY, [REF1, REF2])]) == [pytest.approx(ROUGE_L)]
     assert bleu.score_batch([("A. " + REPLY, [REF1, REF2])]) == [pytest.approx(BLEU)]
     assert bleu.score_batch([(REPLY, [REF2, REF1])]) == [pytest.approx(100.0)]
@@ -40,9 +42,11 @@ def test_meteor_on_known_pairs():
 
 
 def test_meteor_without_wordnet_is_unavailable_not_zero(tmp_path):
-    code = ("from lm_eval_tasks.utils import explanation_metrics as em; "
-            "metrics, missing = em.load_available(['rouge_l', 'meteor']); "
-            "print([m.name for m in metrics]); print(missing['meteor'])")
+    code = (
+        "from lm_eval_tasks.utils.medexqa import explanation_metrics as em; "
+        "metrics, missing = em.load_available(['rouge_l', 'meteor']); "
+        "print([m.name for m in metrics]); print(missing['meteor'])"
+    )
     env = {**os.environ, "HOME": str(tmp_path), "MEDEVAL_CACHE_DIR": str(tmp_path / "cache")}
     env.pop("NLTK_DATA", None)
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout
@@ -60,8 +64,9 @@ def test_scibert_offline_is_unavailable_with_a_way_out():
 @pytest.mark.slow
 def test_bertscore_with_the_packaged_minilm():
     metric = em.bertscore(model=em.MINILM)
-    same, empty, unrelated = metric.score_batch([(REPLY, [REF2, REF1]), ("", [REF1, REF2]),
-                                                 ("quantum chromodynamics lattice", [REF1, REF2])])
+    same, empty, unrelated = metric.score_batch(
+        [(REPLY, [REF2, REF1]), ("", [REF1, REF2]), ("quantum chromodynamics lattice", [REF1, REF2])]
+    )
     assert same == pytest.approx(100.0, abs=1e-3) and empty == 0.0 and unrelated < 80
     assert metric.details["num_layers"] == 6
 
@@ -96,29 +101,59 @@ def test_wordnet_install_strips_crlf_checks_the_archive_and_is_idempotent(tmp_pa
 
 
 def doc(specialty, row, answer):
-    return {"specialty": specialty, "split": "test", "row": row, "question": f"Which animal? ({row})",
-            "A": "feline", "B": "canine", "C": "fish", "D": "bird", "exp0": REF1, "exp1": REF2, "answer": answer,
-            "original_answer": answer, "permutation": "ABCD", "shuffle_seed": -1}
+    return {
+        "specialty": specialty,
+        "split": "test",
+        "row": row,
+        "question": f"Which animal? ({row})",
+        "A": "feline",
+        "B": "canine",
+        "C": "fish",
+        "D": "bird",
+        "exp0": REF1,
+        "exp1": REF2,
+        "answer": answer,
+        "original_answer": answer,
+        "permutation": "ABCD",
+        "shuffle_seed": -1,
+    }
 
 
 # (task, doc, reply): BE correct; CP wrong; CP no answer (unclosed think)
-SAMPLES = [("medexqa_be", doc("BE", 1, "A"), "A. " + REPLY),
-           ("medexqa_cp", doc("CP", 1, "B"), "C. " + REPLY),
-           ("medexqa_cp", doc("CP", 2, "C"), "<think>the cat")]
+SAMPLES = [
+    ("medexqa_be", doc("BE", 1, "A"), "A. " + REPLY),
+    ("medexqa_cp", doc("CP", 1, "B"), "C. " + REPLY),
+    ("medexqa_cp", doc("CP", 2, "C"), "<think>the cat"),
+]
 
 
 def write_run(folder, samples=SAMPLES):
     folder.mkdir(parents=True, exist_ok=True)
     tasks = sorted({task for task, _, _ in samples})
-    results = {"configs": {t: {} for t in tasks}, "n-samples": {}, "config": {"model": "hf", "model_args": "pretrained=m"},
-               "versions": {t: 1.0 for t in tasks}}
+    results = {
+        "configs": {t: {} for t in tasks},
+        "n-samples": {},
+        "config": {"model": "hf", "model_args": "pretrained=m"},
+        "versions": {t: 1.0 for t in tasks},
+    }
     (folder / f"results_{STAMP}.json").write_text(json.dumps(results), encoding="utf-8")
     for task in tasks:
         rows = [(d, reply) for t, d, reply in samples if t == task]
         with (folder / f"samples_{task}_{STAMP}.jsonl").open("w", encoding="utf-8") as handle:
             for i, (d, reply) in enumerate(rows):
-                handle.write(json.dumps({"doc_id": i, "doc": d, "doc_hash": f"{task}-{i}", "filter": "none",
-                                         "resps": [[reply]], "filtered_resps": [reply]}) + "\n")
+                handle.write(
+                    json.dumps(
+                        {
+                            "doc_id": i,
+                            "doc": d,
+                            "doc_hash": f"{task}-{i}",
+                            "filter": "none",
+                            "resps": [[reply]],
+                            "filtered_resps": [reply],
+                        }
+                    )
+                    + "\n"
+                )
     return folder
 
 
@@ -133,8 +168,10 @@ def test_scores_over_a_run_are_hand_checkable(tmp_path):
     assert scores["accuracy"]["micro"]["value"] == pytest.approx(100 / 3)
     assert scores["explanation_score"]["macro"]["value"] == pytest.approx(explanation / 2)
     assert scores["explanation_score"]["micro"]["value"] == pytest.approx(explanation / 3)
-    assert scores["explanation_score"]["specialties"] == {"BE": {"n": 1, "mean": pytest.approx(explanation)},
-                                                          "CP": {"n": 2, "mean": 0.0}}
+    assert scores["explanation_score"]["specialties"] == {
+        "BE": {"n": 1, "mean": pytest.approx(explanation)},
+        "CP": {"n": 2, "mean": 0.0},
+    }
     # raw similarity of every reply with text, right or wrong; the unclosed think has none
     assert scores["similarity_rouge_l"]["n"] == 2 and scores["similarity_rouge_l"]["missing"] == 1
     assert scores["similarity_bleu"]["micro"]["value"] == pytest.approx(BLEU)
@@ -143,8 +180,9 @@ def test_scores_over_a_run_are_hand_checkable(tmp_path):
 
 
 def test_weights_and_unavailable_metrics(tmp_path):
-    summary, rows = mx.score_run(write_run(tmp_path / "run"), ["rouge_l", "bertscore"],
-                                 weights=mx.parse_weights("accuracy=1,explanation=3"))
+    summary, rows = mx.score_run(
+        write_run(tmp_path / "run"), ["rouge_l", "bertscore"], weights=mx.parse_weights("accuracy=1,explanation=3")
+    )
     assert "allenai/scibert_scivocab_uncased" in summary["unavailable_metrics"]["bertscore"]
     assert "bertscore" not in summary["explanation_metrics"] and "similarity_bertscore" not in rows[0]
     assert rows[0]["explanation_score"] == pytest.approx(ROUGE_L)  # the mean of what could run, never a 0 for BERTScore
@@ -156,8 +194,17 @@ def test_weights_and_unavailable_metrics(tmp_path):
 
 def test_no_metric_available_means_no_explanation_score(tmp_path):
     summary, rows = mx.score_run(write_run(tmp_path / "run"), ["bertscore"])
-    assert "explanation_score" not in summary["scores"] and list(rows[0]) [:9] == [
-        "task", "doc_id", "specialty", "row", "gold", "pred", "extraction_step", "correct", "accuracy"]
+    assert "explanation_score" not in summary["scores"] and list(rows[0])[:9] == [
+        "task",
+        "doc_id",
+        "specialty",
+        "row",
+        "gold",
+        "pred",
+        "extraction_step",
+        "correct",
+        "accuracy",
+    ]
 
 
 def test_a_run_without_generation_samples_is_refused(tmp_path):
@@ -206,15 +253,18 @@ def stub_judge():
 
 def test_two_judges_are_averaged_cached_and_never_see_the_key_in_outputs(tmp_path, stub_judge, monkeypatch):
     monkeypatch.setenv("JUDGE_KEY", "sk-secret-123")
-    judges = [parse_endpoint_spec(f"base_url={stub_judge.base_url},model={m},api_key_env=JUDGE_KEY")
-              for m in ("judge-a", "judge-b")]
+    judges = [
+        parse_endpoint_spec(f"base_url={stub_judge.base_url},model={m},api_key_env=JUDGE_KEY")
+        for m in ("judge-a", "judge-b")
+    ]
     run = write_run(tmp_path / "run")
     summary, rows = mx.score_run(run, ["rouge_l"], judges=judges)
     assert rows[0]["judge_score"] == pytest.approx(70.0)  # (80 + 60) / 2, only the correct answer is judged
     assert [row["judge_score"] for row in rows[1:]] == [0.0, 0.0]
     assert rows[0]["combined_judge_score"] == pytest.approx(85.0)
-    assert [(j["model"], j["http_calls"], j["cache_hits"], j["prompt_hash"], j["temperature"]) for j in summary["judges"]] == [
-        ("judge-a", 1, 0, mx.JUDGE_PROMPT_HASH, 0.0), ("judge-b", 1, 0, mx.JUDGE_PROMPT_HASH, 0.0)]
+    assert [
+        (j["model"], j["http_calls"], j["cache_hits"], j["prompt_hash"], j["temperature"]) for j in summary["judges"]
+    ] == [("judge-a", 1, 0, mx.JUDGE_PROMPT_HASH, 0.0), ("judge-b", 1, 0, mx.JUDGE_PROMPT_HASH, 0.0)]
     assert [r["model"] for r in stub_judge.requests] == ["judge-a", "judge-b"]
     assert stub_judge.authorizations == ["Bearer sk-secret-123", "Bearer sk-secret-123"]
     again, rows_again = mx.score_run(run, ["rouge_l"], judges=judges)

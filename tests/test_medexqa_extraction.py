@@ -1,48 +1,52 @@
 """The authors' letter extraction on hand-written replies: every step, in order, and its edge cases."""
 
 import pytest
-
-from lm_eval_tasks.utils import medexqa
-from lm_eval_tasks.utils.medexqa import Extraction, extract_answer, replace_option_texts
+from lm_eval_tasks.utils.medexqa import protocol as medexqa
+from lm_eval_tasks.utils.medexqa.protocol import Extraction, extract_answer, replace_option_texts
 
 OPTIONS = ["X-ray", "Microwave", "Ultraviolet", "Infrared"]
 
 
-@pytest.mark.parametrize("reply, expected", [
-    # 2. answer / choice / choose ... X
-    ("Based on the physics, the answer is C because ultra", Extraction("C", "answer_pattern", False)),
-    ("I would choose B here.", Extraction("B", "answer_pattern", False)),
-    ("Answer: D", Extraction("D", "answer_pattern", False)),
-    ("The best choice would be A", Extraction("A", "answer_pattern", False)),
-    # the cue may not be negated: "answer is not A" is skipped, then "B is correct" (step 3)
-    ("The answer is not A; B is correct.", Extraction("B", "correct_pattern", False)),
-    # 3. X is correct / right, not negated
-    ("Option C is correct since heat is emitted.", Extraction("C", "correct_pattern", False)),
-    ("A is not correct, but D is right.", Extraction("D", "correct_pattern", False)),
-    # 4. a leading letter followed by . , : or the end
-    ("B. Because it penetrates tissue", Extraction("B", "leading_letter", False)),
-    ("C", Extraction("C", "leading_letter", False)),
-    ("  D:\n", Extraction("D", "leading_letter", False)),  # the reply is stripped first
-    # 5. the first capital A-D not touching another letter (nor followed by "=")
-    ("I think it's probably D given the heat.", Extraction("D", "first_letter", False)),
-    ("With A=5 the value is B", Extraction("B", "first_letter", False)),
-    # 1. option text becomes its letter (ignoring case), then the steps above read it
-    ("the camera detects infrared radiation", Extraction("D", "first_letter", True)),
-    ("The answer is microwave.", Extraction("B", "answer_pattern", True)),
-    # 6. fuzzy match of the whole reply to the option texts
-    ("ultra violett light", Extraction("C", "fuzzy", False)),
-    # no answer: counted wrong
-    ("<think>still thinking about B", Extraction(None, "unclosed_think", False)),
-    ("   \n", Extraction(None, "empty", False)),
-    ("???", Extraction(None, "no_match", False)),
-])
+@pytest.mark.parametrize(
+    "reply, expected",
+    [
+        # 2. answer / choice / choose ... X
+        ("Based on the physics, the answer is C because ultra", Extraction("C", "answer_pattern", False)),
+        ("I would choose B here.", Extraction("B", "answer_pattern", False)),
+        ("Answer: D", Extraction("D", "answer_pattern", False)),
+        ("The best choice would be A", Extraction("A", "answer_pattern", False)),
+        # the cue may not be negated: "answer is not A" is skipped, then "B is correct" (step 3)
+        ("The answer is not A; B is correct.", Extraction("B", "correct_pattern", False)),
+        # 3. X is correct / right, not negated
+        ("Option C is correct since heat is emitted.", Extraction("C", "correct_pattern", False)),
+        ("A is not correct, but D is right.", Extraction("D", "correct_pattern", False)),
+        # 4. a leading letter followed by . , : or the end
+        ("B. Because it penetrates tissue", Extraction("B", "leading_letter", False)),
+        ("C", Extraction("C", "leading_letter", False)),
+        ("  D:\n", Extraction("D", "leading_letter", False)),  # the reply is stripped first
+        # 5. the first capital A-D not touching another letter (nor followed by "=")
+        ("I think it's probably D given the heat.", Extraction("D", "first_letter", False)),
+        ("With A=5 the value is B", Extraction("B", "first_letter", False)),
+        # 1. option text becomes its letter (ignoring case), then the steps above read it
+        ("the camera detects infrared radiation", Extraction("D", "first_letter", True)),
+        ("The answer is microwave.", Extraction("B", "answer_pattern", True)),
+        # 6. fuzzy match of the whole reply to the option texts
+        ("ultra violett light", Extraction("C", "fuzzy", False)),
+        # no answer: counted wrong
+        ("<think>still thinking about B", Extraction(None, "unclosed_think", False)),
+        ("   \n", Extraction(None, "empty", False)),
+        ("???", Extraction(None, "no_match", False)),
+    ],
+)
 def test_each_step_on_hand_written_replies(reply, expected):
     assert extract_answer(reply, OPTIONS) == expected
 
 
 def test_think_blocks_are_removed_before_extraction():
     # without removal, step 2 would read "A" from the reasoning
-    assert extract_answer("<think>maybe the answer is A</think>\nD. Infrared.", OPTIONS) == Extraction("D", "leading_letter", False)
+    assert extract_answer("<think>maybe the answer is A</think>\nD. Infrared.", OPTIONS) == Extraction(
+        "D", "leading_letter", False
+    )
 
 
 def test_longest_option_text_is_replaced_first():
@@ -71,8 +75,10 @@ def test_only_capital_letters_count():
 
 
 def test_the_authors_prompt_included_reading_differs():
-    doc = {"question": "What is the band of electromagnetic waves used in a thermographic camera?",
-           **dict(zip("ABCD", OPTIONS))}
+    doc = {
+        "question": "What is the band of electromagnetic waves used in a thermographic camera?",
+        **dict(zip("ABCD", OPTIONS)),
+    }
     reply = "It uses the heat the body radiates as infrared light."
     assert extract_answer(reply, OPTIONS) == Extraction("D", "first_letter", True)
     # the authors' script saw prompt + reply: "... among A, B, C and D ..." wins step 5
@@ -82,7 +88,11 @@ def test_the_authors_prompt_included_reading_differs():
 def test_process_results_logs_the_step():
     doc = {"answer": "D", **dict(zip("ABCD", OPTIONS))}
     assert medexqa.process_generation_results(doc, ["Infrared is right"]) == {
-        "accuracy": 1.0, "accuracy_micro": 1.0, "answered": 1.0, "extraction_step": "correct_pattern"}
+        "accuracy": 1.0,
+        "accuracy_micro": 1.0,
+        "answered": 1.0,
+        "extraction_step": "correct_pattern",
+    }
     assert medexqa.process_generation_results(doc, ["<think>"])["answered"] == 0.0
     assert medexqa.explicit_share(["answer_pattern", "fuzzy", "leading_letter", "empty"]) == 0.5
 
@@ -90,4 +100,6 @@ def test_process_results_logs_the_step():
 def test_logit_prediction_takes_the_first_maximum():
     assert medexqa.logit_prediction([-2.0, -1.0, -1.0, -3.0]) == "B"
     assert medexqa.process_logit_results({"answer": "C"}, [(-4, False), (-3, False), (-0.5, True), (-9, False)]) == {
-        "accuracy": 1.0, "accuracy_micro": 1.0}
+        "accuracy": 1.0,
+        "accuracy_micro": 1.0,
+    }

@@ -6,9 +6,10 @@ from pathlib import Path
 import pytest
 from lm_eval import simple_evaluate
 from lm_eval.tasks import TaskManager
+from lm_eval_tasks.utils import benchmarks, report, runs
+from lm_eval_tasks.utils.medexqa import protocol as medexqa
 
 from lm_eval_tasks import tasks_dir
-from lm_eval_tasks.utils import medexqa, report
 from tests.scripted_lm import ScriptedLM
 from tests.test_medexqa_data import ANSWERS
 
@@ -18,16 +19,20 @@ GENERATION_TASKS = [f"medexqa_{c.lower()}" for c in CODES]
 CP_FIRST = medexqa.GENERATION_INSTRUCTION + (
     "\n\nWhich counseling technique involves encouraging the client to intentionally exaggerate their anticipated "
     "anxiety and fear?\nA. Correction of irrational thoughts\nB. Self-expression training\nC. Paradoxical intention\n"
-    "D. Role-playing\n")
-CP_FIRST_LOGIT = ("Question: Which counseling technique involves encouraging the client to intentionally exaggerate "
-                  "their anticipated anxiety and fear?\nA. Correction of irrational thoughts\nB. Self-expression "
-                  "training\nC. Paradoxical intention\nD. Role-playing\nAnswer:")
+    "D. Role-playing\n"
+)
+CP_FIRST_LOGIT = (
+    "Question: Which counseling technique involves encouraging the client to intentionally exaggerate "
+    "their anticipated anxiety and fear?\nA. Correction of irrational thoughts\nB. Self-expression "
+    "training\nC. Paradoxical intention\nD. Role-playing\nAnswer:"
+)
 CP_HEADER = "The following are multiple choice questions (with answers) about clinical psychologist.\n\n"
 
 
 def evaluate(lm, data_dir, tasks, metadata=None, **kwargs):
-    manager = TaskManager(include_path=tasks_dir(), include_defaults=False,
-                          metadata={"data_dir": str(data_dir), **(metadata or {})})
+    manager = TaskManager(
+        include_path=tasks_dir(), include_defaults=False, metadata={"data_dir": str(data_dir), **(metadata or {})}
+    )
     return simple_evaluate(model=lm, tasks=tasks, task_manager=manager, bootstrap_iters=0, log_samples=True, **kwargs)
 
 
@@ -53,7 +58,10 @@ def test_logit_prompt_with_a_chat_template(shared_data):
     lm = ScriptedLM(loglikelihood=always("C"))
     out = evaluate(lm, shared_data, ["medexqa_logit_cp"], limit=1, apply_chat_template=True)
     context, continuation = out["samples"]["medexqa_logit_cp"][0]["arguments"][0]
-    assert json.loads(context) == [{"role": "system", "content": CP_HEADER}, {"role": "user", "content": CP_FIRST_LOGIT}]
+    assert json.loads(context) == [
+        {"role": "system", "content": CP_HEADER},
+        {"role": "user", "content": CP_FIRST_LOGIT},
+    ]
     assert continuation == "A"  # lm-eval drops the space before the continuation in chat mode
 
 
@@ -109,20 +117,27 @@ def test_always_d_scores_the_share_of_d_answers(always_d):
     assert {s["doc"]["row"] for s in cls_samples if s["accuracy"] and s["doc"]["answer"] != "D"} == {325}
 
 
-def in_memory_run(out) -> report.Run:
-    return report.Run(Path("results_in_memory.json"), out, out["samples"], {task: Path(task) for task in out["samples"]})
+def in_memory_run(out) -> runs.Run:
+    return runs.Run(Path("results_in_memory.json"), out, out["samples"], {task: Path(task) for task in out["samples"]})
 
 
 def test_report_recomputes_both_protocols(always_d):
     run = in_memory_run(always_d)
-    specs = {spec.name: spec for spec in report.benchmark_specs()}
+    specs = {spec.name: spec for spec in benchmarks.report_specs()}
     logit = report.benchmark_report(report.score_run(run, specs["medexqa_logit"]), specs["medexqa_logit"], run)
     generation = report.benchmark_report(report.score_run(run, specs["medexqa"]), specs["medexqa"], run)
     assert logit["tasks"] == sorted(LOGIT_TASKS) and generation["tasks"] == sorted(GENERATION_TASKS)
     assert logit["accuracy_macro"]["value"] == pytest.approx(always_d["results"]["medexqa_logit"]["accuracy,none"])
     assert generation["accuracy_micro"]["value"] == pytest.approx(345 / 940)
-    assert logit["full_coverage"] and logit["paper_comparable"]["value"] == pytest.approx(logit["accuracy_macro"]["value"])
-    assert logit["confusion_matrix"]["counts"] == [[0, 0, 0, 192, 0], [0, 0, 0, 219, 0], [0, 0, 0, 185, 0], [0, 0, 0, 344, 0]]
+    assert logit["full_coverage"] and logit["paper_comparable"]["value"] == pytest.approx(
+        logit["accuracy_macro"]["value"]
+    )
+    assert logit["confusion_matrix"]["counts"] == [
+        [0, 0, 0, 192, 0],
+        [0, 0, 0, 219, 0],
+        [0, 0, 0, 185, 0],
+        [0, 0, 0, 344, 0],
+    ]
     assert generation["rates"]["step_leading_letter"]["value"] == 1.0
     assert generation["rates"]["letter_from_option_text"]["value"] == pytest.approx(1 / 940)
     # With the prompt in front, "D" never leads the text: the authors' script reads the first
@@ -149,7 +164,12 @@ def test_scripted_generation_run_has_exact_values_and_logs_the_step(shared_data)
     result = out["results"]["medexqa_be"]
     assert (result["accuracy,none"], result["answered,none"], result["extraction_step,none"]) == (0.5, 0.75, 0.5)
     logged = out["samples"]["medexqa_be"]
-    assert [s["extraction_step"] for s in logged] == ["answer_pattern", "first_letter", "unclosed_think", "leading_letter"]
+    assert [s["extraction_step"] for s in logged] == [
+        "answer_pattern",
+        "first_letter",
+        "unclosed_think",
+        "leading_letter",
+    ]
     assert [s["accuracy"] for s in logged] == [1.0, 1.0, 0.0, 0.0]
     items = [medexqa.score_generation_sample("medexqa_be", s) for s in logged]
     assert [i.pred for i in items] == ["D", "D", "INVALID", "B"]
@@ -164,8 +184,13 @@ def test_shuffled_run_shows_permuted_options_and_scores_them(shared_data):
         question = prompt.split("\n\n", 1)[1].split("\n", 1)[0]
         return f"The correct option is {gold_text[question]}."
 
-    out = evaluate(ScriptedLM(reply=reply, loglikelihood=always("A")), shared_data, ["medexqa_be", "medexqa_logit_be"],
-                   metadata={"shuffle": True}, limit=10)
+    out = evaluate(
+        ScriptedLM(reply=reply, loglikelihood=always("A")),
+        shared_data,
+        ["medexqa_be", "medexqa_logit_be"],
+        metadata={"shuffle": True},
+        limit=10,
+    )
     samples = out["samples"]["medexqa_be"]
     assert out["results"]["medexqa_be"]["accuracy,none"] == 1.0
     for sample, row in zip(samples, rows):
@@ -174,12 +199,13 @@ def test_shuffled_run_shows_permuted_options_and_scores_them(shared_data):
         assert sample["arguments"][0][0] == medexqa.generation_prompt(doc)
     logit_docs = [s["doc"] for s in out["samples"]["medexqa_logit_be"]]
     assert out["results"]["medexqa_logit_be"]["accuracy,none"] == pytest.approx(
-        sum(d["answer"] == "A" for d in logit_docs) / 10)
+        sum(d["answer"] == "A" for d in logit_docs) / 10
+    )
     assert [d["permutation"] for d in logit_docs] == [s["doc"]["permutation"] for s in samples]
 
 
 def test_each_protocol_owns_only_its_tasks():
-    specs = {spec.name: spec for spec in report.benchmark_specs()}
+    specs = {spec.name: spec for spec in benchmarks.report_specs()}
     assert {"medfact_bench", "medexqa_logit", "medexqa"} <= set(specs)
     assert specs["medexqa"].owns("medexqa_be") and specs["medexqa"].owns("medexqa_slp")
     assert not specs["medexqa"].owns("medexqa_logit_be") and not specs["medexqa"].owns("medexqa_logit")

@@ -1,8 +1,7 @@
 import json
 
 import pytest
-
-from lm_eval_tasks.utils import medfact
+from lm_eval_tasks.utils.medfact_bench import protocol as medfact
 
 
 @pytest.mark.parametrize(
@@ -43,18 +42,32 @@ def test_parse_label_and_strict_format(reply, score, label, strict):
 
 
 def test_score_reply_counts_invalid_as_wrong():
-    assert medfact.score_reply("no score here", "NEI") == {"accuracy": 0.0, "parseable_score": 0.0, "strict_format": 0.0}
+    assert medfact.score_reply("no score here", "NEI") == {
+        "accuracy": 0.0,
+        "parseable_score": 0.0,
+        "strict_format": 0.0,
+    }
     assert medfact.score_reply("<think>t</think><score>0</score>", "NEI") == {
-        "accuracy": 1.0, "parseable_score": 1.0, "strict_format": 1.0}
-    assert medfact.score_reply("<score>-1</score>", "NEI") == {"accuracy": 0.0, "parseable_score": 1.0, "strict_format": 0.0}
+        "accuracy": 1.0,
+        "parseable_score": 1.0,
+        "strict_format": 1.0,
+    }
+    assert medfact.score_reply("<score>-1</score>", "NEI") == {
+        "accuracy": 0.0,
+        "parseable_score": 1.0,
+        "strict_format": 0.0,
+    }
 
 
 def test_agrees_with_med_v1_extracted_scores_on_all_340_scifact_outputs(shared_data):
     path = shared_data / "medfact_bench" / "scifact_medv1" / "claim_source_example_output_file.jsonl"
     rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
     assert len(rows) == 340
-    disagreements = [(i, r["extracted_score"], medfact.parse_score(r["raw_output"]))
-                     for i, r in enumerate(rows) if medfact.parse_score(r["raw_output"]) != r["extracted_score"]]
+    disagreements = [
+        (i, r["extracted_score"], medfact.parse_score(r["raw_output"]))
+        for i, r in enumerate(rows)
+        if medfact.parse_score(r["raw_output"]) != r["extracted_score"]
+    ]
     assert disagreements == []
     # Med-V1's own score counts, from PROVENANCE.md: 2->91, 1->51, 0->125, -1->8, -2->65
     counts = {s: sum(medfact.parse_score(r["raw_output"]) == s for r in rows) for s in (2, 1, 0, -1, -2)}
@@ -65,5 +78,8 @@ def test_agrees_with_med_v1_extracted_scores_on_all_340_scifact_outputs(shared_d
 def test_user_prompt_matches_the_published_prompts(shared_data):
     base = shared_data / "medfact_bench" / "scifact_medv1"
     pairs = json.loads((base / "claim_source_example_input_file.json").read_text(encoding="utf-8"))
-    prompts = [json.loads(line) for line in (base / "prompts_example_input_file.jsonl").read_text(encoding="utf-8").splitlines()]
+    prompts = [
+        json.loads(line)
+        for line in (base / "prompts_example_input_file.jsonl").read_text(encoding="utf-8").splitlines()
+    ]
     assert [medfact.user_prompt(p["source"], p["claim"]) for p in pairs] == [p["user_prompt"] for p in prompts]

@@ -5,14 +5,20 @@ import json
 import pytest
 from lm_eval import simple_evaluate
 from lm_eval.tasks import TaskManager
+from lm_eval_tasks.utils.files import write_jsonl
+from lm_eval_tasks.utils.medfact_bench import protocol as medfact
+from lm_eval_tasks.utils.medfact_bench.demo_data import synthetic_medfact_rows
 
 from lm_eval_tasks import tasks_dir
-from lm_eval_tasks.utils import medfact
-from lm_eval_tasks.utils.demo_data import synthetic_medfact_rows, write_jsonl
 from tests.scripted_lm import ScriptedLM
 
-LEAVES = ["medfact_bench_scifact", "medfact_bench_healthver", "medfact_bench_medaesqa",
-          "medfact_bench_pubmedqa_fact", "medfact_bench_bioasq_fact"]
+LEAVES = [
+    "medfact_bench_scifact",
+    "medfact_bench_healthver",
+    "medfact_bench_medaesqa",
+    "medfact_bench_pubmedqa_fact",
+    "medfact_bench_bioasq_fact",
+]
 
 
 def task_manager(data_dir):
@@ -20,8 +26,9 @@ def task_manager(data_dir):
 
 
 def evaluate(lm, data_dir, tasks, **kwargs):
-    return simple_evaluate(model=lm, tasks=tasks, task_manager=task_manager(data_dir), bootstrap_iters=0,
-                           log_samples=True, **kwargs)
+    return simple_evaluate(
+        model=lm, tasks=tasks, task_manager=task_manager(data_dir), bootstrap_iters=0, log_samples=True, **kwargs
+    )
 
 
 def test_every_task_and_the_group_are_registered(tmp_path):
@@ -35,8 +42,10 @@ def test_chat_prompt_is_the_dataset_system_prompt_then_the_user_prompt(demo_data
     rows = [r for r in medfact.load(str(demo_data_dir)).rows if r["dataset"] == "scifact"][:2]
     for prompt, row in zip(lm.prompts, rows):
         messages = json.loads(prompt)
-        assert messages == [{"role": "system", "content": row["system_prompt"]},
-                            {"role": "user", "content": row["user_prompt"]}]
+        assert messages == [
+            {"role": "system", "content": row["system_prompt"]},
+            {"role": "user", "content": row["user_prompt"]},
+        ]
     assert lm.gen_kwargs[0] == {"until": ["</score>"], "do_sample": False, "temperature": 0.0, "max_gen_toks": 1024}
 
 
@@ -56,8 +65,9 @@ def test_num_fewshot_cannot_leak_benchmark_rows_into_prompts(demo_data_dir):
 @pytest.fixture(scope="module")
 def five_component_dir(shared_data, tmp_path_factory):
     folder = tmp_path_factory.mktemp("five")
-    rows = synthetic_medfact_rows(shared_data, {"scifact": 4, "healthver": 2, "medaesqa": 6, "pubmedqa-fact": 3,
-                                                "bioasq-fact": 5})
+    rows = synthetic_medfact_rows(
+        shared_data, {"scifact": 4, "healthver": 2, "medaesqa": 6, "pubmedqa-fact": 3, "bioasq-fact": 5}
+    )
     write_jsonl(rows, folder / "medfact_bench" / "five.jsonl")
     return folder
 
@@ -81,12 +91,18 @@ def scripted_replies(data_dir, wrong_rows, invalid_rows, cut_rows):
 
 def test_scripted_group_run_gives_exact_macro_and_micro(five_component_dir):
     # file rows: scifact 0-3, healthver 4-5, medaesqa 6-11, pubmedqa-fact 12-14, bioasq-fact 15-19
-    lm = ScriptedLM(reply=scripted_replies(five_component_dir, wrong_rows={0, 4, 6, 7, 8}, invalid_rows={12},
-                                           cut_rows={1, 15}))
+    lm = ScriptedLM(
+        reply=scripted_replies(five_component_dir, wrong_rows={0, 4, 6, 7, 8}, invalid_rows={12}, cut_rows={1, 15})
+    )
     out = evaluate(lm, five_component_dir, ["medfact_bench"], apply_chat_template=True)
     results = out["results"]
-    expected = {"medfact_bench_scifact": 3 / 4, "medfact_bench_healthver": 1 / 2, "medfact_bench_medaesqa": 3 / 6,
-                "medfact_bench_pubmedqa_fact": 2 / 3, "medfact_bench_bioasq_fact": 5 / 5}
+    expected = {
+        "medfact_bench_scifact": 3 / 4,
+        "medfact_bench_healthver": 1 / 2,
+        "medfact_bench_medaesqa": 3 / 6,
+        "medfact_bench_pubmedqa_fact": 2 / 3,
+        "medfact_bench_bioasq_fact": 5 / 5,
+    }
     for task, accuracy in expected.items():
         assert results[task]["accuracy,none"] == pytest.approx(accuracy)
     group = results["medfact_bench"]

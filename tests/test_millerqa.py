@@ -11,10 +11,10 @@ import threading
 from collections import Counter
 
 import pytest
+from lm_eval_tasks.utils.data import DataError
+from lm_eval_tasks.utils.millerqa import protocol as mq
 
 from lm_eval_tasks.__main__ import main as cli
-from lm_eval_tasks.utils import millerqa as mq
-from lm_eval_tasks.utils.data import DataError
 from tests.conftest import REPO
 
 SHIPPED = [b for b in mq.BENCHMARKS if b != mq.MEDBULLETS]
@@ -29,13 +29,16 @@ def fresh_cache():
 # ----------------------------------------------------------------------------- shuffle
 
 
-@pytest.mark.parametrize("item_id, label, n, perm, target, letter", [
-    # PROVENANCE.md test vectors (computed with the authors' recipe, Python 3.11)
-    ("21645374", "gpt-4o", 3, [2, 1, 0], 0, "C"),
-    ("2337", "gpt-4o", 4, [3, 0, 2, 1], 0, "B"),
-    ("a67721e4-0e77-432a-aa12-47145824359e", "claude-sonnet-4-6", 9, [6, 1, 4, 7, 8, 3, 0, 5, 2], 0, "G"),
-    ("16", "llama-3-1-8b", 5, [0, 3, 1, 4, 2], 1, "C"),
-])
+@pytest.mark.parametrize(
+    "item_id, label, n, perm, target, letter",
+    [
+        # PROVENANCE.md test vectors (computed with the authors' recipe, Python 3.11)
+        ("21645374", "gpt-4o", 3, [2, 1, 0], 0, "C"),
+        ("2337", "gpt-4o", 4, [3, 0, 2, 1], 0, "B"),
+        ("a67721e4-0e77-432a-aa12-47145824359e", "claude-sonnet-4-6", 9, [6, 1, 4, 7, 8, 3, 0, 5, 2], 0, "G"),
+        ("16", "llama-3-1-8b", 5, [0, 3, 1, 4, 2], 1, "C"),
+    ],
+)
 def test_shuffle_test_vectors(item_id, label, n, perm, target, letter):
     assert mq.permutation(item_id, label, n) == perm
     assert mq.LETTERS[perm.index(target)] == letter
@@ -45,15 +48,21 @@ def test_shuffle_seed_is_the_first_64_bits_of_sha256():
     assert mq.seed_from_key("21645374", "gpt-4o") == 15014352704909078024
 
 
-@pytest.mark.parametrize("benchmark, item_id, label, perm, letter", [
-    ("pubmedqa", "21645374", "gpt-4o", [2, 1, 0], "C"),
-    ("cupcase", "2337", "gpt-4o", [3, 0, 2, 1], "B"),
-    ("tridentbench", "a67721e4-0e77-432a-aa12-47145824359e", "claude-sonnet-4-6", [6, 1, 4, 7, 8, 3, 0, 5, 2], "G"),
-    ("hle", "16", "llama-3-1-8b", [0, 3, 1, 4, 2], "C"),
-])
+@pytest.mark.parametrize(
+    "benchmark, item_id, label, perm, letter",
+    [
+        ("pubmedqa", "21645374", "gpt-4o", [2, 1, 0], "C"),
+        ("cupcase", "2337", "gpt-4o", [3, 0, 2, 1], "B"),
+        ("tridentbench", "a67721e4-0e77-432a-aa12-47145824359e", "claude-sonnet-4-6", [6, 1, 4, 7, 8, 3, 0, 5, 2], "G"),
+        ("hle", "16", "llama-3-1-8b", [0, 3, 1, 4, 2], "C"),
+    ],
+)
 def test_test_vectors_on_the_real_items(shared_data, benchmark, item_id, label, perm, letter):
-    (doc,) = [d for d in mq.custom_dataset(benchmark, data_dir=str(shared_data), model_label=label)["test"]
-              if d["id"] == item_id]
+    (doc,) = [
+        d
+        for d in mq.custom_dataset(benchmark, data_dir=str(shared_data), model_label=label)["test"]
+        if d["id"] == item_id
+    ]
     assert doc["permutation"] == perm and doc["correct_letter"] == letter
     assert doc["shuffled_options"] == [doc["options"][i] for i in perm]
     assert doc["shuffled_options"][doc["correct_position"]] == doc["options"][doc["target"]]
@@ -69,16 +78,30 @@ def test_cupcase_is_trivial_unshuffled_and_not_after_the_shuffle(shared_data):
 
 
 def test_the_shuffle_depends_on_the_model_label_only_not_the_process(shared_data):
-    code = ("import json; from lm_eval_tasks.utils import millerqa as mq; "
-            f"items = mq.load_benchmark('tos_legalbench', data_dir={str(shared_data)!r}); "
-            "print(json.dumps([mq.shuffled_doc(i, 'tos_legalbench', 'curated', 'm')['permutation'] for i in items]))")
-    runs = [subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                           env={"PYTHONHASHSEED": seed, "PATH": ""}).stdout for seed in ("1", "2")]
-    here = [mq.shuffled_doc(i, "tos_legalbench", mq.CURATED, "m")["permutation"]
-            for i in mq.load_benchmark("tos_legalbench", data_dir=str(shared_data))]
+    code = (
+        "import json; from lm_eval_tasks.utils.millerqa import protocol as mq; "
+        f"items = mq.load_benchmark('tos_legalbench', data_dir={str(shared_data)!r}); "
+        "print(json.dumps([mq.shuffled_doc(i, 'tos_legalbench', 'curated', 'm')['permutation'] for i in items]))"
+    )
+    runs = [
+        subprocess.run(
+            [sys.executable, "-c", code],
+            capture_output=True,
+            text=True,
+            check=True,
+            env={"PYTHONHASHSEED": seed, "PATH": ""},
+        ).stdout
+        for seed in ("1", "2")
+    ]
+    here = [
+        mq.shuffled_doc(i, "tos_legalbench", mq.CURATED, "m")["permutation"]
+        for i in mq.load_benchmark("tos_legalbench", data_dir=str(shared_data))
+    ]
     assert json.loads(runs[0]) == json.loads(runs[1]) == here
-    other = [mq.shuffled_doc(i, "tos_legalbench", mq.CURATED, "n")["permutation"]
-             for i in mq.load_benchmark("tos_legalbench", data_dir=str(shared_data))]
+    other = [
+        mq.shuffled_doc(i, "tos_legalbench", mq.CURATED, "n")["permutation"]
+        for i in mq.load_benchmark("tos_legalbench", data_dir=str(shared_data))
+    ]
     assert other != here
 
 
@@ -90,13 +113,19 @@ def test_the_shuffle_seed_is_a_setting(shared_data):
     assert other["permutation"] != default["permutation"]
 
 
-@pytest.mark.parametrize("kwargs, label", [
-    ({"model_label": "gpt-4o", "pretrained": "/x/y"}, "gpt-4o"),
-    ({"pretrained": "/root/.cache/lm_eval_tasks/smollm2-135m-instruct-bfloat16/"}, "smollm2-135m-instruct-bfloat16"),
-    ({"pretrained": "meta-llama/Llama-3.1-8B-Instruct"}, "Llama-3.1-8B-Instruct"),
-    ({"model": "smollm2-135m-instruct"}, "smollm2-135m-instruct"),
-    ({"pretrained": "C:\\models\\qwen"}, "qwen"),
-])
+@pytest.mark.parametrize(
+    "kwargs, label",
+    [
+        ({"model_label": "gpt-4o", "pretrained": "/x/y"}, "gpt-4o"),
+        (
+            {"pretrained": "/root/.cache/lm_eval_tasks/smollm2-135m-instruct-bfloat16/"},
+            "smollm2-135m-instruct-bfloat16",
+        ),
+        ({"pretrained": "meta-llama/Llama-3.1-8B-Instruct"}, "Llama-3.1-8B-Instruct"),
+        ({"model": "smollm2-135m-instruct"}, "smollm2-135m-instruct"),
+        ({"pretrained": "C:\\models\\qwen"}, "qwen"),
+    ],
+)
 def test_model_label(kwargs, label):
     assert mq.model_label_from(**kwargs) == label
 
@@ -112,12 +141,14 @@ def test_a_missing_model_label_is_an_error_that_says_what_to_pass():
 def test_the_authors_prompt():
     assert mq.SYSTEM_PROMPT == (
         "You are an expert evaluator. Your task is to answer multiple-choice questions accurately. Always respond "
-        "with a single JSON object and nothing else. Do not add markdown fences, commentary, or extra text outside the JSON.")
+        "with a single JSON object and nothing else. Do not add markdown fences, commentary, or extra text outside the JSON."
+    )
     assert mq.user_prompt("What is 1+1?", ["2", "3"]) == (
-        'Answer the following multiple-choice question.\n\nQuestion:\nWhat is 1+1?\n\nOptions:\nA. 2\nB. 3\n\n'
+        "Answer the following multiple-choice question.\n\nQuestion:\nWhat is 1+1?\n\nOptions:\nA. 2\nB. 3\n\n"
         'Respond with ONLY this JSON object (no markdown, no extra text):\n{\n  "selected_answer": "<letter>",\n'
         '  "explanation": "<one to two sentence justification for your choice>",\n'
-        '  "confidence": <integer 0-100 reflecting how confident you are>\n}')
+        '  "confidence": <integer 0-100 reflecting how confident you are>\n}'
+    )
     assert mq.choice_only_prompt(["2", "3"]) == mq.user_prompt("q", ["2", "3"]).replace("Question:\nq\n\n", "")
     assert mq.loglikelihood_prompt("q", ["x", "y", "z"]).endswith("Options:\nA. x\nB. y\nC. z\n\nAnswer:")
 
@@ -127,40 +158,72 @@ def test_the_authors_prompt():
 JSON_ANSWER = '{"selected_answer": "B", "explanation": "Because.", "confidence": 70}'
 
 
-@pytest.mark.parametrize("reply, method, letter, confidence, explanation", [
-    (JSON_ANSWER, "json", "B", 70, "Because."),
-    (f"  \n{JSON_ANSWER}\n", "json", "B", 70, "Because."),
-    # a raw newline inside a string: strict JSON fails, the escaped retry parses
-    ('{"selected_answer": "C", "explanation": "line one\nline two", "confidence": 55}', "json_escaped", "C", 55,
-     "line one\nline two"),
-    ('Here it is:\n```json\n{"selected_answer": "A", "explanation": "x", "confidence": 90}\n```\nDone.', "fenced", "A", 90, "x"),
-    ('Sure! {"selected_answer": "D", "confidence": 10} Hope that helps.', "braces", "D", 10, None),
-    # a stray brace in prose breaks first-to-last brace; the last object with the key is found
-    ('Let f = {x}. So {"selected_answer": "B", "explanation": "y", "confidence": 60}', "last_object", "B", 60, "y"),
-    # truncated object: no JSON at all; the key regex finds the letter (upper-cased)
-    ('{"selected_answer": "c", "explanation": "because", "confidence": 45, "more', "regex_key", "C", 45, "because"),
-    ("The correct option is B.", "regex_letter", "B", None, None),
-    ("no usable answer here", "none", None, None, None),
-    (f"<think>Maybe {{A}} or B</think>{JSON_ANSWER}", "json", "B", 70, "Because."),
-    (f"<think>still thinking {JSON_ANSWER}", "unclosed_think", None, None, None),
-])
+@pytest.mark.parametrize(
+    "reply, method, letter, confidence, explanation",
+    [
+        (JSON_ANSWER, "json", "B", 70, "Because."),
+        (f"  \n{JSON_ANSWER}\n", "json", "B", 70, "Because."),
+        # a raw newline inside a string: strict JSON fails, the escaped retry parses
+        (
+            '{"selected_answer": "C", "explanation": "line one\nline two", "confidence": 55}',
+            "json_escaped",
+            "C",
+            55,
+            "line one\nline two",
+        ),
+        (
+            'Here it is:\n```json\n{"selected_answer": "A", "explanation": "x", "confidence": 90}\n```\nDone.',
+            "fenced",
+            "A",
+            90,
+            "x",
+        ),
+        ('Sure! {"selected_answer": "D", "confidence": 10} Hope that helps.', "braces", "D", 10, None),
+        # a stray brace in prose breaks first-to-last brace; the last object with the key is found
+        ('Let f = {x}. So {"selected_answer": "B", "explanation": "y", "confidence": 60}', "last_object", "B", 60, "y"),
+        # truncated object: no JSON at all; the key regex finds the letter (upper-cased)
+        ('{"selected_answer": "c", "explanation": "because", "confidence": 45, "more', "regex_key", "C", 45, "because"),
+        ("The correct option is B.", "regex_letter", "B", None, None),
+        ("no usable answer here", "none", None, None, None),
+        (f"<think>Maybe {{A}} or B</think>{JSON_ANSWER}", "json", "B", 70, "Because."),
+        (f"<think>still thinking {JSON_ANSWER}", "unclosed_think", None, None, None),
+    ],
+)
 def test_parse_cascade_step_by_step(reply, method, letter, confidence, explanation):
     doc = {"permutation": [0, 1, 2, 3], "target": 1}
     answer = mq.score_reply(doc, reply)
-    assert (answer.method, answer.letter, answer.confidence, answer.explanation) == (method, letter, confidence, explanation)
+    assert (answer.method, answer.letter, answer.confidence, answer.explanation) == (
+        method,
+        letter,
+        confidence,
+        explanation,
+    )
 
 
-@pytest.mark.parametrize("value, letter", [
-    ("D. Legal Compliance", "D"), ("D) something", "D"), ("d: x", "D"), (" b ", "B"), ("b", "B"),
-    ("AB", "AB"), ("", ""), (2, None), (None, None),
-])
+@pytest.mark.parametrize(
+    "value, letter",
+    [
+        ("D. Legal Compliance", "D"),
+        ("D) something", "D"),
+        ("d: x", "D"),
+        (" b ", "B"),
+        ("b", "B"),
+        ("AB", "AB"),
+        ("", ""),
+        (2, None),
+        (None, None),
+    ],
+)
 def test_selected_answer_normalisation(value, letter):
     assert mq.selected_letter(value) == letter
 
 
 def test_scoring_maps_the_letter_back_through_the_permutation():
     doc = {"permutation": [2, 0, 3, 1], "target": 3}  # correct answer (original 3) shown as C
-    reply = lambda letter: json.dumps({"selected_answer": letter, "explanation": "e", "confidence": 5})
+
+    def reply(letter):
+        return json.dumps({"selected_answer": letter, "explanation": "e", "confidence": 5})
+
     assert mq.score_reply(doc, reply("C")).is_correct is True
     assert mq.score_reply(doc, reply("C")).original_index == 3
     assert mq.score_reply(doc, reply("D")).is_correct is False and mq.score_reply(doc, reply("D")).original_index == 1
@@ -180,7 +243,9 @@ def test_authors_quirks_are_kept():
     assert mq.score_reply(nine, "I think A is right").is_correct is True
 
 
-@pytest.mark.parametrize("value, clamped", [(85, 85), ("85", 85), (150, 100), (-5, 0), (85.9, 85), ("high", None), (None, None)])
+@pytest.mark.parametrize(
+    "value, clamped", [(85, 85), ("85", 85), (150, 100), (-5, 0), (85.9, 85), ("high", None), (None, None)]
+)
 def test_confidence_is_clamped(value, clamped):
     assert mq.clamp_confidence(value) == clamped
 
@@ -191,15 +256,23 @@ def test_process_results_and_the_answered_only_mean():
     wrong = mq.process_results(doc, ['{"selected_answer": "A"}'])
     none = mq.process_results(doc, ["?"])
     assert right == {"acc": 1.0, "acc_all": 1.0, "acc_all_micro": 1.0, "answered": 1.0, "answered_micro": 1.0}
-    assert wrong["acc"] == 0.0 and none == {"acc": None, "acc_all": 0.0, "acc_all_micro": 0.0, "answered": 0.0,
-                                            "answered_micro": 0.0}
+    assert wrong["acc"] == 0.0 and none == {
+        "acc": None,
+        "acc_all": 0.0,
+        "acc_all_micro": 0.0,
+        "answered": 0.0,
+        "answered_micro": 0.0,
+    }
     assert mq.mean_over_answered([right["acc"], wrong["acc"], none["acc"], 1.0]) == pytest.approx(2 / 3)
     assert str(mq.mean_over_answered([None, None])) == "nan"
 
 
 def test_loglikelihood_scoring_picks_the_most_likely_letter():
     doc = {"correct_position": 2}
-    assert mq.process_results_loglikelihood(doc, [(-3.0, False), (-2.0, False), (-1.5, True)]) == {"acc": 1.0, "acc_micro": 1.0}
+    assert mq.process_results_loglikelihood(doc, [(-3.0, False), (-2.0, False), (-1.5, True)]) == {
+        "acc": 1.0,
+        "acc_micro": 1.0,
+    }
     assert mq.process_results_loglikelihood(doc, [(-1.0, True), (-1.0, False), (-1.5, False)])["acc"] == 0.0
     assert mq.chosen_position([-1.0, -1.0, -2.0]) == 0  # ties go to the first letter
 
@@ -254,14 +327,17 @@ def data_dir_with(tmp_path, shared_data, files):
     return tmp_path
 
 
-@pytest.mark.parametrize("change, message", [
-    (lambda items: items.pop(), "83 items, but _manifest.csv gives 84 for 'triage'"),
-    (lambda items: items[4].update(target=4), r"row 5, field 'target': 4 is not an index into the 4 options"),
-    (lambda items: items[1].update(options=["only one"]), r"row 2, field 'options': expected a list of 2 to 26"),
-    (lambda items: items[2].update(id=items[0]["id"]), r"row 3, field 'id': duplicate id"),
-    (lambda items: items[0].update(question="  "), r"row 1, field 'question': expected a non-empty string"),
-    (lambda items: items[3].pop("target"), r"row 4, field 'target': missing"),
-])
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        (lambda items: items.pop(), "83 items, but _manifest.csv gives 84 for 'triage'"),
+        (lambda items: items[4].update(target=4), r"row 5, field 'target': 4 is not an index into the 4 options"),
+        (lambda items: items[1].update(options=["only one"]), r"row 2, field 'options': expected a list of 2 to 26"),
+        (lambda items: items[2].update(id=items[0]["id"]), r"row 3, field 'id': duplicate id"),
+        (lambda items: items[0].update(question="  "), r"row 1, field 'question': expected a non-empty string"),
+        (lambda items: items[3].pop("target"), r"row 4, field 'target': missing"),
+    ],
+)
 def test_bad_items_are_errors_naming_file_row_and_field(tmp_path, shared_data, change, message):
     items = json.loads((shared_data / "millerqa/curated/triage/triage.json").read_text(encoding="utf-8"))
     change(items)
@@ -273,8 +349,12 @@ def test_bad_items_are_errors_naming_file_row_and_field(tmp_path, shared_data, c
 def test_a_manifest_that_differs_from_the_pinned_release_is_an_error(tmp_path, shared_data):
     data_dir = data_dir_with(tmp_path, shared_data, {})
     manifest = data_dir / "millerqa" / mq.MANIFEST
-    manifest.write_text(manifest.read_text(encoding="utf-8").replace("triage,86,2,84", "triage,86,2,85"), encoding="utf-8")
-    with pytest.raises(DataError, match=r"_manifest.csv, row 22, field 'n_curated': '85' differs from the pinned release"):
+    manifest.write_text(
+        manifest.read_text(encoding="utf-8").replace("triage,86,2,84", "triage,86,2,85"), encoding="utf-8"
+    )
+    with pytest.raises(
+        DataError, match=r"_manifest.csv, row 22, field 'n_curated': '85' differs from the pinned release"
+    ):
         mq.load_benchmark("cupcase", data_dir=str(data_dir))
 
 
@@ -302,8 +382,11 @@ def test_a_training_split_is_refused(shared_data):
 
 def test_offline_without_data_says_how_to_supply_it(monkeypatch, tmp_path):
     monkeypatch.setenv("MEDEVAL_CACHE_DIR", str(tmp_path))
-    with pytest.raises(DataError, match=r"(?s)No data for 'millerqa'.*raw.githubusercontent.com/KatherLab/MillerQA/"
-                                        r"92af60f8eac8b532fe882ae0dcbb701797660be8.*HF_HUB_OFFLINE is set.*data_dir=DIR"):
+    with pytest.raises(
+        DataError,
+        match=r"(?s)No data for 'millerqa'.*raw.githubusercontent.com/KatherLab/MillerQA/"
+        r"92af60f8eac8b532fe882ae0dcbb701797660be8.*HF_HUB_OFFLINE is set.*data_dir=DIR",
+    ):
         mq.load_benchmark("triage")
 
 
@@ -339,10 +422,20 @@ def test_the_pinned_github_copy_is_downloaded_once(github_mirror, shared_data, t
 
 def medbullets_source_rows(n=308):
     """Rows in the LangAGI-Lab/medbullets_op5 format; synthetic text, answer letters in turn."""
-    return [{"question": f"  Synthetic vignette {i}. What next?  ", "opa": f"alpha {i}", "opb": f"beta {i}",
-             "opc": f"gamma {i}", "opd": f"delta {i}", "ope": f"epsilon {i}", "answer_idx": "ABCDE"[i % 5],
-             "answer": f"{['alpha', 'beta', 'gamma', 'delta', 'epsilon'][i % 5]} {i}", "explanation": "x"}
-            for i in range(n)]
+    return [
+        {
+            "question": f"  Synthetic vignette {i}. What next?  ",
+            "opa": f"alpha {i}",
+            "opb": f"beta {i}",
+            "opc": f"gamma {i}",
+            "opd": f"delta {i}",
+            "ope": f"epsilon {i}",
+            "answer_idx": "ABCDE"[i % 5],
+            "answer": f"{['alpha', 'beta', 'gamma', 'delta', 'epsilon'][i % 5]} {i}",
+            "explanation": "x",
+        }
+        for i in range(n)
+    ]
 
 
 def write_csv(rows, path):
@@ -355,13 +448,19 @@ def write_csv(rows, path):
 
 @pytest.fixture
 def medbullets_data_dir(tmp_path, shared_data):
-    files = {f"{release}/medbullets/item_ids.csv": (shared_data / "millerqa" / release / "medbullets/item_ids.csv")
-             .read_text(encoding="utf-8") for release in (mq.CURATED, mq.PRE_QC)}
+    files = {
+        f"{release}/medbullets/item_ids.csv": (
+            shared_data / "millerqa" / release / "medbullets/item_ids.csv"
+        ).read_text(encoding="utf-8")
+        for release in (mq.CURATED, mq.PRE_QC)
+    }
     return data_dir_with(tmp_path / "data", shared_data, files)
 
 
 def test_medbullets_is_absent_with_a_clear_message(shared_data):
-    with pytest.raises(DataError, match="(?s)MedBullets is not redistributed.*millerqa-rebuild-medbullets --source FILE"):
+    with pytest.raises(
+        DataError, match="(?s)MedBullets is not redistributed.*millerqa-rebuild-medbullets --source FILE"
+    ):
         mq.custom_dataset(mq.MEDBULLETS, data_dir=str(shared_data), model_label="m")
 
 
@@ -374,16 +473,23 @@ def test_rebuild_medbullets_from_its_public_source_format(tmp_path, medbullets_d
     assert (len(curated), len(pre_qc)) == (188, 308)
     # curated ids 1, 2, 4, ... are source rows 1, 2, 4, ...; row 4 has answer E (4 % 5)
     assert [i["id"] for i in curated[:3]] == ["1", "2", "4"]
-    assert curated[2] == {"id": "4", "question": "Synthetic vignette 4. What next?",
-                          "options": ["alpha 4", "beta 4", "gamma 4", "delta 4", "epsilon 4"], "target": 4,
-                          "kind": "medbullets_op5"}
+    assert curated[2] == {
+        "id": "4",
+        "question": "Synthetic vignette 4. What next?",
+        "options": ["alpha 4", "beta 4", "gamma 4", "delta 4", "epsilon 4"],
+        "target": 4,
+        "kind": "medbullets_op5",
+    }
 
 
-@pytest.mark.parametrize("change, message", [
-    (lambda rows: rows.pop(), "307 rows; the five-option MedBullets set"),
-    (lambda rows: rows[6].update(answer_idx="F"), r"row 7, field 'answer_idx': 'F' is not one of A-E"),
-    (lambda rows: rows[2].update(answer="beta 9"), r"row 3, field 'answer': 'beta 9' is not option C"),
-])
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        (lambda rows: rows.pop(), "307 rows; the five-option MedBullets set"),
+        (lambda rows: rows[6].update(answer_idx="F"), r"row 7, field 'answer_idx': 'F' is not one of A-E"),
+        (lambda rows: rows[2].update(answer="beta 9"), r"row 3, field 'answer': 'beta 9' is not option C"),
+    ],
+)
 def test_rebuild_checks_the_source(tmp_path, medbullets_data_dir, change, message):
     rows = medbullets_source_rows()
     change(rows)
@@ -398,10 +504,6 @@ def test_rebuild_needs_the_shipped_id_lists(tmp_path, shared_data):
         mq.rebuild_medbullets(source, data_dir_with(tmp_path / "empty", shared_data, {}))
 
 
-def test_generated_task_files_are_up_to_date(tmp_path):
-    folder = REPO / "lm_eval_tasks" / "millerqa"
-    before = {p.name: p.read_text(encoding="utf-8") for p in folder.glob("*.yaml")}
-    subprocess.run([sys.executable, str(folder / "_generate_configs.py")], check=True, capture_output=True)
-    after = {p.name: p.read_text(encoding="utf-8") for p in folder.glob("*.yaml")}
-    assert after == before
-    assert len(before) == 4 * (24 + 5 + 1 + 2)
+def test_every_family_has_its_task_and_group_files():
+    # That they are what _generate_configs.py writes is checked in test_layout.py.
+    assert len(list((REPO / "lm_eval_tasks" / "millerqa").glob("*.yaml"))) == 4 * (24 + 5 + 1 + 2)

@@ -5,25 +5,50 @@ import subprocess
 import sys
 
 import pytest
+from lm_eval_tasks.utils.millerqa import protocol as mq
 
-from lm_eval_tasks.utils import millerqa as mq
 from tests.conftest import logged_messages, read_results, read_samples, run_lm_eval
 
 pytestmark = pytest.mark.slow
 
 
 def report_cli(output_path, out_dir):
-    subprocess.run([sys.executable, "-m", "lm_eval_tasks", "report", str(output_path), "--out", str(out_dir)],
-                   check=True, capture_output=True, text=True)
+    subprocess.run(
+        [sys.executable, "-m", "lm_eval_tasks", "report", str(output_path), "--out", str(out_dir)],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
     return json.loads((out_dir / "report.json").read_text(encoding="utf-8"))["benchmarks"]
 
 
 def test_smollm2_generative_and_loglikelihood_through_the_cli(smollm2_dir, shared_data, tmp_path):
     out = tmp_path / "run"
-    run_lm_eval(["--model", "hf", "--model_args", f"pretrained={smollm2_dir},dtype=bfloat16", "--device", "cpu",
-                 "--tasks", "millerqa_triage,millerqa_ll_triage", "--metadata", f"data_dir={shared_data}",
-                 "--limit", "3", "--apply_chat_template", "--batch_size", "3", "--gen_kwargs", "max_gen_toks=64",
-                 "--log_samples", "--output_path", str(out)], cwd=tmp_path)
+    run_lm_eval(
+        [
+            "--model",
+            "hf",
+            "--model_args",
+            f"pretrained={smollm2_dir},dtype=bfloat16",
+            "--device",
+            "cpu",
+            "--tasks",
+            "millerqa_triage,millerqa_ll_triage",
+            "--metadata",
+            f"data_dir={shared_data}",
+            "--limit",
+            "3",
+            "--apply_chat_template",
+            "--batch_size",
+            "3",
+            "--gen_kwargs",
+            "max_gen_toks=64",
+            "--log_samples",
+            "--output_path",
+            str(out),
+        ],
+        cwd=tmp_path,
+    )
     results = read_results(out)["results"]
     samples = read_samples(out, "millerqa_triage")
     doc = samples[0]["doc"]
@@ -31,8 +56,10 @@ def test_smollm2_generative_and_loglikelihood_through_the_cli(smollm2_dir, share
     assert doc["model_label"] == smollm2_dir.name
     assert doc["permutation"] == mq.permutation(doc["id"], smollm2_dir.name, 4)
     prompt = samples[0]["arguments"]["gen_args_0"]["arg_0"]
-    assert prompt.startswith(f"<|im_start|>system\n{mq.SYSTEM_PROMPT}<|im_end|>\n<|im_start|>user\n"
-                             f"{mq.user_prompt(doc['question'], doc['shuffled_options'])}<|im_end|>")
+    assert prompt.startswith(
+        f"<|im_start|>system\n{mq.SYSTEM_PROMPT}<|im_end|>\n<|im_start|>user\n"
+        f"{mq.user_prompt(doc['question'], doc['shuffled_options'])}<|im_end|>"
+    )
     ll_samples = read_samples(out, "millerqa_ll_triage")
     assert [len(s["filtered_resps"]) for s in ll_samples] == [4, 4, 4]
     report = report_cli(out, tmp_path / "report")
@@ -49,16 +76,34 @@ def test_smollm2_generative_and_loglikelihood_through_the_cli(smollm2_dir, share
 
 def test_local_chat_completions_against_a_real_server(llama_server, shared_data, tmp_path):
     out = tmp_path / "run"
-    run_lm_eval(["--model", "local-chat-completions", "--model_args",
-                 f"model={llama_server.model},base_url={llama_server.chat_completions_url},tokenizer_backend=none",
-                 "--tasks", "millerqa_lhb_legalbench", "--metadata", f"data_dir={shared_data}", "--limit", "2",
-                 "--apply_chat_template", "--gen_kwargs", "max_gen_toks=96", "--log_samples", "--output_path", str(out)],
-                cwd=tmp_path)
+    run_lm_eval(
+        [
+            "--model",
+            "local-chat-completions",
+            "--model_args",
+            f"model={llama_server.model},base_url={llama_server.chat_completions_url},tokenizer_backend=none",
+            "--tasks",
+            "millerqa_lhb_legalbench",
+            "--metadata",
+            f"data_dir={shared_data}",
+            "--limit",
+            "2",
+            "--apply_chat_template",
+            "--gen_kwargs",
+            "max_gen_toks=96",
+            "--log_samples",
+            "--output_path",
+            str(out),
+        ],
+        cwd=tmp_path,
+    )
     samples = read_samples(out, "millerqa_lhb_legalbench")
     messages = logged_messages(samples[0])
     doc = samples[0]["doc"]
     assert doc["model_label"] == llama_server.model
-    assert messages == [{"role": "system", "content": mq.SYSTEM_PROMPT},
-                        {"role": "user", "content": mq.user_prompt(doc["question"], doc["shuffled_options"])}]
+    assert messages == [
+        {"role": "system", "content": mq.SYSTEM_PROMPT},
+        {"role": "user", "content": mq.user_prompt(doc["question"], doc["shuffled_options"])},
+    ]
     assert all(s["filtered_resps"][0].strip() for s in samples)  # the server answered with text
     assert report_cli(out, tmp_path / "report")["millerqa"]["n_items"] == 2

@@ -6,11 +6,12 @@ import pytest
 from lm_eval import simple_evaluate
 from lm_eval.loggers import EvaluationTracker
 from lm_eval.tasks import TaskManager
-
-from lm_eval_tasks import tasks_dir
-from lm_eval_tasks.utils import millerqa as mq
 from lm_eval_tasks.utils import report as report_mod
 from lm_eval_tasks.utils.data import DataError
+from lm_eval_tasks.utils.millerqa import protocol as mq
+
+from lm_eval_tasks import tasks_dir
+from tests.conftest import build_report
 from tests.scripted_lm import ScriptedLM
 
 LABEL = "gpt-4o"
@@ -18,13 +19,22 @@ LEGAL = [f"{code}_legalbench" for code in ("ipi", "lhb", "lhh", "oad", "odr", "o
 
 
 def task_manager(data_dir, **metadata):
-    return TaskManager(include_path=tasks_dir(), include_defaults=False,
-                       metadata={"data_dir": str(data_dir), "model_label": LABEL, **metadata})
+    return TaskManager(
+        include_path=tasks_dir(),
+        include_defaults=False,
+        metadata={"data_dir": str(data_dir), "model_label": LABEL, **metadata},
+    )
 
 
 def evaluate(lm, data_dir, tasks, metadata=None, **kwargs):
-    return simple_evaluate(model=lm, tasks=tasks, task_manager=task_manager(data_dir, **(metadata or {})),
-                           bootstrap_iters=0, log_samples=True, **kwargs)
+    return simple_evaluate(
+        model=lm,
+        tasks=tasks,
+        task_manager=task_manager(data_dir, **(metadata or {})),
+        bootstrap_iters=0,
+        log_samples=True,
+        **kwargs,
+    )
 
 
 def docs(data_dir, benchmark, label=LABEL, release=mq.CURATED):
@@ -35,8 +45,12 @@ def test_every_task_and_group_is_registered():
     names = set(TaskManager(include_path=tasks_dir(), include_defaults=False).all_tasks)
     for family in mq.FAMILIES:
         assert {f"{family.prefix}_{b}" for b in mq.BENCHMARKS} <= names
-        assert {family.prefix, f"{family.prefix}_with_medbullets", f"{family.prefix}_medical_knowledge_with_medbullets",
-                *(f"{family.prefix}_{d}" for d in mq.DIMENSIONS)} <= names
+        assert {
+            family.prefix,
+            f"{family.prefix}_with_medbullets",
+            f"{family.prefix}_medical_knowledge_with_medbullets",
+            *(f"{family.prefix}_{d}" for d in mq.DIMENSIONS),
+        } <= names
     assert "millerqa_tos_legalbench" in names and "millerqa_preqc_cupcase" in names
 
 
@@ -44,8 +58,10 @@ def test_chat_prompt_is_the_authors_system_and_user_message(shared_data):
     lm = ScriptedLM(reply=lambda prompt: "{}")
     evaluate(lm, shared_data, ["millerqa_hle"], limit=2, apply_chat_template=True)
     for prompt, doc in zip(lm.prompts, docs(shared_data, "hle")):
-        assert json.loads(prompt) == [{"role": "system", "content": mq.SYSTEM_PROMPT},
-                                      {"role": "user", "content": mq.user_prompt(doc["question"], doc["shuffled_options"])}]
+        assert json.loads(prompt) == [
+            {"role": "system", "content": mq.SYSTEM_PROMPT},
+            {"role": "user", "content": mq.user_prompt(doc["question"], doc["shuffled_options"])},
+        ]
     assert lm.gen_kwargs[0] == {"until": [], "do_sample": False, "temperature": 0.0, "max_gen_toks": 512}
 
 
@@ -67,29 +83,50 @@ def test_choice_only_withholds_the_question(shared_data):
 def test_the_model_label_comes_from_the_model_arguments(shared_data):
     """lm-eval merges --model_args into the metadata; pretrained=<folder> gives the folder's name."""
     lm = ScriptedLM(reply=lambda prompt: "")
-    tm = TaskManager(include_path=tasks_dir(), include_defaults=False,
-                     metadata={"data_dir": str(shared_data), "pretrained": "/models/llama-3-1-8b/"})
-    out = simple_evaluate(model=lm, tasks=["millerqa_hle"], task_manager=tm, bootstrap_iters=0, log_samples=True,
-                          limit=1)
+    tm = TaskManager(
+        include_path=tasks_dir(),
+        include_defaults=False,
+        metadata={"data_dir": str(shared_data), "pretrained": "/models/llama-3-1-8b/"},
+    )
+    out = simple_evaluate(
+        model=lm, tasks=["millerqa_hle"], task_manager=tm, bootstrap_iters=0, log_samples=True, limit=1
+    )
     doc = out["samples"]["millerqa_hle"][0]["doc"]
     # PROVENANCE test vector: hle id 16 for llama-3-1-8b
-    assert (doc["id"], doc["model_label"], doc["permutation"], doc["correct_letter"]) == \
-        ("16", "llama-3-1-8b", [0, 3, 1, 4, 2], "C")
+    assert (doc["id"], doc["model_label"], doc["permutation"], doc["correct_letter"]) == (
+        "16",
+        "llama-3-1-8b",
+        [0, 3, 1, 4, 2],
+        "C",
+    )
 
 
 # Reply kinds per doc: C correct JSON, W wrong JSON, F fenced correct, K truncated (regex key) correct,
 # N no letter, T unclosed think.
-PATTERNS = {"ipi_legalbench": "CWNCKT", "lhb_legalbench": "CFCFCC", "lhh_legalbench": "WWWWNN", "oad_legalbench": "NNNNNC"}
+PATTERNS = {
+    "ipi_legalbench": "CWNCKT",
+    "lhb_legalbench": "CFCFCC",
+    "lhh_legalbench": "WWWWNN",
+    "oad_legalbench": "NNNNNC",
+}
 DEFAULT_PATTERN = "CWCWCW"
 
 
 def reply_for(doc, kind):
     n = len(doc["shuffled_options"])
     right, wrong = doc["correct_letter"], mq.LETTERS[(doc["correct_position"] + 1) % n]
-    answer = lambda letter: json.dumps({"selected_answer": letter, "explanation": f"because {doc['id']}", "confidence": 80})
-    return {"C": answer(right), "W": answer(wrong), "F": f"```json\n{answer(right)}\n```",
-            "K": f'{{"selected_answer": "{right}", "confidence": 40, "explanation": "trunc', "N": "no idea",
-            "T": f"<think>{answer(right)}"}[kind]
+
+    def answer(letter):
+        return json.dumps({"selected_answer": letter, "explanation": f"because {doc['id']}", "confidence": 80})
+
+    return {
+        "C": answer(right),
+        "W": answer(wrong),
+        "F": f"```json\n{answer(right)}\n```",
+        "K": f'{{"selected_answer": "{right}", "confidence": 40, "explanation": "trunc',
+        "N": "no idea",
+        "T": f"<think>{answer(right)}",
+    }[kind]
 
 
 def scripted_legal_replies(data_dir):
@@ -110,8 +147,12 @@ def legal_run(shared_data):
 def test_scripted_group_run_gives_exact_task_and_group_values(legal_run):
     results = legal_run["results"]
     # (acc over answered, acc_all, answered) per task, worked out from the reply patterns
-    expected = {"ipi_legalbench": (3 / 4, 3 / 6, 4 / 6), "lhb_legalbench": (1.0, 1.0, 1.0),
-                "lhh_legalbench": (0.0, 0.0, 4 / 6), "oad_legalbench": (1.0, 1 / 6, 1 / 6)}
+    expected = {
+        "ipi_legalbench": (3 / 4, 3 / 6, 4 / 6),
+        "lhb_legalbench": (1.0, 1.0, 1.0),
+        "lhh_legalbench": (0.0, 0.0, 4 / 6),
+        "oad_legalbench": (1.0, 1 / 6, 1 / 6),
+    }
     expected |= {b: (0.5, 0.5, 1.0) for b in LEGAL if b not in expected}
     for benchmark, (acc, acc_all, answered) in expected.items():
         row = results[f"millerqa_{benchmark}"]
@@ -164,7 +205,10 @@ def test_the_report_recomputes_the_scripted_run(legal_run, tmp_path):
     assert bench["paper_comparable"]["value"] is None
     for key in ("accuracy_micro", "accuracy_macro", "accuracy_all_micro", "answered"):
         assert bench[key]["low"] <= bench[key]["value"] <= bench[key]["high"]
-    items = [json.loads(line) for line in (tmp_path / "report" / "items_millerqa.jsonl").read_text(encoding="utf-8").splitlines()]
+    items = [
+        json.loads(line)
+        for line in (tmp_path / "report" / "items_millerqa.jsonl").read_text(encoding="utf-8").splitlines()
+    ]
     ipi = [i for i in items if i["benchmark"] == "ipi_legalbench"]
     assert [i["parse_method"] for i in ipi] == ["json", "json", "none", "json", "regex_key", "unclosed_think"]
     assert [i["parse_method"] for i in items if i["benchmark"] == "lhb_legalbench"][:2] == ["json", "fenced"]
@@ -181,8 +225,9 @@ def ll_scores(data_dir, benchmark, favour_correct):
     best = {}
     for i, doc in enumerate(docs(data_dir, benchmark)):
         n = len(doc["shuffled_options"])
-        best[mq.loglikelihood_prompt(doc["question"], doc["shuffled_options"])] = \
+        best[mq.loglikelihood_prompt(doc["question"], doc["shuffled_options"])] = (
             doc["correct_position"] if i in favour_correct else (doc["correct_position"] + 1) % n
+        )
     return lambda context, continuation: -1.0 if mq.LETTERS.index(continuation.strip()) == best[context] else -5.0
 
 
@@ -199,7 +244,7 @@ def test_loglikelihood_variant(shared_data, tmp_path, chat):
     assert out["results"]["millerqa_ll_medcalc"]["acc,none"] == pytest.approx(3 / 4)
     delimiter = "" if chat else " "
     assert sorted({continuation for _, continuation in requests}) == [delimiter + letter for letter in "ABCDE"]
-    report = report_mod.build_report(save_run(out, tmp_path / "run"))["benchmarks"]["millerqa_ll"]
+    report = build_report(save_run(out, tmp_path / "run"))["benchmarks"]["millerqa_ll"]
     assert report["accuracy_micro"]["value"] == pytest.approx(3 / 4) and report["n_invalid"] == 0
 
 
@@ -215,7 +260,9 @@ def test_the_whole_suite_runs_and_reports_every_dimension(shared_data):
 def test_always_a_is_not_rewarded_on_cupcase(shared_data):
     """cupcase lists the correct answer first; after the shuffle answering A scores about chance."""
     lm = ScriptedLM(reply=lambda prompt: '{"selected_answer": "A"}')
-    acc = evaluate(lm, shared_data, ["millerqa_cupcase"], apply_chat_template=True)["results"]["millerqa_cupcase"]["acc,none"]
+    acc = evaluate(lm, shared_data, ["millerqa_cupcase"], apply_chat_template=True)["results"]["millerqa_cupcase"][
+        "acc,none"
+    ]
     expected = sum(d["correct_letter"] == "A" for d in docs(shared_data, "cupcase")) / 700
     assert acc == pytest.approx(expected) and 0.15 < acc < 0.35
 
@@ -242,11 +289,13 @@ def test_the_full_suite_with_a_rebuilt_medbullets(tmp_path, shared_data):
                 (data_dir / "millerqa" / release / source.name).symlink_to(source)
         (data_dir / "millerqa" / release / "medbullets").mkdir()
         (data_dir / "millerqa" / release / "medbullets" / "item_ids.csv").symlink_to(
-            shared_data / "millerqa" / release / "medbullets" / "item_ids.csv")
+            shared_data / "millerqa" / release / "medbullets" / "item_ids.csv"
+        )
     mq.rebuild_medbullets(write_csv(medbullets_source_rows(), tmp_path / "op5.csv"), data_dir)
     lm = ScriptedLM(reply=lambda prompt: '{"selected_answer": "B"}')
-    results = evaluate(lm, data_dir, ["millerqa_medical_knowledge_with_medbullets"], limit=2,
-                       apply_chat_template=True)["results"]
+    results = evaluate(lm, data_dir, ["millerqa_medical_knowledge_with_medbullets"], limit=2, apply_chat_template=True)[
+        "results"
+    ]
     assert results["millerqa_medbullets"]["answered,none"] == 1.0
     preqc = evaluate(lm, data_dir, ["millerqa_preqc_medbullets"], limit=1)["results"]["millerqa_preqc_medbullets"]
     assert preqc["answered,none"] == 1.0

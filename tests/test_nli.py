@@ -9,9 +9,8 @@ from types import SimpleNamespace
 
 import pytest
 import torch
-
+from lm_eval_tasks.utils.factbench.nli import NliUnavailable, NliVerifier, label_names
 from lm_eval_tasks.utils.models import minilm_dir
-from lm_eval_tasks.utils.nli import NliUnavailable, NliVerifier, label_names
 from lm_eval_tasks.utils.openai_client import ChatCache
 
 # A deliberately unusual label order: the code must read it from the config.
@@ -38,8 +37,12 @@ class SegmentModel(torch.nn.Module):
     def forward(self, input_ids, attention_mask, token_type_ids):
         rows = []
         for ids, mask, types in zip(input_ids.tolist(), attention_mask.tolist(), token_type_ids.tolist()):
-            first = self.tokenizer.decode([i for i, m, t in zip(ids, mask, types) if m and t == 0], skip_special_tokens=True)
-            second = self.tokenizer.decode([i for i, m, t in zip(ids, mask, types) if m and t == 1], skip_special_tokens=True)
+            first = self.tokenizer.decode(
+                [i for i, m, t in zip(ids, mask, types) if m and t == 0], skip_special_tokens=True
+            )
+            second = self.tokenizer.decode(
+                [i for i, m, t in zip(ids, mask, types) if m and t == 1], skip_special_tokens=True
+            )
             self.seen.append((first, second))
             label = 0 if f"no {second}" in first else 1 if second in first else 2
             rows.append([4.0 if i == label else 0.0 for i in range(3)])
@@ -54,7 +57,11 @@ def test_premise_is_the_document_and_hypothesis_the_fact(tokenizer):
     assert model.seen == [(document.lower(), "budesonide reduced exacerbations by half.")]
     assert (result.label, result.supported, result.n_windows) == ("entailment", True, 1)
     # the reverse direction (the reference code's) would put the short fact first: not what we send
-    assert result.probabilities["entailment"] > 0.9 and set(result.probabilities) == {"contradiction", "entailment", "neutral"}
+    assert result.probabilities["entailment"] > 0.9 and set(result.probabilities) == {
+        "contradiction",
+        "entailment",
+        "neutral",
+    }
 
 
 def test_label_order_comes_from_the_config(tokenizer):
@@ -70,7 +77,9 @@ def test_long_documents_are_windowed_and_the_best_window_kept(tokenizer):
     verifier = NliVerifier(tokenizer, model, "segment-stub", max_length=48, stride=8, batch_size=3)
     filler = " ".join(f"Sentence {i} reports nothing relevant." for i in range(30))
     document = f"{filler} Aspirin inhibits platelet aggregation. {filler}"
-    results = verifier.check([(document, "aspirin inhibits platelet aggregation"), (filler, "aspirin inhibits platelet aggregation")])
+    results = verifier.check(
+        [(document, "aspirin inhibits platelet aggregation"), (filler, "aspirin inhibits platelet aggregation")]
+    )
     first, second = results
     assert first.n_windows > 5 and 0 < first.window < first.n_windows - 1 and first.supported
     assert second.label == "neutral" and not second.supported

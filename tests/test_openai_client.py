@@ -1,12 +1,13 @@
 """The shared judge client against the real local llama.cpp server (OpenAI-compatible)."""
 
 import pytest
-
 from lm_eval_tasks.utils.models import free_port
 from lm_eval_tasks.utils.openai_client import ChatCache, ChatClient, ChatEndpoint, prompt_hash
 
-QUESTION = [{"role": "system", "content": "Answer with one word."},
-            {"role": "user", "content": "Is aspirin an antiplatelet drug? Answer True or False."}]
+QUESTION = [
+    {"role": "system", "content": "Answer with one word."},
+    {"role": "user", "content": "Is aspirin an antiplatelet drug? Answer True or False."},
+]
 
 
 @pytest.mark.slow
@@ -26,8 +27,9 @@ def test_answers_are_cached_and_a_rerun_makes_no_calls(llama_server, tmp_path):
 
 def test_failures_are_returned_not_scored_and_keys_stay_secret(tmp_path, monkeypatch):
     monkeypatch.setenv("JUDGE_KEY", "sk-very-secret")
-    endpoint = ChatEndpoint(f"http://127.0.0.1:{free_port()}/v1", "judge", api_key_env="JUDGE_KEY",
-                            max_retries=1, timeout=2)
+    endpoint = ChatEndpoint(
+        f"http://127.0.0.1:{free_port()}/v1", "judge", api_key_env="JUDGE_KEY", max_retries=1, timeout=2
+    )
     client = ChatClient(endpoint, ChatCache(tmp_path / "c.sqlite"))
     (result,) = client.complete_many([QUESTION])
     assert result.text is None and not result.ok and "Connection" in result.error

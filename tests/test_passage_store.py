@@ -5,9 +5,8 @@ import subprocess
 import sys
 
 import pytest
-
 from lm_eval_tasks.utils.data import DataError
-from lm_eval_tasks.utils.passage_store import PassageStore, match_query, passages_of
+from lm_eval_tasks.utils.factbench.passage_store import PassageStore, match_query, passages_of
 
 
 @pytest.fixture(scope="module")
@@ -66,7 +65,21 @@ def test_bad_corpus_rows_are_named(tmp_path):
 
 
 def test_index_command(corpus, tmp_path):
-    out = subprocess.run([sys.executable, "-m", "lm_eval_tasks", "factbench-index", str(corpus[0]), "--out",
-                          str(tmp_path / "s.sqlite"), "--passage-words", "200"], check=True, capture_output=True, text=True)
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "lm_eval_tasks",
+            "factbench-index",
+            str(corpus[0]),
+            "--out",
+            str(tmp_path / "s.sqlite"),
+            "--passage-words",
+            "200",
+        ],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
     assert "from 1000 documents" in out.stdout
     assert PassageStore(tmp_path / "s.sqlite").record()["passage_words"] == 200

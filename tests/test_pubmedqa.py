@@ -8,14 +8,14 @@ import time
 from collections import Counter
 
 import pytest
+from lm_eval_tasks.utils import data as data_layer
+from lm_eval_tasks.utils.data import DataError
+from lm_eval_tasks.utils.pubmedqa_atlas import protocol as pubmedqa
 from sklearn.metrics import f1_score
 
-from lm_eval_tasks.utils import data as data_layer
-from lm_eval_tasks.utils import pubmedqa
-from lm_eval_tasks.utils.data import DataError
-
 # The frozen atlas-n100-v1 (sorted). These ids must never change: a change breaks every published n100 number.
-N100_IDS = sorted("""
+N100_IDS = sorted(
+    """
 10158597 10331115 10381996 10456814 10781708 10798511 11138995 11458136 11481599 11862129 12094116 12098035
 12145243 12163782 12380309 12765819 12846929 12848629 14599616 14627582 14631523 14692023 15050326 15488260
 15774570 15841770 16266387 16418930 16769333 16776337 16816043 17054994 17274051 17355582 17598882 17621202
@@ -25,7 +25,8 @@ N100_IDS = sorted("""
 24073931 24352924 24449622 24507422 24666444 24996865 25103647 25521278 25604390 25669733 25725704 25810292
 26163474 26200172 26215326 26471488 26708803 26820719 26923375 26965932 27040842 27281318 28359277 29112560
 7482275 8738894 9465206 9920954
-""".split())
+""".split()
+)
 
 
 @pytest.fixture(scope="module")
@@ -84,7 +85,10 @@ def test_300_word_cut_on_real_items(loaded):
 def test_prompts(loaded):
     doc = {"question": "Q?", "context": "C."}
     assert pubmedqa.zero_shot_prompt(doc) == "Abstract: C.\nQuestion: Q?\nAnswer:"
-    assert pubmedqa.generative_prompt(doc) == "Abstract: C.\nQuestion: Q?\nAnswer the question with yes, no or maybe.\nAnswer:"
+    assert (
+        pubmedqa.generative_prompt(doc)
+        == "Abstract: C.\nQuestion: Q?\nAnswer the question with yes, no or maybe.\nAnswer:"
+    )
     assert pubmedqa.probe_text(doc) == "Question: Q?\nContext: C."
 
 
@@ -95,7 +99,9 @@ def test_n100_ids_are_frozen(loaded):
     n100 = loaded.subset("n100")
     assert sorted(item.pubid for item in n100) == N100_IDS
     assert Counter(item.answer for item in n100) == {"yes": 55, "no": 34, "maybe": 11}
-    assert [item.pubid for item in n100] == sorted(N100_IDS, key=lambda p: hashlib.sha256(f"20261006:{p}".encode()).hexdigest())
+    assert [item.pubid for item in n100] == sorted(
+        N100_IDS, key=lambda p: hashlib.sha256(f"20261006:{p}".encode()).hexdigest()
+    )
 
 
 def test_evaluation_order_mixes_the_answers(loaded):
@@ -104,7 +110,9 @@ def test_evaluation_order_mixes_the_answers(loaded):
     assert [item.answer for item in loaded.test[:276]] == ["yes"] * 276
     full = loaded.subset("full")
     assert sorted(i.pubid for i in full) == sorted(i.pubid for i in loaded.test)
-    assert [i.pubid for i in full] == sorted((i.pubid for i in full), key=lambda p: hashlib.sha256(f"20261006:{p}".encode()).hexdigest())
+    assert [i.pubid for i in full] == sorted(
+        (i.pubid for i in full), key=lambda p: hashlib.sha256(f"20261006:{p}".encode()).hexdigest()
+    )
     assert Counter(item.answer for item in full[:20]) == {"yes": 9, "no": 9, "maybe": 2}
 
 
@@ -117,12 +125,15 @@ def test_n100_is_the_documented_algorithm(loaded):
     assert chosen == set(N100_IDS)
 
 
-@pytest.mark.parametrize("counts, size, expected", [
-    ({"yes": 276, "no": 169, "maybe": 55}, 100, {"yes": 55, "no": 34, "maybe": 11}),  # 55.2, 33.8, 11.0
-    ({"a": 2, "b": 1}, 2, {"a": 1, "b": 1}),  # 1.33, 0.67: the larger remainder wins the seat
-    ({"a": 1, "b": 1}, 1, {"a": 1, "b": 0}),  # equal remainders: the class listed first
-    ({"a": 3, "b": 3, "c": 3}, 9, {"a": 3, "b": 3, "c": 3}),
-])
+@pytest.mark.parametrize(
+    "counts, size, expected",
+    [
+        ({"yes": 276, "no": 169, "maybe": 55}, 100, {"yes": 55, "no": 34, "maybe": 11}),  # 55.2, 33.8, 11.0
+        ({"a": 2, "b": 1}, 2, {"a": 1, "b": 1}),  # 1.33, 0.67: the larger remainder wins the seat
+        ({"a": 1, "b": 1}, 1, {"a": 1, "b": 0}),  # equal remainders: the class listed first
+        ({"a": 3, "b": 3, "c": 3}, 9, {"a": 3, "b": 3, "c": 3}),
+    ],
+)
 def test_largest_remainder_quotas(counts, size, expected):
     assert pubmedqa.largest_remainder_quotas(counts, size) == expected
 
@@ -135,38 +146,44 @@ def test_unknown_subset_is_named(loaded):
 # ----------------------------------------------------------------------------- answers and metrics
 
 
-@pytest.mark.parametrize("lls, label, tied", [
-    ([-1.0, -2.0, -3.0], "yes", False),
-    ([-2.0, -1.0, -3.0], "no", False),
-    ([-3.0, -2.0, -1.0], "maybe", False),
-    ([-1.5, -1.5, -3.0], "yes", True),  # exact tie: yes beats no
-    ([-4.0, -1.5, -1.5], "no", True),  # no beats maybe
-    ([-1.5, -4.0, -1.5], "yes", True),
-    ([float("nan"), -1.0, -2.0], pubmedqa.INVALID, False),
-])
+@pytest.mark.parametrize(
+    "lls, label, tied",
+    [
+        ([-1.0, -2.0, -3.0], "yes", False),
+        ([-2.0, -1.0, -3.0], "no", False),
+        ([-3.0, -2.0, -1.0], "maybe", False),
+        ([-1.5, -1.5, -3.0], "yes", True),  # exact tie: yes beats no
+        ([-4.0, -1.5, -1.5], "no", True),  # no beats maybe
+        ([-1.5, -4.0, -1.5], "yes", True),
+        ([float("nan"), -1.0, -2.0], pubmedqa.INVALID, False),
+    ],
+)
 def test_predicted_label_and_the_tie_rule(lls, label, tied):
     assert pubmedqa.predicted_label(lls) == label
     if label != pubmedqa.INVALID:
         assert pubmedqa.is_tied(lls) is tied
 
 
-@pytest.mark.parametrize("reply, answer", [
-    ("Yes", "yes"),
-    (" no.", "no"),
-    ("Maybe, the evidence is mixed.", "maybe"),
-    ("**Answer:** Yes", "yes"),
-    ("Answer: no", "no"),
-    ("Final answer: maybe", "maybe"),
-    ('"Yes" - the study shows it.', "yes"),
-    ("<think>Could be no.\n\nBut yes.</think>\nNo", "no"),
-    ("Based on the abstract, the answer is yes.", "yes"),
-    ("The answer would be: no", "no"),
-    ("Yesterday was fine.", None),
-    ("Nothing can be said.", None),
-    ("The study found no difference.", None),  # "no" is not stated as the answer
-    ("<think>yes or no", None),  # unclosed think block: no answer
-    ("", None),
-])
+@pytest.mark.parametrize(
+    "reply, answer",
+    [
+        ("Yes", "yes"),
+        (" no.", "no"),
+        ("Maybe, the evidence is mixed.", "maybe"),
+        ("**Answer:** Yes", "yes"),
+        ("Answer: no", "no"),
+        ("Final answer: maybe", "maybe"),
+        ('"Yes" - the study shows it.', "yes"),
+        ("<think>Could be no.\n\nBut yes.</think>\nNo", "no"),
+        ("Based on the abstract, the answer is yes.", "yes"),
+        ("The answer would be: no", "no"),
+        ("Yesterday was fine.", None),
+        ("Nothing can be said.", None),
+        ("The study found no difference.", None),  # "no" is not stated as the answer
+        ("<think>yes or no", None),  # unclosed think block: no answer
+        ("", None),
+    ],
+)
 def test_parse_answer(reply, answer):
     assert pubmedqa.parse_answer(reply) == answer
 
@@ -183,10 +200,16 @@ def test_macro_f1_aggregation_matches_scikit_learn():
 
 def test_process_results():
     doc = {"final_decision": "no"}
-    assert pubmedqa.process_results(doc, [(-2.0, False), (-2.0, True), (-5.0, False)]) == {"acc": 0.0, "macro_f1": ("no", "yes")}
+    assert pubmedqa.process_results(doc, [(-2.0, False), (-2.0, True), (-5.0, False)]) == {
+        "acc": 0.0,
+        "macro_f1": ("no", "yes"),
+    }
     assert pubmedqa.process_generation(doc, ["No."]) == {"acc": 1.0, "macro_f1": ("no", "no"), "parseable": 1.0}
-    assert pubmedqa.process_generation(doc, ["I think so."]) == {"acc": 0.0, "macro_f1": ("no", pubmedqa.INVALID),
-                                                                 "parseable": 0.0}
+    assert pubmedqa.process_generation(doc, ["I think so."]) == {
+        "acc": 0.0,
+        "macro_f1": ("no", pubmedqa.INVALID),
+        "parseable": 0.0,
+    }
 
 
 # ----------------------------------------------------------------------------- data sources and errors
@@ -216,7 +239,9 @@ def test_missing_and_unknown_ids_are_caught(shared_data, tmp_path):
     _, items, truth = copy_data(shared_data, tmp_path / "x")
     dropped = dict(list(truth.items())[1:])
     folder, _, _ = copy_data(shared_data, tmp_path / "y", items, dropped)
-    with pytest.raises(DataError, match=r"test answer counts differ from the published benchmark \(yes: expected 276, found 275\)"):
+    with pytest.raises(
+        DataError, match=r"test answer counts differ from the published benchmark \(yes: expected 276, found 275\)"
+    ):
         pubmedqa.load(str(folder))
     folder, _, _ = copy_data(shared_data, tmp_path / "z", items, {"123": "yes", **truth})
     with pytest.raises(DataError, match=r"row 1: pubid 123 is not an item of"):
@@ -231,12 +256,15 @@ def test_extra_train_item_breaks_the_train_pool_count(shared_data, tmp_path):
         pubmedqa.load(str(folder))
 
 
-@pytest.mark.parametrize("field, value, message", [
-    ("final_decision", "Yes", "field 'final_decision': pubid {p}: 'Yes' is not one of yes, no, maybe"),
-    ("CONTEXTS", [], "field 'CONTEXTS': pubid {p}: expected a non-empty list"),
-    ("CONTEXTS", ["ok", ""], "field 'CONTEXTS': pubid {p}: expected a non-empty list"),
-    ("QUESTION", None, "field 'QUESTION': pubid {p}: expected a non-empty string"),
-])
+@pytest.mark.parametrize(
+    "field, value, message",
+    [
+        ("final_decision", "Yes", "field 'final_decision': pubid {p}: 'Yes' is not one of yes, no, maybe"),
+        ("CONTEXTS", [], "field 'CONTEXTS': pubid {p}: expected a non-empty list"),
+        ("CONTEXTS", ["ok", ""], "field 'CONTEXTS': pubid {p}: expected a non-empty list"),
+        ("QUESTION", None, "field 'QUESTION': pubid {p}: expected a non-empty string"),
+    ],
+)
 def test_bad_items_are_named_by_file_row_and_field(shared_data, tmp_path, field, value, message):
     _, items, truth = copy_data(shared_data, tmp_path / "x")
     pubid = list(items)[4]
@@ -271,9 +299,16 @@ def test_offline_without_local_data_fails_fast_with_instructions(monkeypatch):
 def test_hub_rows_convert_to_the_same_items(loaded):
     # The hub's pqa_labeled layout: pubid (int), question, context{contexts, labels, meshes}, long_answer, final_decision.
     items = {**{i.pubid: i.record for i in loaded.test}, **{i.pubid: i.record for i in loaded.train}}
-    rows = [{"pubid": int(p), "question": r["QUESTION"],
-             "context": {"contexts": r["CONTEXTS"], "labels": r["LABELS"], "meshes": r["MESHES"]},
-             "long_answer": r["LONG_ANSWER"], "final_decision": r["final_decision"]} for p, r in items.items()]
+    rows = [
+        {
+            "pubid": int(p),
+            "question": r["QUESTION"],
+            "context": {"contexts": r["CONTEXTS"], "labels": r["LABELS"], "meshes": r["MESHES"]},
+            "long_answer": r["LONG_ANSWER"],
+            "final_decision": r["final_decision"],
+        }
+        for p, r in items.items()
+    ]
     records = pubmedqa.validate_items(pubmedqa.records_from_hub(rows, "hub"), "hub")
     truth = {i.pubid: i.answer for i in loaded.test}
     from_hub = pubmedqa.split_items(records, "hub", truth, "ids")
@@ -315,8 +350,9 @@ def test_pinned_download_offline_fails_fast(tmp_path, monkeypatch):
     monkeypatch.setenv("MEDEVAL_CACHE_DIR", str(tmp_path))
     start = time.monotonic()
     with pytest.raises(DataError, match=r"HF_HUB_OFFLINE is set"):
-        data_layer.download_pinned_file(pubmedqa.TEST_IDS_URL, tmp_path / "truth.json", "pubmedqa", "layout",
-                                        sha256=pubmedqa.TEST_IDS_SHA256)
+        data_layer.download_pinned_file(
+            pubmedqa.TEST_IDS_URL, tmp_path / "truth.json", "pubmedqa", "layout", sha256=pubmedqa.TEST_IDS_SHA256
+        )
     assert time.monotonic() - start < 2.0
 
 
@@ -332,21 +368,35 @@ def write_pubmedqa_run(folder, tasks):
     """A results file and samples files as lm-eval writes them (log-likelihood pairs as strings)."""
     stamp = "2026-11-29T10-00-00.000000"
     folder.mkdir(parents=True)
-    results = {"configs": {t: {} for t in tasks}, "n-samples": {t: {"original": n, "effective": len(rows)}
-                                                              for t, (n, rows) in tasks.items()},
-               "config": {"model": "hf", "model_args": {"pretrained": "m"}, "limit": None}, "versions": {}}
+    results = {
+        "configs": {t: {} for t in tasks},
+        "n-samples": {t: {"original": n, "effective": len(rows)} for t, (n, rows) in tasks.items()},
+        "config": {"model": "hf", "model_args": {"pretrained": "m"}, "limit": None},
+        "versions": {},
+    }
     (folder / f"results_{stamp}.json").write_text(json.dumps(results))
     for task, (_, rows) in tasks.items():
         with (folder / f"samples_{task}_{stamp}.jsonl").open("w") as handle:
             for i, (gold, lls) in enumerate(rows):
                 pairs = [[str(ll), "False"] for ll in lls]
-                handle.write(json.dumps({"doc_id": i, "doc": {"final_decision": gold}, "doc_hash": f"{task}{i}",
-                                         "filter": "none", "resps": [[p] for p in pairs], "filtered_resps": pairs}) + "\n")
+                handle.write(
+                    json.dumps(
+                        {
+                            "doc_id": i,
+                            "doc": {"final_decision": gold},
+                            "doc_hash": f"{task}{i}",
+                            "filter": "none",
+                            "resps": [[p] for p in pairs],
+                            "filtered_resps": pairs,
+                        }
+                    )
+                    + "\n"
+                )
     return folder
 
 
 def test_report_scores_each_pubmedqa_task_separately(tmp_path):
-    from lm_eval_tasks.utils.report import build_report
+    from tests.conftest import build_report
 
     full = [("yes", [-1, -2, -3]), ("no", [-1, -1, -3]), ("maybe", [-3, -2, -1]), ("no", [-3, -1, -2])]
     n100 = [("yes", [-2, -1, -3]), ("maybe", [-3, -2, -2])]

@@ -5,8 +5,8 @@ import subprocess
 import sys
 
 import pytest
+from lm_eval_tasks.utils.pubmedqa_atlas import protocol as pubmedqa
 
-from lm_eval_tasks.utils import pubmedqa
 from tests.conftest import read_results, run_lm_eval
 
 pytestmark = pytest.mark.slow
@@ -23,15 +23,16 @@ def test_hf_backend_cuts_long_prompts_from_the_left(tiny_model_dir, shared_data)
     max_length = 64
     lm = HFLM(pretrained=str(tiny_model_dir), max_length=max_length, batch_size=1, device="cpu")
     manager = TaskManager(include_path=tasks_dir(), include_defaults=False, metadata={"data_dir": str(shared_data)})
-    out = simple_evaluate(model=lm, tasks=["pubmedqa_atlas"], task_manager=manager, limit=1, bootstrap_iters=0,
-                          log_samples=True)
+    out = simple_evaluate(
+        model=lm, tasks=["pubmedqa_atlas"], task_manager=manager, limit=1, bootstrap_iters=0, log_samples=True
+    )
     sample = out["samples"]["pubmedqa_atlas"][0]
     prompt = pubmedqa.zero_shot_prompt(pubmedqa.load(str(shared_data)).subset("full")[0].doc())
     for (context, continuation), (logged, _) in zip([a for a in sample["arguments"]], sample["filtered_resps"]):
         assert context == prompt
         context_enc, continuation_enc = lm._encode_pair(context, continuation)
         assert len(context_enc) > 10 * max_length  # the prompt really is cut
-        window = (context_enc + continuation_enc)[-(max_length + 1):][:-1]  # the last tokens are kept
+        window = (context_enc + continuation_enc)[-(max_length + 1) :][:-1]  # the last tokens are kept
         with torch.no_grad():
             logprobs = torch.log_softmax(lm.model(torch.tensor([window])).logits[0].float(), dim=-1)
         positions = range(len(window) - len(continuation_enc), len(window))
@@ -41,13 +42,35 @@ def test_hf_backend_cuts_long_prompts_from_the_left(tiny_model_dir, shared_data)
 
 def test_cli_run_then_report_agrees_with_lm_eval(tiny_model_dir, demo_data_dir, tmp_path):
     out = tmp_path / "run"
-    run_lm_eval(["--model", "hf", "--model_args", f"pretrained={tiny_model_dir}", "--device", "cpu",
-                 "--tasks", "pubmedqa_atlas,pubmedqa_atlas_gen", "--metadata", f"data_dir={demo_data_dir}",
-                 "--limit", "6", "--gen_kwargs", "max_gen_toks=8", "--log_samples", "--output_path", str(out)],
-                cwd=tmp_path)
+    run_lm_eval(
+        [
+            "--model",
+            "hf",
+            "--model_args",
+            f"pretrained={tiny_model_dir}",
+            "--device",
+            "cpu",
+            "--tasks",
+            "pubmedqa_atlas,pubmedqa_atlas_gen",
+            "--metadata",
+            f"data_dir={demo_data_dir}",
+            "--limit",
+            "6",
+            "--gen_kwargs",
+            "max_gen_toks=8",
+            "--log_samples",
+            "--output_path",
+            str(out),
+        ],
+        cwd=tmp_path,
+    )
     results = read_results(out)["results"]
-    subprocess.run([sys.executable, "-m", "lm_eval_tasks", "report", str(out), "--out", str(tmp_path / "report")],
-                   check=True, capture_output=True, text=True)
+    subprocess.run(
+        [sys.executable, "-m", "lm_eval_tasks", "report", str(out), "--out", str(tmp_path / "report")],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
     report = json.loads((tmp_path / "report" / "report.json").read_text(encoding="utf-8"))["benchmarks"]
     for task in ("pubmedqa_atlas", "pubmedqa_atlas_gen"):
         bench = report[task]
@@ -56,12 +79,13 @@ def test_cli_run_then_report_agrees_with_lm_eval(tiny_model_dir, demo_data_dir, 
         assert bench["macro_f1"]["value"] == pytest.approx(results[task]["macro_f1,none"])
         assert bench["coverage"]["atlas-full-v1"] == {"expected": 500, "loaded": 500, "scored": 6, "complete": False}
     assert report["pubmedqa_atlas_gen"]["rates"]["parseable"]["value"] == pytest.approx(
-        results["pubmedqa_atlas_gen"]["parseable,none"])
+        results["pubmedqa_atlas_gen"]["parseable,none"]
+    )
 
 
 def test_minilm_probe_beats_always_yes_on_macro_f1(shared_data):
     from lm_eval_tasks.utils.models import minilm_dir
-    from lm_eval_tasks.utils.pubmedqa_probe import run_probe
+    from lm_eval_tasks.utils.pubmedqa_atlas.probe import run_probe
 
     result = run_probe(minilm_dir(), data_dir=str(shared_data))
     assert result["max_length"] == 256 and result["n_train"] == 500 and result["n_test"] == 500

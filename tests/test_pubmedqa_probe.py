@@ -5,16 +5,15 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
+from lm_eval_tasks.utils.pubmedqa_atlas import probe
 
 from lm_eval_tasks.__main__ import main as cli
-from lm_eval_tasks.utils import pubmedqa_probe as probe
 
 
 def test_pooling_uses_only_real_tokens():
     import torch
 
-    hidden = torch.tensor([[[1.0, 2.0], [3.0, 4.0], [100.0, 100.0]],
-                           [[5.0, 6.0], [7.0, 8.0], [9.0, 10.0]]])
+    hidden = torch.tensor([[[1.0, 2.0], [3.0, 4.0], [100.0, 100.0]], [[5.0, 6.0], [7.0, 8.0], [9.0, 10.0]]])
     mask = torch.tensor([[1, 1, 0], [1, 1, 1]])  # the first text has one padding position
     assert probe.pool(hidden, mask, "mean").tolist() == [[2.0, 3.0], [7.0, 8.0]]
     assert probe.pool(hidden, mask, "cls").tolist() == [[1.0, 2.0], [5.0, 6.0]]
@@ -31,7 +30,12 @@ def test_encoder_max_length(tmp_path):
     (tmp_path / "sentence_bert_config.json").unlink()
     assert probe.encoder_max_length(tmp_path, SimpleNamespace(model_max_length=300), config) == 300
     # a tokenizer without a limit (1e30 sentinel, as SmolLM2's): the position limit
-    assert probe.encoder_max_length(tmp_path, SimpleNamespace(model_max_length=1e30), SimpleNamespace(max_position_embeddings=8192)) == 8192
+    assert (
+        probe.encoder_max_length(
+            tmp_path, SimpleNamespace(model_max_length=1e30), SimpleNamespace(max_position_embeddings=8192)
+        )
+        == 8192
+    )
 
 
 def test_head_and_scores_hand_worked():

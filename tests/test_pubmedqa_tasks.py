@@ -5,18 +5,19 @@ import json
 import pytest
 from lm_eval import simple_evaluate
 from lm_eval.tasks import TaskManager
+from lm_eval_tasks.utils.benchmarks import report_specs
+from lm_eval_tasks.utils.pubmedqa_atlas import protocol as pubmedqa
 
 from lm_eval_tasks import tasks_dir
-from lm_eval_tasks.utils import pubmedqa
-from lm_eval_tasks.utils import report as report_mod
 from tests.scripted_lm import ScriptedLM
 
 TASKS = ["pubmedqa_atlas", "pubmedqa_atlas_n100", "pubmedqa_atlas_gen"]
 
 
 def evaluate(lm, data_dir, tasks, include_defaults=False, **kwargs):
-    manager = TaskManager(include_path=tasks_dir(), include_defaults=include_defaults,
-                          metadata={"data_dir": str(data_dir)})
+    manager = TaskManager(
+        include_path=tasks_dir(), include_defaults=include_defaults, metadata={"data_dir": str(data_dir)}
+    )
     return simple_evaluate(model=lm, tasks=tasks, task_manager=manager, bootstrap_iters=0, log_samples=True, **kwargs)
 
 
@@ -49,7 +50,9 @@ def test_plain_prompt_and_continuations(shared_data, loaded):
     lm = ScriptedLM(loglikelihood=lambda ctx, cont: seen.append((ctx, cont)) or 0.0)
     evaluate(lm, shared_data, ["pubmedqa_atlas"], limit=1)
     doc = loaded.subset("full")[0].doc()
-    assert seen == [(f"Abstract: {doc['context']}\nQuestion: {doc['question']}\nAnswer:", f" {c}") for c in ("yes", "no", "maybe")]
+    assert seen == [
+        (f"Abstract: {doc['context']}\nQuestion: {doc['question']}\nAnswer:", f" {c}") for c in ("yes", "no", "maybe")
+    ]
 
 
 def test_chat_template_continuations_have_no_leading_space(shared_data, loaded):
@@ -72,11 +75,18 @@ def scripted_n100(loaded):
     """A hand-worked n100 run (55 yes / 34 no / 11 maybe), by position inside each answer:
     yes: 50 right (3 of them by a yes=no tie), 5 -> no; no: 30 right (2 by a no=maybe tie), 4 -> maybe;
     maybe: 6 right, 5 -> yes."""
-    scores = {"yes": (-1.0, -2.0, -3.0), "no": (-2.0, -1.0, -3.0), "maybe": (-3.0, -2.0, -1.0),
-              "tie_yes_no": (-1.0, -1.0, -3.0), "tie_no_maybe": (-3.0, -1.0, -1.0)}
-    plan = {"yes": ["tie_yes_no"] * 3 + ["yes"] * 47 + ["no"] * 5,
-            "no": ["tie_no_maybe"] * 2 + ["no"] * 28 + ["maybe"] * 4,
-            "maybe": ["maybe"] * 6 + ["yes"] * 5}
+    scores = {
+        "yes": (-1.0, -2.0, -3.0),
+        "no": (-2.0, -1.0, -3.0),
+        "maybe": (-3.0, -2.0, -1.0),
+        "tie_yes_no": (-1.0, -1.0, -3.0),
+        "tie_no_maybe": (-3.0, -1.0, -1.0),
+    }
+    plan = {
+        "yes": ["tie_yes_no"] * 3 + ["yes"] * 47 + ["no"] * 5,
+        "no": ["tie_no_maybe"] * 2 + ["no"] * 28 + ["maybe"] * 4,
+        "maybe": ["maybe"] * 6 + ["yes"] * 5,
+    }
     by_prompt, seen = {}, {"yes": 0, "no": 0, "maybe": 0}
     for item in loaded.subset("n100"):
         by_prompt[pubmedqa.zero_shot_prompt(item.doc())] = scores[plan[item.answer][seen[item.answer]]]
@@ -92,7 +102,9 @@ def test_scripted_run_gives_exact_accuracy_and_macro_f1(shared_data, loaded):
     macro_f1 = (100 / 110 + 60 / 69 + 12 / 21) / 3
     assert result["macro_f1,none"] == pytest.approx(macro_f1)  # 0.7834
     # The report re-scores the logged samples to the same numbers, and counts the ties.
-    items = [pubmedqa.REPORT_SPECS[1].score_sample("pubmedqa_atlas_n100", s) for s in out["samples"]["pubmedqa_atlas_n100"]]
+    items = [
+        pubmedqa.REPORT_SPECS[1].score_sample("pubmedqa_atlas_n100", s) for s in out["samples"]["pubmedqa_atlas_n100"]
+    ]
     assert sum(i.correct for i in items) == 86 and sum(i.extras["tied_top_choice"] for i in items) == 5
     assert pubmedqa.macro_f1_value([i.gold for i in items], [i.pred for i in items]) == pytest.approx(macro_f1)
 
@@ -108,9 +120,15 @@ def test_generative_task_prompt_parse_and_exact_metrics(shared_data, loaded):
     assert result["acc,none"] == pytest.approx(sum(g == p for g, p in zip(golds, preds)) / 5)
     assert result["parseable,none"] == pytest.approx(3 / 5)
     assert result["macro_f1,none"] == pytest.approx(pubmedqa.macro_f1_value(golds, preds))
-    assert json.loads(lm.prompts[0]) == [{"role": "user", "content": pubmedqa.generative_prompt(loaded.subset("full")[0].doc())}]
-    assert lm.gen_kwargs[0] == {"until": ["\nAbstract:", "\nQuestion:"], "do_sample": False, "temperature": 0.0,
-                                "max_gen_toks": 1024}
+    assert json.loads(lm.prompts[0]) == [
+        {"role": "user", "content": pubmedqa.generative_prompt(loaded.subset("full")[0].doc())}
+    ]
+    assert lm.gen_kwargs[0] == {
+        "until": ["\nAbstract:", "\nQuestion:"],
+        "do_sample": False,
+        "temperature": 0.0,
+        "max_gen_toks": 1024,
+    }
 
 
 def test_builtin_pubmedqa_definition_runs_on_the_official_split(shared_data, loaded):
@@ -121,13 +139,22 @@ def test_builtin_pubmedqa_definition_runs_on_the_official_split(shared_data, loa
     assert out["results"]["pubmedqa"]["sample_len"] == 500
     record = loaded.subset("full")[0].record
     # lm-eval's own prompt: every section joined by newlines, no cut
-    assert seen[0] == ("Abstract: " + "\n".join(record["CONTEXTS"]) + f"\nQuestion: {record['QUESTION']}\nAnswer:", " yes")
+    assert seen[0] == (
+        "Abstract: " + "\n".join(record["CONTEXTS"]) + f"\nQuestion: {record['QUESTION']}\nAnswer:",
+        " yes",
+    )
     assert [s["doc"]["pubid"] for s in out["samples"]["pubmedqa"]] == [i.pubid for i in loaded.subset("full")]
 
 
 def test_report_keeps_tasks_apart(shared_data, loaded):
-    owners = {task: [s.name for s in report_mod.benchmark_specs() if s.owns(task)]
-              for task in ["pubmedqa_atlas", "pubmedqa_atlas_n100", "pubmedqa_atlas_gen", "pubmedqa", "medfact_bench_scifact"]}
-    assert owners == {"pubmedqa_atlas": ["pubmedqa_atlas"], "pubmedqa_atlas_n100": ["pubmedqa_atlas_n100"],
-                      "pubmedqa_atlas_gen": ["pubmedqa_atlas_gen"], "pubmedqa": ["pubmedqa_lm_eval_builtin"],
-                      "medfact_bench_scifact": ["medfact_bench"]}
+    owners = {
+        task: [s.name for s in report_specs() if s.owns(task)]
+        for task in ["pubmedqa_atlas", "pubmedqa_atlas_n100", "pubmedqa_atlas_gen", "pubmedqa", "medfact_bench_scifact"]
+    }
+    assert owners == {
+        "pubmedqa_atlas": ["pubmedqa_atlas"],
+        "pubmedqa_atlas_n100": ["pubmedqa_atlas_n100"],
+        "pubmedqa_atlas_gen": ["pubmedqa_atlas_gen"],
+        "pubmedqa": ["pubmedqa_lm_eval_builtin"],
+        "medfact_bench_scifact": ["medfact_bench"],
+    }

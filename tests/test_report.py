@@ -1,16 +1,23 @@
 import json
 
 import pytest
-
-from lm_eval_tasks.__main__ import main as cli
 from lm_eval_tasks.utils import report as report_mod
 from lm_eval_tasks.utils.data import DataError
+from lm_eval_tasks.utils.redaction import redact
+from lm_eval_tasks.utils.runs import Run, load_run
+
+from lm_eval_tasks.__main__ import main as cli
+from tests.conftest import build_report
 
 STAMP = "2026-11-29T10-00-00.000000"
 STRICT = "<think>reason</think><score>{}</score>"
 # (gold, reply) per task; hand-worked expectations in the test below.
-SCIFACT = [("SUPPORT", STRICT.format(2)), ("NEI", STRICT.format(0)), ("CONTRADICT", STRICT.format(1)),
-           ("SUPPORT", "I cannot decide.")]
+SCIFACT = [
+    ("SUPPORT", STRICT.format(2)),
+    ("NEI", STRICT.format(0)),
+    ("CONTRADICT", STRICT.format(1)),
+    ("SUPPORT", "I cannot decide."),
+]
 HEALTHVER = [("NEI", STRICT.format(-2)), ("CONTRADICT", "<score>-1</score>"), ("CONTRADICT", STRICT.format(-2))]
 
 
@@ -18,30 +25,47 @@ def write_run(folder, tasks, model_args=None, n_original=None):
     folder.mkdir(parents=True, exist_ok=True)
     results = {
         "configs": {task: {} for task in tasks},
-        "n-samples": {task: {"original": (n_original or {}).get(task, len(rows)), "effective": len(rows)}
-                      for task, rows in tasks.items()},
+        "n-samples": {
+            task: {"original": (n_original or {}).get(task, len(rows)), "effective": len(rows)}
+            for task, rows in tasks.items()
+        },
         "config": {"model": "hf", "model_args": model_args or {"pretrained": "m"}, "limit": None},
-        "lm_eval_version": "0.4.13", "chat_template_sha": "abc", "versions": {t: 1.0 for t in tasks},
+        "lm_eval_version": "0.4.13",
+        "chat_template_sha": "abc",
+        "versions": {t: 1.0 for t in tasks},
     }
     (folder / f"results_{STAMP}.json").write_text(json.dumps(results), encoding="utf-8")
     for task, rows in tasks.items():
         component = {"medfact_bench_scifact": "scifact", "medfact_bench_healthver": "healthver"}[task]
         with (folder / f"samples_{task}_{STAMP}.jsonl").open("w", encoding="utf-8") as handle:
             for i, (gold, reply) in enumerate(rows):
-                handle.write(json.dumps({"doc_id": i, "doc": {"dataset": component, "label": gold},
-                                         "doc_hash": f"{task}-{i}", "filter": "none", "resps": [[reply]],
-                                         "filtered_resps": [reply]}) + "\n")
+                handle.write(
+                    json.dumps(
+                        {
+                            "doc_id": i,
+                            "doc": {"dataset": component, "label": gold},
+                            "doc_hash": f"{task}-{i}",
+                            "filter": "none",
+                            "resps": [[reply]],
+                            "filtered_resps": [reply],
+                        }
+                    )
+                    + "\n"
+                )
     return folder
 
 
 @pytest.fixture
 def run_dir(tmp_path):
-    return write_run(tmp_path / "run" / "model", {"medfact_bench_scifact": SCIFACT, "medfact_bench_healthver": HEALTHVER},
-                     n_original={"medfact_bench_scifact": 340, "medfact_bench_healthver": 1823})
+    return write_run(
+        tmp_path / "run" / "model",
+        {"medfact_bench_scifact": SCIFACT, "medfact_bench_healthver": HEALTHVER},
+        n_original={"medfact_bench_scifact": 340, "medfact_bench_healthver": 1823},
+    )
 
 
 def test_hand_worked_medfact_report(run_dir):
-    bench = report_mod.build_report(run_dir.parent)["benchmarks"]["medfact_bench"]
+    bench = build_report(run_dir.parent)["benchmarks"]["medfact_bench"]
     # scifact: SUPPORT ok, NEI ok, CONTRADICT->SUPPORT, SUPPORT->INVALID: 2/4
     # healthver: NEI->CONTRADICT, CONTRADICT ok, CONTRADICT ok: 2/3
     assert bench["n_items"] == 7 and bench["n_invalid"] == 1
@@ -51,9 +75,11 @@ def test_hand_worked_medfact_report(run_dir):
     assert bench["components"]["healthver"]["accuracy"]["value"] == pytest.approx(2 / 3)
     assert bench["rates"]["parseable_score"]["value"] == pytest.approx(6 / 7)
     assert bench["rates"]["strict_format"]["value"] == pytest.approx(5 / 7)
-    assert bench["confusion_matrix"] == {"gold": ["SUPPORT", "NEI", "CONTRADICT"],
-                                         "predicted": ["SUPPORT", "NEI", "CONTRADICT", "INVALID"],
-                                         "counts": [[1, 0, 0, 1], [0, 1, 1, 0], [1, 0, 2, 0]]}
+    assert bench["confusion_matrix"] == {
+        "gold": ["SUPPORT", "NEI", "CONTRADICT"],
+        "predicted": ["SUPPORT", "NEI", "CONTRADICT", "INVALID"],
+        "counts": [[1, 0, 0, 1], [0, 1, 1, 0], [1, 0, 2, 0]],
+    }
     assert bench["per_class"]["SUPPORT"] == {"precision": 0.5, "recall": 0.5, "f1": 0.5, "support": 2}
     assert bench["macro_f1"]["value"] == pytest.approx((0.5 + 2 / 3 + 2 / 3) / 3)
     for key in ("accuracy_micro", "accuracy_macro", "macro_f1"):
@@ -95,46 +121,54 @@ def test_sample_that_cannot_be_scored_is_named(run_dir):
     rows[1] = json.dumps(broken)
     samples.write_text("\n".join(rows) + "\n", encoding="utf-8")
     with pytest.raises(DataError, match=r"samples_medfact_bench_scifact_.*\.jsonl, line 2: cannot score"):
-        report_mod.build_report(run_dir)
+        build_report(run_dir)
 
 
 def test_missing_samples_file_asks_for_log_samples(run_dir):
     (run_dir / f"samples_medfact_bench_scifact_{STAMP}.jsonl").unlink()
     with pytest.raises(DataError, match="--log_samples"):
-        report_mod.build_report(run_dir)
+        build_report(run_dir)
 
 
 def test_full_coverage_gives_the_paper_comparable_number(tmp_path):
     from dataclasses import replace
 
-    from lm_eval_tasks.utils import medfact
+    from lm_eval_tasks.utils.medfact_bench import protocol as medfact
 
-    spec = replace(medfact.REPORT_SPEC, expected_counts={"scifact": 4, "healthver": 3})
-    run = report_mod.load_run(write_run(tmp_path, {"medfact_bench_scifact": SCIFACT, "medfact_bench_healthver": HEALTHVER}))
+    spec = replace(medfact.REPORT_SPECS[0], expected_counts={"scifact": 4, "healthver": 3})
+    run = load_run(write_run(tmp_path, {"medfact_bench_scifact": SCIFACT, "medfact_bench_healthver": HEALTHVER}))
     bench = report_mod.benchmark_report(report_mod.score_run(run, spec), spec, run)
     assert bench["full_coverage"] is True
     assert bench["paper_comparable"]["value"] == pytest.approx((2 / 4 + 2 / 3) / 2)
 
 
 def test_credentials_never_reach_the_report(tmp_path):
-    folder = write_run(tmp_path, {"medfact_bench_scifact": SCIFACT},
-                       model_args={"model": "gpt", "api_key": "sk-secret", "base_url": "http://x"})
-    text = json.dumps(report_mod.build_report(folder))
+    folder = write_run(
+        tmp_path,
+        {"medfact_bench_scifact": SCIFACT},
+        model_args={"model": "gpt", "api_key": "sk-secret", "base_url": "http://x"},
+    )
+    text = json.dumps(build_report(folder))
     assert "sk-secret" not in text and '"api_key": "***"' in text
-    assert report_mod.redact("model=x,api_key=sk-1,header=Bearer y") == "model=x,api_key=***,header=***"
-    assert report_mod.redact("auth_token=t,tokenizer_backend=none") == "auth_token=***,tokenizer_backend=none"
+    assert redact("model=x,api_key=sk-1,header=Bearer y") == "model=x,api_key=***,header=***"
+    assert redact("auth_token=t,tokenizer_backend=none") == "auth_token=***,tokenizer_backend=none"
 
 
-@pytest.mark.parametrize("logged, applied", [({"chat_template": "{% for m in messages %}", "chat_template_sha": "ab"}, True),
-                                             ({"chat_template": "", "chat_template_sha": None}, True),  # chat APIs
-                                             ({"chat_template": None, "chat_template_sha": None}, False)])
+@pytest.mark.parametrize(
+    "logged, applied",
+    [
+        ({"chat_template": "{% for m in messages %}", "chat_template_sha": "ab"}, True),
+        ({"chat_template": "", "chat_template_sha": None}, True),  # chat APIs
+        ({"chat_template": None, "chat_template_sha": None}, False),
+    ],
+)
 def test_chat_template_use_is_read_for_every_backend(tmp_path, logged, applied):
     folder = write_run(tmp_path, {"medfact_bench_scifact": SCIFACT})
     results_file = next(folder.glob("results_*.json"))
     results = json.loads(results_file.read_text(encoding="utf-8"))
     results.update(logged)
     results_file.write_text(json.dumps(results), encoding="utf-8")
-    assert report_mod.build_report(folder)["run"]["chat_template_applied"] is applied
+    assert build_report(folder)["run"]["chat_template_applied"] is applied
 
 
 def test_paired_comparison_of_two_runs(tmp_path):
@@ -150,21 +184,37 @@ def test_paired_comparison_of_two_runs(tmp_path):
 
 def test_accuracy_over_answered_items_with_component_groups(tmp_path):
     """The generic options a benchmark such as MillerQA uses, on hand-worked items."""
-    from lm_eval_tasks.utils.report import INVALID, BenchmarkSpec, ScoredItem
+    from lm_eval_tasks.utils.scoring import INVALID, AccuracyOver, BenchmarkSpec, ScoredItem
 
     def item(component, i, pred, correct):
-        return ScoredItem(task=f"bench_{component}", doc_id=i, doc_hash=f"{component}{i}", component=component, gold="1",
-                          pred=pred, correct=correct, details={"n": i})
+        return ScoredItem(
+            task=f"bench_{component}",
+            doc_id=i,
+            doc_hash=f"{component}{i}",
+            component=component,
+            gold="1",
+            pred=pred,
+            correct=correct,
+            details={"n": i},
+        )
 
     # a: 2 of 3 answered, 1 correct; b: 4 of 4 answered, 3 correct; c: nothing answered
-    items = ([item("a", 0, "1", 1.0), item("a", 1, "0", 0.0), item("a", 2, INVALID, 0.0)]
-             + [item("b", i, "1" if i < 3 else "2", float(i < 3)) for i in range(4)]
-             + [item("c", 0, INVALID, 0.0)])
-    spec = BenchmarkSpec(name="bench", title="Bench", task_prefix="bench", score_sample=None,
-                         expected_counts={"a": 3, "b": 4, "c": 1}, accuracy_over="answered",
-                         component_groups={"first two": ("a", "b"), "only c": ("c",), "absent": ("z",)},
-                         task_names=frozenset({"bench_a", "bench_b", "bench_c"}))
-    run = report_mod.Run(tmp_path / "results.json", {"n-samples": {}}, {}, {})
+    items = (
+        [item("a", 0, "1", 1.0), item("a", 1, "0", 0.0), item("a", 2, INVALID, 0.0)]
+        + [item("b", i, "1" if i < 3 else "2", float(i < 3)) for i in range(4)]
+        + [item("c", 0, INVALID, 0.0)]
+    )
+    spec = BenchmarkSpec(
+        name="bench",
+        title="Bench",
+        task_prefix="bench",
+        score_sample=None,
+        expected_counts={"a": 3, "b": 4, "c": 1},
+        accuracy_over=AccuracyOver.ANSWERED,
+        component_groups={"first two": ("a", "b"), "only c": ("c",), "absent": ("z",)},
+        task_names=frozenset({"bench_a", "bench_b", "bench_c"}),
+    )
+    run = Run(tmp_path / "results.json", {"n-samples": {}}, {}, {})
     bench = report_mod.benchmark_report(items, spec, run)
     assert bench["accuracy_micro"]["value"] == pytest.approx(4 / 6)  # pooled over the 6 answered items
     assert bench["accuracy_macro"]["value"] == pytest.approx((1 / 2 + 3 / 4) / 2)  # c has no answered item
@@ -179,16 +229,27 @@ def test_accuracy_over_answered_items_with_component_groups(tmp_path):
     assert groups["only c"]["accuracy_micro"] is None and groups["only c"]["answered"]["value"] == 0.0
     assert "absent" not in groups
     assert spec.owns("bench_a") and not spec.owns("bench_z")
-    markdown = report_mod.to_markdown({"run": {"model": "m", "model_args": {}, "chat_template_applied": True, "limit": None,
-                                               "lm_eval_version": "0.4.13", "results_file": "r"},
-                                       "bootstrap": {"n_resamples": 1000, "seed": 1234},
-                                       "benchmarks": {"bench": bench}, "unreported_tasks": []})
+    markdown = report_mod.to_markdown(
+        {
+            "run": {
+                "model": "m",
+                "model_args": {},
+                "chat_template_applied": True,
+                "limit": None,
+                "lm_eval_version": "0.4.13",
+                "results_file": "r",
+            },
+            "bootstrap": {"n_resamples": 1000, "seed": 1234},
+            "benchmarks": {"bench": bench},
+            "unreported_tasks": [],
+        }
+    )
     assert "| c | 1 | - | 1 | yes | n/a | 0.000 [0.000, 0.000] | 0.000 [0.000, 0.000] |" in markdown
     assert "| first two | a, b | 7 | 0.625 [" in markdown
 
 
 def test_medfact_report_has_no_answered_only_fields(run_dir):
-    bench = report_mod.build_report(run_dir.parent)["benchmarks"]["medfact_bench"]
+    bench = build_report(run_dir.parent)["benchmarks"]["medfact_bench"]
     assert bench["accuracy_over"] == "all"
     assert "accuracy_all_micro" not in bench and "answered" not in bench and "component_groups" not in bench
     assert set(bench["components"]["scifact"]) == {"n", "accuracy", "parseable_score", "strict_format"}

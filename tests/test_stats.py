@@ -3,9 +3,8 @@ from collections import Counter
 
 import numpy as np
 import pytest
-from sklearn.metrics import f1_score, precision_recall_fscore_support
-
 from lm_eval_tasks.utils import stats
+from sklearn.metrics import f1_score, precision_recall_fscore_support
 
 
 def test_constant_scores_have_a_degenerate_interval():
@@ -63,9 +62,9 @@ def test_macro_f1_and_per_class_agree_with_scikit_learn():
     matrix = stats.confusion_matrix(gold, pred, labels, labels + ["INVALID"])
     p, r, f, s = precision_recall_fscore_support(gold, pred, labels=labels, zero_division=0)
     ours = stats.per_class_scores(matrix, labels)
-    assert [ours[l]["precision"] for l in labels] == pytest.approx(list(p))
-    assert [ours[l]["recall"] for l in labels] == pytest.approx(list(r))
-    assert [ours[l]["f1"] for l in labels] == pytest.approx(list(f))
+    assert [ours[label]["precision"] for label in labels] == pytest.approx(list(p))
+    assert [ours[label]["recall"] for label in labels] == pytest.approx(list(r))
+    assert [ours[label]["f1"] for label in labels] == pytest.approx(list(f))
 
 
 def test_always_one_class_macro_f1():
@@ -77,7 +76,7 @@ def test_always_one_class_macro_f1():
 
 
 def test_mcnemar_exact_values():
-    assert stats.mcnemar_exact(5, 0) == pytest.approx(2 * 0.5 ** 5)
+    assert stats.mcnemar_exact(5, 0) == pytest.approx(2 * 0.5**5)
     assert stats.mcnemar_exact(3, 3) == pytest.approx(1.0)
     assert stats.mcnemar_exact(0, 0) == 1.0
     # binomial two-sided for 8 vs 2 of 10: 2 * P(X <= 2) = 2 * (1 + 10 + 45) / 1024
@@ -86,8 +85,9 @@ def test_mcnemar_exact_values():
 
 def test_paired_comparison_of_identical_runs_is_null():
     values = [1.0, 0.0, 1.0, 1.0] * 25
-    result = stats.paired_comparison(stats.mean_of(values), stats.mean_of(values), 100,
-                                     binary_a=values, binary_b=values)
+    result = stats.paired_comparison(
+        stats.mean_of(values), stats.mean_of(values), 100, binary_a=values, binary_b=values
+    )
     assert (result.difference.value, result.difference.low, result.difference.high) == (0.0, 0.0, 0.0)
     assert result.p_value == 1.0 and result.mcnemar_p_value == 1.0
     assert (result.a_only_correct, result.b_only_correct) == (0, 0)
@@ -100,7 +100,7 @@ def test_paired_comparison_detects_a_clear_difference():
     assert result.difference.value == pytest.approx(0.3)
     assert result.difference.low > 0.15 and result.p_value < 0.01
     assert (result.a_only_correct, result.b_only_correct) == (30, 0)
-    assert result.mcnemar_p_value == pytest.approx(2 * 0.5 ** 30)
+    assert result.mcnemar_p_value == pytest.approx(2 * 0.5**30)
 
 
 def test_zero_items_is_an_error():

@@ -139,8 +139,9 @@ def load_hub_rows(hub: HubDataset, benchmark: str, expected_layout: str) -> tupl
     return [dict(row) for row in ds], hub.label
 
 
-def download_hub_file(repo_id: str, filename: str, revision: str, benchmark: str, expected_layout: str,
-                      repo_type: str = "dataset") -> Path:
+def download_hub_file(
+    repo_id: str, filename: str, revision: str, benchmark: str, expected_layout: str, repo_type: str = "dataset"
+) -> Path:
     """One file of a pinned hub repository, through the local hub cache."""
     label = f"hf://{repo_type}s/{repo_id}@{revision}/{filename}"
     reason = hub_unreachable_reason()
@@ -154,8 +155,14 @@ def download_hub_file(repo_id: str, filename: str, revision: str, benchmark: str
         raise no_data_error(benchmark, label, expected_layout, f"{exc.__class__.__name__}: {exc}") from exc
 
 
-def download_pinned_file(url: str, target: str | os.PathLike, benchmark: str, expected_layout: str,
-                         sha256: str | None = None, timeout: float = 60.0) -> Path:
+def download_pinned_file(
+    url: str,
+    target: str | os.PathLike,
+    benchmark: str,
+    expected_layout: str,
+    sha256: str | None = None,
+    timeout: float = 60.0,
+) -> Path:
     """``target``, downloaded once from ``url`` (an immutable, commit-pinned address).
 
     For sources outside the hub (e.g. a GitHub raw file at a fixed commit). With ``sha256`` the
@@ -165,7 +172,6 @@ def download_pinned_file(url: str, target: str | os.PathLike, benchmark: str, ex
     how-to-supply-data message.
     """
     import hashlib
-    import tempfile
     import urllib.request
 
     target = Path(target)
@@ -181,12 +187,9 @@ def download_pinned_file(url: str, target: str | os.PathLike, benchmark: str, ex
         raise no_data_error(benchmark, url, expected_layout, f"{exc.__class__.__name__}: {exc}") from exc
     if sha256 is not None and (digest := hashlib.sha256(content).hexdigest()) != sha256:
         raise DataError(f"{url}: sha256 {digest} differs from the pinned {sha256}; the file is not used.")
-    target.parent.mkdir(parents=True, exist_ok=True)
-    handle, temp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
-    with os.fdopen(handle, "wb") as stream:
-        stream.write(content)
-    os.replace(temp, target)
-    return target
+    from .files import write_file_atomically
+
+    return write_file_atomically(target, content)
 
 
 def single_table_file(folder: Path, benchmark: str, columns: Sequence[str]) -> Path:
@@ -206,8 +209,9 @@ def single_table_file(folder: Path, benchmark: str, columns: Sequence[str]) -> P
 # ----------------------------------------------------------------------------- reading files
 
 
-def read_table(path: str | os.PathLike, *, delimiter: str | None = None,
-               fieldnames: Sequence[str] | None = None) -> list[dict[str, Any]]:
+def read_table(
+    path: str | os.PathLike, *, delimiter: str | None = None, fieldnames: Sequence[str] | None = None
+) -> list[dict[str, Any]]:
     """Rows of a Parquet, JSONL, JSON (array of objects) or CSV/TSV file, values as stored.
 
     CSV/TSV cells are always strings (quoted fields and embedded newlines handled by the csv
@@ -321,17 +325,24 @@ def require_single_value(rows: Sequence[Mapping[str, Any]], field: str, source: 
     first = rows[0][field]
     for number, row in enumerate(rows, start=1):
         if row[field] != first:
-            raise row_error(source, number, field, "differs from row 1; the benchmark uses one identical value on every row")
+            raise row_error(
+                source, number, field, "differs from row 1; the benchmark uses one identical value on every row"
+            )
     return first
 
 
 def count_mismatches(observed: Mapping[str, int], expected: Mapping[str, int]) -> dict[str, tuple[int, int]]:
     """``{key: (expected, observed)}`` for every key whose count differs."""
-    return {k: (expected.get(k, 0), observed.get(k, 0))
-            for k in sorted(set(expected) | set(observed)) if expected.get(k, 0) != observed.get(k, 0)}
+    return {
+        k: (expected.get(k, 0), observed.get(k, 0))
+        for k in sorted(set(expected) | set(observed))
+        if expected.get(k, 0) != observed.get(k, 0)
+    }
 
 
-def require_counts(observed: Mapping[str, int] | Counter, expected: Mapping[str, int], source: str | Path, what: str) -> None:
+def require_counts(
+    observed: Mapping[str, int] | Counter, expected: Mapping[str, int], source: str | Path, what: str
+) -> None:
     mismatches = count_mismatches(observed, expected)
     if mismatches:
         detail = "; ".join(f"{k}: expected {e}, found {o}" for k, (e, o) in mismatches.items())

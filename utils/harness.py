@@ -22,18 +22,30 @@ class SystemPromptTask(ConfigurableTask):
         # lm-eval hands a `class:` task its whole YAML, including the `class` key TaskConfig rejects.
         super().__init__(config={k: v for k, v in (config or {}).items() if k != "class"}, **kwargs)
 
-    def fewshot_context(self, doc, num_fewshot, system_instruction=None, apply_chat_template=False,
-                        fewshot_as_multiturn=False, chat_template=None, gen_prefix=None):
+    def fewshot_context(
+        self,
+        doc,
+        num_fewshot,
+        system_instruction=None,
+        apply_chat_template=False,
+        fewshot_as_multiturn=False,
+        chat_template=None,
+        gen_prefix=None,
+    ):
         prompt = super().fewshot_context(
-            doc, num_fewshot=num_fewshot, system_instruction=system_instruction,
-            apply_chat_template=apply_chat_template, fewshot_as_multiturn=fewshot_as_multiturn,
-            chat_template=chat_template, gen_prefix=gen_prefix,
+            doc,
+            num_fewshot=num_fewshot,
+            system_instruction=system_instruction,
+            apply_chat_template=apply_chat_template,
+            fewshot_as_multiturn=fewshot_as_multiturn,
+            chat_template=chat_template,
+            gen_prefix=gen_prefix,
         )
         if apply_chat_template and chat_template:
             return prompt
         description = self.resolve_field(doc, self.config.description) or ""
         system = maybe_delimit(system_instruction, description, self.config.fewshot_delimiter)
-        rest = prompt[len(system):]
+        rest = prompt[len(system) :]
         if system and prompt.startswith(system) and rest and requires_delimiter(system, rest):
             return system + PLAIN_TEXT_SYSTEM_SEPARATOR + rest
         return prompt

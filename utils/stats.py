@@ -8,7 +8,7 @@ a gold answer) keeps its size in every resample, as the benchmarks' designs fix 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 
 import numpy as np
@@ -76,8 +76,14 @@ def _interval(samples: np.ndarray, confidence: float) -> tuple[float, float]:
     return float(low), float(high)
 
 
-def bootstrap(statistic: Statistic, n: int, strata: Sequence[Hashable] | None = None,
-              n_resamples: int = N_RESAMPLES, seed: int = SEED, confidence: float = CONFIDENCE) -> Estimate:
+def bootstrap(
+    statistic: Statistic,
+    n: int,
+    strata: Sequence[Hashable] | None = None,
+    n_resamples: int = N_RESAMPLES,
+    seed: int = SEED,
+    confidence: float = CONFIDENCE,
+) -> Estimate:
     """``statistic`` on all ``n`` items, with a stratified percentile bootstrap CI."""
     if n == 0:
         raise ValueError("cannot estimate a statistic over zero items")
@@ -87,17 +93,25 @@ def bootstrap(statistic: Statistic, n: int, strata: Sequence[Hashable] | None = 
     return Estimate(value, low, high, n, confidence, n_resamples, seed)
 
 
-def paired_comparison(statistic_a: Statistic, statistic_b: Statistic, n: int,
-                      strata: Sequence[Hashable] | None = None, binary_a: Sequence[float] | None = None,
-                      binary_b: Sequence[float] | None = None, n_resamples: int = N_RESAMPLES, seed: int = SEED,
-                      confidence: float = CONFIDENCE) -> PairedComparison:
+def paired_comparison(
+    statistic_a: Statistic,
+    statistic_b: Statistic,
+    n: int,
+    strata: Sequence[Hashable] | None = None,
+    binary_a: Sequence[float] | None = None,
+    binary_b: Sequence[float] | None = None,
+    n_resamples: int = N_RESAMPLES,
+    seed: int = SEED,
+    confidence: float = CONFIDENCE,
+) -> PairedComparison:
     """A minus B, both statistics evaluated on the same resampled items.
 
     ``binary_a``/``binary_b`` (per-item 0/1 correctness, aligned) add the exact McNemar test.
     """
     value = float(statistic_a(np.arange(n)) - statistic_b(np.arange(n)))
-    diffs = np.fromiter((statistic_a(idx) - statistic_b(idx) for idx in resamples(strata, n, n_resamples, seed)),
-                        float, n_resamples)
+    diffs = np.fromiter(
+        (statistic_a(idx) - statistic_b(idx) for idx in resamples(strata, n, n_resamples, seed)), float, n_resamples
+    )
     low, high = _interval(diffs, confidence)
     p_value = float(min(1.0, 2.0 * min(np.mean(diffs <= 0.0), np.mean(diffs >= 0.0))))
     mcnemar = a_only = b_only = None
@@ -105,7 +119,9 @@ def paired_comparison(statistic_a: Statistic, statistic_b: Statistic, n: int,
         a, b = np.asarray(binary_a, dtype=bool), np.asarray(binary_b, dtype=bool)
         a_only, b_only = int(np.sum(a & ~b)), int(np.sum(~a & b))
         mcnemar = mcnemar_exact(a_only, b_only)
-    return PairedComparison(Estimate(value, low, high, n, confidence, n_resamples, seed), p_value, mcnemar, a_only, b_only)
+    return PairedComparison(
+        Estimate(value, low, high, n, confidence, n_resamples, seed), p_value, mcnemar, a_only, b_only
+    )
 
 
 def mcnemar_exact(a_only: int, b_only: int) -> float:
@@ -147,8 +163,9 @@ def _codes(labels: Sequence[Hashable]) -> tuple[np.ndarray, int]:
     return codes, len(order)
 
 
-def confusion_matrix(gold: Sequence[str], pred: Sequence[str], gold_labels: Sequence[str],
-                     pred_labels: Sequence[str]) -> np.ndarray:
+def confusion_matrix(
+    gold: Sequence[str], pred: Sequence[str], gold_labels: Sequence[str], pred_labels: Sequence[str]
+) -> np.ndarray:
     """Counts with rows = gold labels, columns = predicted labels (which may add e.g. INVALID)."""
     row = {label: i for i, label in enumerate(gold_labels)}
     col = {label: j for j, label in enumerate(pred_labels)}
@@ -172,8 +189,15 @@ def per_class_scores(matrix: np.ndarray, labels: Sequence[str]) -> dict[str, dic
     recall = np.divide(true_pos, support, out=np.zeros(k), where=support > 0)
     denom = precision + recall
     f1 = np.divide(2 * precision * recall, denom, out=np.zeros(k), where=denom > 0)
-    return {label: {"precision": float(precision[i]), "recall": float(recall[i]), "f1": float(f1[i]),
-                    "support": int(support[i])} for i, label in enumerate(labels)}
+    return {
+        label: {
+            "precision": float(precision[i]),
+            "recall": float(recall[i]),
+            "f1": float(f1[i]),
+            "support": int(support[i]),
+        }
+        for i, label in enumerate(labels)
+    }
 
 
 def macro_f1_of(gold: Sequence[str], pred: Sequence[str], labels: Sequence[str]) -> Statistic:
@@ -192,3 +216,16 @@ def macro_f1_of(gold: Sequence[str], pred: Sequence[str], labels: Sequence[str])
         return float(np.mean([scores[label]["f1"] for label in labels]))
 
     return statistic
+
+
+def bootstrap_description(**context: str) -> dict:
+    """How every CI of a report was computed, for its ``bootstrap`` section; ``context`` adds e.g. the unit."""
+    return {"method": "percentile", "n_resamples": N_RESAMPLES, "seed": SEED, "confidence": CONFIDENCE, **context}
+
+
+def format_estimate(estimate: Mapping | None, digits: int = 3, scale: float = 1.0) -> str:
+    """``value [low, high]`` of an :meth:`Estimate.as_dict`, or ``n/a``; ``scale=100`` for percentages."""
+    if not estimate:
+        return "n/a"
+    value, low, high = (scale * estimate[key] for key in ("value", "low", "high"))
+    return f"{value:.{digits}f} [{low:.{digits}f}, {high:.{digits}f}]"

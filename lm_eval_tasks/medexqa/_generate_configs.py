@@ -1,10 +1,10 @@
-"""Write the per-specialty task YAMLs and the two groups (run from this folder after changing them)."""
+"""Write the per-specialty task YAMLs and the two groups: ``python _generate_configs.py [OUT_DIR]`` (default: this folder)."""
 
+import sys
 from pathlib import Path
 
 import yaml
-
-from lm_eval_tasks.utils.medexqa import SPECIALTIES, logit_header
+from lm_eval_tasks.utils.medexqa.protocol import SPECIALTIES, logit_header
 
 HERE = Path(__file__).parent
 
@@ -16,8 +16,10 @@ def _quoted_if_multiline(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode
 yaml.SafeDumper.add_representer(str, _quoted_if_multiline)
 
 
-def write(name: str, config: dict) -> None:
-    (HERE / name).write_text(yaml.safe_dump(config, sort_keys=False, allow_unicode=True, width=1000), encoding="utf-8")
+def write(out_dir: Path, name: str, config: dict) -> None:
+    (out_dir / name).write_text(
+        yaml.safe_dump(config, sort_keys=False, allow_unicode=True, width=1000), encoding="utf-8"
+    )
     print(f"wrote {name}")
 
 
@@ -36,15 +38,36 @@ def group(name: str, tasks: list[str], extra_metrics: list[str]) -> dict:
     }
 
 
-if __name__ == "__main__":
+def main(out_dir: Path = HERE) -> None:
     logit_tasks, generation_tasks = [], []
     for code, spec in SPECIALTIES.items():
         logit, generation = f"medexqa_logit_{code.lower()}", f"medexqa_{code.lower()}"
-        write(f"{logit}.yaml", {"include": "_logit_template_yaml", "task": logit, "task_alias": code,
-                                "dataset_kwargs": {"specialty": code}, "description": logit_header(code)})
-        write(f"{generation}.yaml", {"include": "_generation_template_yaml", "task": generation, "task_alias": code,
-                                     "dataset_kwargs": {"specialty": code}})
+        write(
+            out_dir,
+            f"{logit}.yaml",
+            {
+                "include": "_logit_template_yaml",
+                "task": logit,
+                "task_alias": code,
+                "dataset_kwargs": {"specialty": code},
+                "description": logit_header(code),
+            },
+        )
+        write(
+            out_dir,
+            f"{generation}.yaml",
+            {
+                "include": "_generation_template_yaml",
+                "task": generation,
+                "task_alias": code,
+                "dataset_kwargs": {"specialty": code},
+            },
+        )
         logit_tasks.append(logit)
         generation_tasks.append(generation)
-    write("_medexqa_logit.yaml", group("medexqa_logit", logit_tasks, []))
-    write("_medexqa.yaml", group("medexqa", generation_tasks, ["answered"]))
+    write(out_dir, "_medexqa_logit.yaml", group("medexqa_logit", logit_tasks, []))
+    write(out_dir, "_medexqa.yaml", group("medexqa", generation_tasks, ["answered"]))
+
+
+if __name__ == "__main__":
+    main(Path(sys.argv[1]) if len(sys.argv) > 1 else HERE)

@@ -1,14 +1,15 @@
-"""Write one task YAML per MedFact-Bench component (run from this folder after changing the list)."""
+"""Write one task YAML per MedFact-Bench component: ``python _generate_configs.py [OUT_DIR]`` (default: this folder)."""
 
+import sys
 from pathlib import Path
 
 import yaml
-
-from lm_eval_tasks.utils.medfact import TASK_COMPONENTS
+from lm_eval_tasks.utils.medfact_bench.protocol import TASK_COMPONENTS
 
 HERE = Path(__file__).parent
 
-if __name__ == "__main__":
+
+def main(out_dir: Path = HERE) -> None:
     for task, component in TASK_COMPONENTS.items():
         config = {
             "include": "_default_template_yaml",
@@ -16,5 +17,9 @@ if __name__ == "__main__":
             "task_alias": component,
             "dataset_kwargs": {"component": component},
         }
-        (HERE / f"{task}.yaml").write_text(yaml.safe_dump(config, sort_keys=False), encoding="utf-8")
+        (out_dir / f"{task}.yaml").write_text(yaml.safe_dump(config, sort_keys=False), encoding="utf-8")
         print(f"wrote {task}.yaml")
+
+
+if __name__ == "__main__":
+    main(Path(sys.argv[1]) if len(sys.argv) > 1 else HERE)

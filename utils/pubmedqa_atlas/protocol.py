@@ -33,21 +33,24 @@ from typing import Any
 
 import numpy as np
 
-from . import data as data_layer
-from . import stats
-from .report import INVALID, BenchmarkSpec, ScoredItem
-from .text import strip_think
+from .. import data as data_layer
+from .. import stats
+from ..scoring import INVALID, BenchmarkSpec, Headline, ScoredItem, Stratum
+from ..text import strip_think
 
 BENCHMARK = "pubmedqa"
-HUB = data_layer.HubDataset("qiaojin/PubMedQA", "9001f2853fb87cab8d220904e0de81ac6973b318", config="pqa_labeled",
-                            split="train")
+HUB = data_layer.HubDataset(
+    "qiaojin/PubMedQA", "9001f2853fb87cab8d220904e0de81ac6973b318", config="pqa_labeled", split="train"
+)
 UPSTREAM_COMMIT = "1cbae8e92f72f20c8d3747cbb3bf5bc53554d997"
 TEST_IDS_URL = f"https://raw.githubusercontent.com/pubmedqa/pubmedqa/{UPSTREAM_COMMIT}/data/test_ground_truth.json"
 TEST_IDS_SHA256 = "939fe566f09017d13b1ca64d2ddfee0bc2374b366048152997669cccedc44d51"
 ITEMS_FILE = "ori_pqal.json"
 TEST_IDS_FILE = "test_ground_truth.json"
-LOCAL_LAYOUT = (f"DIR/{BENCHMARK}/ holding {ITEMS_FILE} and {TEST_IDS_FILE} from github.com/pubmedqa/pubmedqa "
-                f"(folder data/, commit {UPSTREAM_COMMIT})")
+LOCAL_LAYOUT = (
+    f"DIR/{BENCHMARK}/ holding {ITEMS_FILE} and {TEST_IDS_FILE} from github.com/pubmedqa/pubmedqa "
+    f"(folder data/, commit {UPSTREAM_COMMIT})"
+)
 
 LABELS = ("yes", "no", "maybe")
 # Answer counts of the official test split, and (by the authors' per-answer split) of the train pool.
@@ -78,7 +81,7 @@ def first_words(text: str, n: int = CONTEXT_WORDS) -> str:
     """``text`` up to the end of its ``n``-th word (words are runs of non-whitespace); unchanged if shorter."""
     for count, match in enumerate(_WORD.finditer(text), start=1):
         if count == n:
-            return text[:match.end()]
+            return text[: match.end()]
     return text
 
 
@@ -116,8 +119,12 @@ class Item:
 
     def doc(self) -> dict[str, str]:
         """The document our tasks see. The conclusion (LONG_ANSWER) states the answer and is left out."""
-        return {"pubid": self.pubid, "question": self.record["QUESTION"], "context": context_of(self.record["CONTEXTS"]),
-                "final_decision": self.answer}
+        return {
+            "pubid": self.pubid,
+            "question": self.record["QUESTION"],
+            "context": context_of(self.record["CONTEXTS"]),
+            "final_decision": self.answer,
+        }
 
 
 @dataclass(frozen=True)
@@ -141,36 +148,62 @@ def validate_items(raw: Any, source: str) -> dict[str, Mapping[str, Any]]:
         raise data_layer.DataError(f"{source}: expected a JSON object keyed by PubMed id, got {type(raw).__name__}")
     for row, (pubid, record) in enumerate(raw.items(), start=1):
         if not isinstance(record, dict):
-            raise data_layer.row_error(source, row, None, f"pubid {pubid}: expected an object, got {type(record).__name__}")
+            raise data_layer.row_error(
+                source, row, None, f"pubid {pubid}: expected an object, got {type(record).__name__}"
+            )
         question = record.get("QUESTION")
         if not isinstance(question, str) or not question.strip():
-            raise data_layer.row_error(source, row, "QUESTION", f"pubid {pubid}: expected a non-empty string, got {question!r}")
+            raise data_layer.row_error(
+                source, row, "QUESTION", f"pubid {pubid}: expected a non-empty string, got {question!r}"
+            )
         contexts = record.get("CONTEXTS")
-        if (not isinstance(contexts, list) or not contexts
-                or not all(isinstance(c, str) and c.strip() for c in contexts)):
-            raise data_layer.row_error(source, row, "CONTEXTS", f"pubid {pubid}: expected a non-empty list of non-empty "
-                                       f"strings, got {contexts!r:.80}")
+        if (
+            not isinstance(contexts, list)
+            or not contexts
+            or not all(isinstance(c, str) and c.strip() for c in contexts)
+        ):
+            raise data_layer.row_error(
+                source,
+                row,
+                "CONTEXTS",
+                f"pubid {pubid}: expected a non-empty list of non-empty strings, got {contexts!r:.80}",
+            )
         if record.get("final_decision") not in LABELS:
-            raise data_layer.row_error(source, row, "final_decision",
-                                       f"pubid {pubid}: {record.get('final_decision')!r} is not one of {', '.join(LABELS)}")
+            raise data_layer.row_error(
+                source,
+                row,
+                "final_decision",
+                f"pubid {pubid}: {record.get('final_decision')!r} is not one of {', '.join(LABELS)}",
+            )
     return raw
 
 
 def split_items(items: Mapping[str, Mapping[str, Any]], items_source: str, test_ids: Any, ids_source: str) -> PubMedQA:
     """The official test split and the train pool, with both answer counts asserted."""
     if not isinstance(test_ids, dict):
-        raise data_layer.DataError(f"{ids_source}: expected a JSON object {{pubid: answer}}, got {type(test_ids).__name__}")
+        raise data_layer.DataError(
+            f"{ids_source}: expected a JSON object {{pubid: answer}}, got {type(test_ids).__name__}"
+        )
     for row, (pubid, label) in enumerate(test_ids.items(), start=1):
         if pubid not in items:
             raise data_layer.row_error(ids_source, row, None, f"pubid {pubid} is not an item of {items_source}")
         if label != items[pubid]["final_decision"]:
-            raise data_layer.row_error(ids_source, row, None, f"pubid {pubid}: test label {label!r} differs from "
-                                       f"final_decision {items[pubid]['final_decision']!r} in {items_source}")
+            raise data_layer.row_error(
+                ids_source,
+                row,
+                None,
+                f"pubid {pubid}: test label {label!r} differs from "
+                f"final_decision {items[pubid]['final_decision']!r} in {items_source}",
+            )
     test = tuple(Item(pubid, items[pubid]) for pubid in test_ids)
     train = tuple(Item(pubid, record) for pubid, record in items.items() if pubid not in test_ids)
     data_layer.require_counts(Counter(item.answer for item in test), SPLIT_COUNTS, ids_source, "test answer")
-    data_layer.require_counts(Counter(item.answer for item in train), SPLIT_COUNTS, items_source,
-                              f"train-pool answer (items not in {TEST_IDS_FILE})")
+    data_layer.require_counts(
+        Counter(item.answer for item in train),
+        SPLIT_COUNTS,
+        items_source,
+        f"train-pool answer (items not in {TEST_IDS_FILE})",
+    )
     return PubMedQA(test, train, f"{items_source} + {ids_source}")
 
 
@@ -210,9 +243,13 @@ def records_from_hub(rows: Sequence[Mapping[str, Any]], source: str) -> dict[str
         if not isinstance(context, Mapping) or "contexts" not in context:
             raise data_layer.row_error(source, row, "context", "expected an object with the list 'contexts'")
         records[str(hub_row.get("pubid"))] = {
-            "QUESTION": hub_row.get("question"), "CONTEXTS": list(context["contexts"]),
-            "LABELS": list(context.get("labels") or []), "MESHES": list(context.get("meshes") or []), "YEAR": None,
-            "final_decision": hub_row.get("final_decision"), "LONG_ANSWER": hub_row.get("long_answer"),
+            "QUESTION": hub_row.get("question"),
+            "CONTEXTS": list(context["contexts"]),
+            "LABELS": list(context.get("labels") or []),
+            "MESHES": list(context.get("meshes") or []),
+            "YEAR": None,
+            "final_decision": hub_row.get("final_decision"),
+            "LONG_ANSWER": hub_row.get("long_answer"),
         }
     return records
 
@@ -223,10 +260,15 @@ def load(data_dir: str | None = None) -> PubMedQA:
     if folder is not None:
         return load_local(folder)
     rows, label = data_layer.load_hub_rows(HUB, BENCHMARK, LOCAL_LAYOUT)
-    from .models import cache_dir
+    from ..files import cache_dir
 
-    ids_path = data_layer.download_pinned_file(TEST_IDS_URL, cache_dir() / BENCHMARK / UPSTREAM_COMMIT / TEST_IDS_FILE,
-                                               BENCHMARK, LOCAL_LAYOUT, sha256=TEST_IDS_SHA256)
+    ids_path = data_layer.download_pinned_file(
+        TEST_IDS_URL,
+        cache_dir() / BENCHMARK / UPSTREAM_COMMIT / TEST_IDS_FILE,
+        BENCHMARK,
+        LOCAL_LAYOUT,
+        sha256=TEST_IDS_SHA256,
+    )
     return split_items(validate_items(records_from_hub(rows, label), label), label, _read_json(ids_path), TEST_IDS_URL)
 
 
@@ -240,7 +282,7 @@ def largest_remainder_quotas(counts: Mapping[str, int], size: int) -> dict[str, 
     exact = {label: Fraction(size * n, total) for label, n in counts.items()}
     quotas = {label: math.floor(share) for label, share in exact.items()}
     order = sorted(counts, key=lambda label: (-(exact[label] - quotas[label]), list(counts).index(label)))
-    for label in order[:size - sum(quotas.values())]:
+    for label in order[: size - sum(quotas.values())]:
         quotas[label] += 1
     return quotas
 
@@ -262,8 +304,10 @@ def select_n100(test: Sequence[Item]) -> tuple[Item, ...]:
     quotas = largest_remainder_quotas({label: counts[label] for label in LABELS}, N100_SIZE)
     chosen = set()
     for label in LABELS:
-        ranked = sorted((item for item in test if item.answer == label), key=lambda item: (hash_rank(item.pubid), item.pubid))
-        chosen.update(item.pubid for item in ranked[:quotas[label]])
+        ranked = sorted(
+            (item for item in test if item.answer == label), key=lambda item: (hash_rank(item.pubid), item.pubid)
+        )
+        chosen.update(item.pubid for item in ranked[: quotas[label]])
     return tuple(item for item in test if item.pubid in chosen)
 
 
@@ -321,8 +365,17 @@ def custom_dataset(subset: str = "full", data_dir: str | None = None, **_: Any):
 
 
 # The fields of bigbio's "source" schema, which lm-eval's built-in pubmedqa reads.
-_SOURCE_FIELDS = ("QUESTION", "CONTEXTS", "LABELS", "MESHES", "YEAR", "reasoning_required_pred",
-                  "reasoning_free_pred", "final_decision", "LONG_ANSWER")
+_SOURCE_FIELDS = (
+    "QUESTION",
+    "CONTEXTS",
+    "LABELS",
+    "MESHES",
+    "YEAR",
+    "reasoning_required_pred",
+    "reasoning_free_pred",
+    "final_decision",
+    "LONG_ANSWER",
+)
 
 
 def builtin_custom_dataset(data_dir: str | None = None, **_: Any):
@@ -375,18 +428,33 @@ def _score_choice_sample(component: str):
     def score(task: str, sample: Mapping[str, Any]) -> ScoredItem:
         lls = logged_loglikelihoods(sample)
         gold, pred = sample["doc"]["final_decision"], predicted_label(lls)
-        return ScoredItem(task=task, doc_id=int(sample["doc_id"]), doc_hash=sample.get("doc_hash", ""),
-                          component=component, gold=gold, pred=pred, correct=float(pred == gold),
-                          extras={"tied_top_choice": float(is_tied(lls))})
+        return ScoredItem(
+            task=task,
+            doc_id=int(sample["doc_id"]),
+            doc_hash=sample.get("doc_hash", ""),
+            component=component,
+            gold=gold,
+            pred=pred,
+            correct=float(pred == gold),
+            extras={"tied_top_choice": float(is_tied(lls))},
+        )
+
     return score
 
 
 def _score_generation_sample(task: str, sample: Mapping[str, Any]) -> ScoredItem:
     pred = parse_answer(sample["filtered_resps"][0])
     gold = sample["doc"]["final_decision"]
-    return ScoredItem(task=task, doc_id=int(sample["doc_id"]), doc_hash=sample.get("doc_hash", ""),
-                      component=SUBSETS["full"], gold=gold, pred=pred or INVALID, correct=float(pred == gold),
-                      extras={"parseable": float(pred is not None)})
+    return ScoredItem(
+        task=task,
+        doc_id=int(sample["doc_id"]),
+        doc_hash=sample.get("doc_hash", ""),
+        component=SUBSETS["full"],
+        gold=gold,
+        pred=pred or INVALID,
+        correct=float(pred == gold),
+        extras={"parseable": float(pred is not None)},
+    )
 
 
 _COMMON_NOTES = (
@@ -394,28 +462,63 @@ _COMMON_NOTES = (
     "use only the other 500.",
     "Bootstrap stratified by gold answer, so every resample keeps 276 yes / 169 no / 55 maybe (55/34/11 on n100).",
 )
-_CHOICE_NOTE = ("tied_top_choice: share of items whose best log-likelihood was shared by two answers "
-                "(exact ties, common in bf16); the earliest of yes, no, maybe wins.")
+_CHOICE_NOTE = (
+    "tied_top_choice: share of items whose best log-likelihood was shared by two answers "
+    "(exact ties, common in bf16); the earliest of yes, no, maybe wins."
+)
 
 
 def _spec(name: str, title: str, task: str, component: str, size: int, score, notes: Sequence[str]) -> BenchmarkSpec:
-    return BenchmarkSpec(name=name, title=title, task_prefix=task, task_names=frozenset({task}), score_sample=score,
-                         expected_counts={component: size}, labels=LABELS, stratify_by="gold",
-                         headline="accuracy_micro", component_name="item set",
-                         reference={model: dict(numbers) for model, numbers in PUBLISHED.items()},
-                         notes=(*notes, *_COMMON_NOTES))
+    return BenchmarkSpec(
+        name=name,
+        title=title,
+        task_prefix=task,
+        task_names=frozenset({task}),
+        score_sample=score,
+        expected_counts={component: size},
+        labels=LABELS,
+        stratify_by=Stratum.GOLD,
+        headline=Headline.ACCURACY_MICRO,
+        reference={model: dict(numbers) for model, numbers in PUBLISHED.items()},
+        notes=(*notes, *_COMMON_NOTES),
+    )
 
 
 REPORT_SPECS = (
-    _spec("pubmedqa_atlas", "PubMedQA, zero-shot log-likelihood (official test set)", "pubmedqa_atlas",
-          SUBSETS["full"], SUBSET_SIZES["full"], _score_choice_sample(SUBSETS["full"]), (_CHOICE_NOTE,)),
-    _spec("pubmedqa_atlas_n100", "PubMedQA, zero-shot log-likelihood (frozen stratified 100)", "pubmedqa_atlas_n100",
-          SUBSETS["n100"], SUBSET_SIZES["n100"], _score_choice_sample(SUBSETS["n100"]),
-          (_CHOICE_NOTE, "atlas-n100-v1 is a separate ranking: never compare it with full-set numbers.")),
-    _spec("pubmedqa_atlas_gen", "PubMedQA, generative (official test set)", "pubmedqa_atlas_gen",
-          SUBSETS["full"], SUBSET_SIZES["full"], _score_generation_sample,
-          ("INVALID (no yes/no/maybe could be read) is counted wrong and kept in every denominator.",)),
-    _spec("pubmedqa_lm_eval_builtin", "PubMedQA, lm-eval's built-in task definition on the official test set",
-          "pubmedqa", "official-test-500", SUBSET_SIZES["full"], _score_choice_sample("official-test-500"),
-          (_CHOICE_NOTE, "lm-eval's own pubmedqa prompt: every context section joined by newlines, no 300-word cut.")),
+    _spec(
+        "pubmedqa_atlas",
+        "PubMedQA, zero-shot log-likelihood (official test set)",
+        "pubmedqa_atlas",
+        SUBSETS["full"],
+        SUBSET_SIZES["full"],
+        _score_choice_sample(SUBSETS["full"]),
+        (_CHOICE_NOTE,),
+    ),
+    _spec(
+        "pubmedqa_atlas_n100",
+        "PubMedQA, zero-shot log-likelihood (frozen stratified 100)",
+        "pubmedqa_atlas_n100",
+        SUBSETS["n100"],
+        SUBSET_SIZES["n100"],
+        _score_choice_sample(SUBSETS["n100"]),
+        (_CHOICE_NOTE, "atlas-n100-v1 is a separate ranking: never compare it with full-set numbers."),
+    ),
+    _spec(
+        "pubmedqa_atlas_gen",
+        "PubMedQA, generative (official test set)",
+        "pubmedqa_atlas_gen",
+        SUBSETS["full"],
+        SUBSET_SIZES["full"],
+        _score_generation_sample,
+        ("INVALID (no yes/no/maybe could be read) is counted wrong and kept in every denominator.",),
+    ),
+    _spec(
+        "pubmedqa_lm_eval_builtin",
+        "PubMedQA, lm-eval's built-in task definition on the official test set",
+        "pubmedqa",
+        "official-test-500",
+        SUBSET_SIZES["full"],
+        _score_choice_sample("official-test-500"),
+        (_CHOICE_NOTE, "lm-eval's own pubmedqa prompt: every context section joined by newlines, no 300-word cut."),
+    ),
 )

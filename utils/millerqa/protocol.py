@@ -32,9 +32,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from . import data as data_layer
-from .report import INVALID, BenchmarkSpec, ScoredItem, write_atomically
-from .text import strip_think
+from .. import data as data_layer
+from ..files import write_atomically
+from ..scoring import INVALID, AccuracyOver, BenchmarkSpec, Headline, ScoredItem, Stratum
+from ..text import strip_think
 
 logger = logging.getLogger(__name__)
 
@@ -56,32 +57,78 @@ DIMENSIONS: dict[str, tuple[str, tuple[str, ...]]] = {
     "robustness_fairness": ("Robustness and Fairness", ("fairmedqa", "global_mmlu", "truthfulqa")),
     "ethical_professional": ("Ethical and Professional Reasoning", ("mmlupro_phil", "medethicsqa", "tridentbench")),
     "medical_knowledge": ("Medical Knowledge", ("mmlupro_med", MEDBULLETS, "pubmedqa")),
-    "legal_regulatory": ("Legal and Regulatory", tuple(f"{code}_legalbench" for code in
-                                                      ("ipi", "lhb", "lhh", "oad", "odr", "ods", "ofp", "otp", "tos"))),
+    "legal_regulatory": (
+        "Legal and Regulatory",
+        tuple(f"{code}_legalbench" for code in ("ipi", "lhb", "lhh", "oad", "odr", "ods", "ofp", "otp", "tos")),
+    ),
 }
 BENCHMARKS = tuple(stem for _, stems in DIMENSIONS.values() for stem in stems)
 DIMENSION_OF = {stem: dim for dim, (_, stems) in DIMENSIONS.items() for stem in stems}
 # Upstream source folder of each benchmark file: benchmarks/<release>/<folder>/<stem>.json.
-SOURCE_FOLDER = {stem: "legalbench" if stem.endswith("_legalbench") else "mmlu_pro" if stem.startswith("mmlupro_")
-                 else stem for stem in BENCHMARKS}
+SOURCE_FOLDER = {
+    stem: "legalbench" if stem.endswith("_legalbench") else "mmlu_pro" if stem.startswith("mmlupro_") else stem
+    for stem in BENCHMARKS
+}
 
 # Items per benchmark, pinned from _manifest.csv at the pinned commit (n_curated / n_source).
 ITEM_COUNTS = {
-    CURATED: {"cupcase": 700, "hle": 128, "mhqa": 616, "medcalc": 340, "metamedqa": 658, "triage": 84,
-              "fairmedqa": 960, "global_mmlu": 705, "truthfulqa": 790, "mmlupro_phil": 200, "medethicsqa": 928,
-              "tridentbench": 842, "mmlupro_med": 252, MEDBULLETS: 188, "pubmedqa": 998,
-              "ipi_legalbench": 133, "lhb_legalbench": 65, "lhh_legalbench": 225, "oad_legalbench": 95,
-              "odr_legalbench": 94, "ods_legalbench": 97, "ofp_legalbench": 100, "otp_legalbench": 98,
-              "tos_legalbench": 298},
-    PRE_QC: {"cupcase": 700, "hle": 146, "mhqa": 624, "medcalc": 340, "metamedqa": 676, "triage": 86,
-             "fairmedqa": 960, "global_mmlu": 750, "truthfulqa": 790, "mmlupro_phil": 237, "medethicsqa": 1000,
-             "tridentbench": 854, "mmlupro_med": 326, MEDBULLETS: 308, "pubmedqa": 1000,
-             "ipi_legalbench": 133, "lhb_legalbench": 66, "lhh_legalbench": 226, "oad_legalbench": 100,
-             "odr_legalbench": 100, "ods_legalbench": 100, "ofp_legalbench": 100, "otp_legalbench": 100,
-             "tos_legalbench": 298},
+    CURATED: {
+        "cupcase": 700,
+        "hle": 128,
+        "mhqa": 616,
+        "medcalc": 340,
+        "metamedqa": 658,
+        "triage": 84,
+        "fairmedqa": 960,
+        "global_mmlu": 705,
+        "truthfulqa": 790,
+        "mmlupro_phil": 200,
+        "medethicsqa": 928,
+        "tridentbench": 842,
+        "mmlupro_med": 252,
+        MEDBULLETS: 188,
+        "pubmedqa": 998,
+        "ipi_legalbench": 133,
+        "lhb_legalbench": 65,
+        "lhh_legalbench": 225,
+        "oad_legalbench": 95,
+        "odr_legalbench": 94,
+        "ods_legalbench": 97,
+        "ofp_legalbench": 100,
+        "otp_legalbench": 98,
+        "tos_legalbench": 298,
+    },
+    PRE_QC: {
+        "cupcase": 700,
+        "hle": 146,
+        "mhqa": 624,
+        "medcalc": 340,
+        "metamedqa": 676,
+        "triage": 86,
+        "fairmedqa": 960,
+        "global_mmlu": 750,
+        "truthfulqa": 790,
+        "mmlupro_phil": 237,
+        "medethicsqa": 1000,
+        "tridentbench": 854,
+        "mmlupro_med": 326,
+        MEDBULLETS: 308,
+        "pubmedqa": 1000,
+        "ipi_legalbench": 133,
+        "lhb_legalbench": 66,
+        "lhh_legalbench": 226,
+        "oad_legalbench": 100,
+        "odr_legalbench": 100,
+        "ods_legalbench": 100,
+        "ofp_legalbench": 100,
+        "otp_legalbench": 100,
+        "tos_legalbench": 298,
+    },
 }
-LOCAL_LAYOUT = (f"DIR/{BENCHMARK}/ laid out like the upstream benchmarks/ folder ({MANIFEST}, curated/<source>/<name>.json, "
-                f"pre_qc/<source>/<name>.json), or DIR itself a clone of {GITHUB_REPO} at {GITHUB_COMMIT}")
+LOCAL_LAYOUT = (
+    f"DIR/{BENCHMARK}/ laid out like the upstream benchmarks/ folder ({MANIFEST}, curated/<source>/<name>.json, "
+    f"pre_qc/<source>/<name>.json), or DIR itself a clone of {GITHUB_REPO} at {GITHUB_COMMIT}"
+)
 
 
 @dataclass(frozen=True)
@@ -174,7 +221,8 @@ def model_label_from(model_label: str | None = None, pretrained: Any = None, mod
     raise data_layer.DataError(
         "MillerQA shuffles the options per (item, model) and needs a model label: pass "
         "--metadata model_label=LABEL (Python: TaskManager(metadata={'model_label': LABEL})). It is "
-        "derived from --model_args pretrained=... or model=... when those are given.")
+        "derived from --model_args pretrained=... or model=... when those are given."
+    )
 
 
 # ----------------------------------------------------------------------------- parsing (the authors' cascade)
@@ -266,7 +314,7 @@ def parse_reply(reply: str) -> ParsedReply:
             return ParsedReply(found, "fenced")
     first, last = text.find("{"), text.rfind("}")
     if first != -1 and last > first:
-        found, _ = _json_object(text[first:last + 1])
+        found, _ = _json_object(text[first : last + 1])
         if found is not None:
             return ParsedReply(found, "braces")
     found = _last_answer_object(text)
@@ -281,8 +329,14 @@ def parse_reply(reply: str) -> ParsedReply:
         letter, method = (capital.group(1), "regex_letter") if capital else (None, "none")
     confidence = _CONFIDENCE_KEY.search(text)
     explanation = _EXPLANATION_KEY.search(text)
-    return ParsedReply({"selected_answer": letter, "confidence": int(confidence.group(1)) if confidence else None,
-                        "explanation": explanation.group(1) if explanation else None}, method)
+    return ParsedReply(
+        {
+            "selected_answer": letter,
+            "confidence": int(confidence.group(1)) if confidence else None,
+            "explanation": explanation.group(1) if explanation else None,
+        },
+        method,
+    )
 
 
 def selected_letter(value: Any) -> str | None:
@@ -328,12 +382,21 @@ class Answer:
         return self.is_correct is not None
 
     def record(self, doc: Mapping[str, Any]) -> dict[str, Any]:
-        return {"benchmark": doc["benchmark"], "release": doc["release"], "id": doc["id"],
-                "model_label": doc["model_label"], "permutation": list(doc["permutation"]),
-                "correct_letter": doc["correct_letter"], "selected_letter": self.letter,
-                "selected_original_index": self.original_index, "is_correct": self.is_correct,
-                "confidence": self.confidence, "explanation": self.explanation, "parse_method": self.method,
-                "parse_failed": self.method not in JSON_METHODS}
+        return {
+            "benchmark": doc["benchmark"],
+            "release": doc["release"],
+            "id": doc["id"],
+            "model_label": doc["model_label"],
+            "permutation": list(doc["permutation"]),
+            "correct_letter": doc["correct_letter"],
+            "selected_letter": self.letter,
+            "selected_original_index": self.original_index,
+            "is_correct": self.is_correct,
+            "confidence": self.confidence,
+            "explanation": self.explanation,
+            "parse_method": self.method,
+            "parse_failed": self.method not in JSON_METHODS,
+        }
 
 
 def score_reply(doc: Mapping[str, Any], reply: str) -> Answer:
@@ -341,10 +404,14 @@ def score_reply(doc: Mapping[str, Any], reply: str) -> Answer:
     letter = selected_letter(parsed.fields.get("selected_answer"))
     index = original_index(letter, doc["permutation"])
     explanation = parsed.fields.get("explanation")
-    return Answer(letter=letter, original_index=index, is_correct=None if index is None else index == doc["target"],
-                  confidence=clamp_confidence(parsed.fields.get("confidence")),
-                  explanation=(explanation.strip() or None) if isinstance(explanation, str) else None,
-                  method=parsed.method)
+    return Answer(
+        letter=letter,
+        original_index=index,
+        is_correct=None if index is None else index == doc["target"],
+        confidence=clamp_confidence(parsed.fields.get("confidence")),
+        explanation=(explanation.strip() or None) if isinstance(explanation, str) else None,
+        method=parsed.method,
+    )
 
 
 # ----------------------------------------------------------------------------- data
@@ -369,10 +436,11 @@ def _file(root: Path | None, relative: str) -> Path:
         if not (root / relative).is_file():
             raise data_layer.DataError(f"{root / relative}: missing; expected {LOCAL_LAYOUT}")
         return root / relative
-    from .models import cache_dir
+    from ..files import cache_dir
 
-    return data_layer.download_pinned_file(f"{GITHUB_RAW}/{relative}", cache_dir() / BENCHMARK / GITHUB_COMMIT / relative,
-                                           BENCHMARK, LOCAL_LAYOUT)
+    return data_layer.download_pinned_file(
+        f"{GITHUB_RAW}/{relative}", cache_dir() / BENCHMARK / GITHUB_COMMIT / relative, BENCHMARK, LOCAL_LAYOUT
+    )
 
 
 @data_layer.cached_on_file
@@ -387,8 +455,13 @@ def read_manifest(path: Path) -> dict[str, dict[str, Any]]:
             raise data_layer.row_error(path, number, "benchmark", f"unknown benchmark {name!r}")
         for release, column in MANIFEST_COUNT_COLUMN.items():
             if row[column] != str(ITEM_COUNTS[release][name]):
-                raise data_layer.row_error(path, number, column, f"{row[column]!r} differs from the pinned release "
-                                           f"({ITEM_COUNTS[release][name]} items at {GITHUB_REPO}@{GITHUB_COMMIT})")
+                raise data_layer.row_error(
+                    path,
+                    number,
+                    column,
+                    f"{row[column]!r} differs from the pinned release "
+                    f"({ITEM_COUNTS[release][name]} items at {GITHUB_REPO}@{GITHUB_COMMIT})",
+                )
         by_name[name] = row
     missing = sorted(set(ITEM_COUNTS[CURATED]) - set(by_name))
     if missing:
@@ -419,14 +492,24 @@ def read_benchmark_file(path: Path) -> tuple[dict[str, Any], ...]:
         if not all(isinstance(option, str) for option in options):
             raise data_layer.row_error(path, number, "options", "every option must be a string")
         if isinstance(target, bool) or not isinstance(target, int) or not 0 <= target < len(options):
-            raise data_layer.row_error(path, number, "target", f"{target!r} is not an index into the {len(options)} options")
+            raise data_layer.row_error(
+                path, number, "target", f"{target!r} is not an index into the {len(options)} options"
+            )
         if str(item_id) in seen:
-            raise data_layer.row_error(path, number, "id", f"duplicate id {item_id!r} (first on row {seen[str(item_id)]})")
+            raise data_layer.row_error(
+                path, number, "id", f"duplicate id {item_id!r} (first on row {seen[str(item_id)]})"
+            )
         seen[str(item_id)] = number
         kind = row.get("kind") or row.get("categories")  # medethicsqa's older field name, as upstream
-        items.append({"id": str(item_id), "question": question.strip(), "options": [o.strip() for o in options],
-                      "target": target, "kind": ", ".join(map(str, kind)) if isinstance(kind, list) else
-                      "" if kind is None else str(kind)})
+        items.append(
+            {
+                "id": str(item_id),
+                "question": question.strip(),
+                "options": [o.strip() for o in options],
+                "target": target,
+                "kind": ", ".join(map(str, kind)) if isinstance(kind, list) else "" if kind is None else str(kind),
+            }
+        )
     return tuple(items)
 
 
@@ -437,7 +520,8 @@ def medbullets_missing_error(path: Path | str, release: str) -> data_layer.DataE
         f"(LangAGI-Lab/medbullets_op5, 308 rows) and the shipped item ids:\n"
         f"  python -m lm_eval_tasks millerqa-rebuild-medbullets --source FILE --out DIR\n"
         f"then pass --metadata data_dir=DIR. Every other MillerQA task, and the groups without "
-        f"'_with_medbullets' in their name, run without it ({release} release).")
+        f"'_with_medbullets' in their name, run without it ({release} release)."
+    )
 
 
 def load_benchmark(benchmark: str, release: str = CURATED, data_dir: str | None = None) -> tuple[dict[str, Any], ...]:
@@ -455,19 +539,30 @@ def load_benchmark(benchmark: str, release: str = CURATED, data_dir: str | None 
     items = read_benchmark_file(path)
     expected = int(manifest[benchmark][MANIFEST_COUNT_COLUMN[release]])
     if len(items) != expected:
-        raise data_layer.DataError(f"{path}: {len(items)} items, but {MANIFEST} gives {expected} for "
-                                   f"'{benchmark}' in the {release} release")
+        raise data_layer.DataError(
+            f"{path}: {len(items)} items, but {MANIFEST} gives {expected} for '{benchmark}' in the {release} release"
+        )
     return items
 
 
-def shuffled_doc(item: Mapping[str, Any], benchmark: str, release: str, model_label: str,
-                 seed: int = SHUFFLE_SEED) -> dict[str, Any]:
+def shuffled_doc(
+    item: Mapping[str, Any], benchmark: str, release: str, model_label: str, seed: int = SHUFFLE_SEED
+) -> dict[str, Any]:
     """A task doc: the item, its permutation for this model, the shuffled options and the correct letter."""
     perm = permutation(item["id"], model_label, len(item["options"]), seed)
-    return {"benchmark": benchmark, "release": release, "dimension": DIMENSION_OF[benchmark], **item,
-            "model_label": model_label, "shuffle_seed": seed, "permutation": perm,
-            "shuffled_options": [item["options"][i] for i in perm], "correct_position": perm.index(item["target"]),
-            "correct_letter": LETTERS[perm.index(item["target"])], "system_prompt": SYSTEM_PROMPT}
+    return {
+        "benchmark": benchmark,
+        "release": release,
+        "dimension": DIMENSION_OF[benchmark],
+        **item,
+        "model_label": model_label,
+        "shuffle_seed": seed,
+        "permutation": perm,
+        "shuffled_options": [item["options"][i] for i in perm],
+        "correct_position": perm.index(item["target"]),
+        "correct_letter": LETTERS[perm.index(item["target"])],
+        "system_prompt": SYSTEM_PROMPT,
+    }
 
 
 # ----------------------------------------------------------------------------- MedBullets rebuild
@@ -486,8 +581,10 @@ def medbullets_items(source: str | Path) -> list[dict[str, Any]]:
     data_layer.require_columns(rows, MEDBULLETS_SOURCE_COLUMNS, source)
     data_layer.require_nonempty_strings(rows, MEDBULLETS_SOURCE_COLUMNS, source)
     if len(rows) != MEDBULLETS_SOURCE_ROWS:
-        raise data_layer.DataError(f"{source}: {len(rows)} rows; the five-option MedBullets set "
-                                   f"(LangAGI-Lab/medbullets_op5) has {MEDBULLETS_SOURCE_ROWS}")
+        raise data_layer.DataError(
+            f"{source}: {len(rows)} rows; the five-option MedBullets set "
+            f"(LangAGI-Lab/medbullets_op5) has {MEDBULLETS_SOURCE_ROWS}"
+        )
     items = []
     for number, row in enumerate(rows, start=1):
         answer = row["answer_idx"].strip().upper()
@@ -496,8 +593,15 @@ def medbullets_items(source: str | Path) -> list[dict[str, Any]]:
         options = [row[column].strip() for column in ("opa", "opb", "opc", "opd", "ope")]
         if isinstance(row.get("answer"), str) and row["answer"].strip() != options["ABCDE".index(answer)]:
             raise data_layer.row_error(source, number, "answer", f"{row['answer']!r} is not option {answer}")
-        items.append({"id": number - 1, "question": row["question"].strip(), "options": options,
-                      "target": "ABCDE".index(answer), "kind": "medbullets_op5"})
+        items.append(
+            {
+                "id": number - 1,
+                "question": row["question"].strip(),
+                "options": options,
+                "target": "ABCDE".index(answer),
+                "kind": "medbullets_op5",
+            }
+        )
     return items
 
 
@@ -522,7 +626,9 @@ def rebuild_medbullets(source: str | Path, out_dir: str | Path) -> list[Path]:
             wanted.append(int(row["id"]))
         expected = ITEM_COUNTS[release][MEDBULLETS]
         if len(wanted) != expected or len(set(wanted)) != expected:
-            raise data_layer.DataError(f"{ids_file}: {len(set(wanted))} distinct ids; the {release} release has {expected}")
+            raise data_layer.DataError(
+                f"{ids_file}: {len(set(wanted))} distinct ids; the {release} release has {expected}"
+            )
         content = json.dumps([items[i] for i in wanted], ensure_ascii=False, indent=1) + "\n"
         written += write_atomically(folder, {f"{MEDBULLETS}.json": content.encode("utf-8")})
     if not written:
@@ -533,9 +639,17 @@ def rebuild_medbullets(source: str | Path, out_dir: str | Path) -> list[Path]:
 # ----------------------------------------------------------------------------- lm-eval hooks
 
 
-def custom_dataset(benchmark: str, release: str = CURATED, data_dir: str | None = None, model_label: str | None = None,
-                   shuffle_seed: int | str = SHUFFLE_SEED, pretrained: Any = None, model: Any = None,
-                   split: str | None = None, **_: Any):
+def custom_dataset(
+    benchmark: str,
+    release: str = CURATED,
+    data_dir: str | None = None,
+    model_label: str | None = None,
+    shuffle_seed: int | str = SHUFFLE_SEED,
+    pretrained: Any = None,
+    model: Any = None,
+    split: str | None = None,
+    **_: Any,
+):
     """lm-eval ``custom_dataset`` hook: one benchmark's docs, shuffled for this model, as split 'test'.
 
     lm-eval passes the task metadata, ``--metadata`` and every ``--model_args`` value; the model
@@ -545,7 +659,9 @@ def custom_dataset(benchmark: str, release: str = CURATED, data_dir: str | None 
     data_layer.refuse_training_split(BENCHMARK, split)
     label = model_label_from(model_label, pretrained, model)
     items = load_benchmark(benchmark, release, data_dir)
-    return data_layer.to_dataset_dict([shuffled_doc(item, benchmark, release, label, int(shuffle_seed)) for item in items])
+    return data_layer.to_dataset_dict(
+        [shuffled_doc(item, benchmark, release, label, int(shuffle_seed)) for item in items]
+    )
 
 
 def doc_to_text(doc: Mapping[str, Any]) -> str:
@@ -561,7 +677,7 @@ def doc_to_text_loglikelihood(doc: Mapping[str, Any]) -> str:
 
 
 def doc_to_choice(doc: Mapping[str, Any]) -> list[str]:
-    return list(LETTERS[:len(doc["shuffled_options"])])
+    return list(LETTERS[: len(doc["shuffled_options"])])
 
 
 def process_results(doc: Mapping[str, Any], results: Sequence[str]) -> dict[str, float | None]:
@@ -574,16 +690,23 @@ def process_results(doc: Mapping[str, Any], results: Sequence[str]) -> dict[str,
     answer = score_reply(doc, results[0])
     correct = float(bool(answer.is_correct))
     answered = float(answer.answered)
-    return {"acc": correct if answer.answered else None, "acc_all": correct, "acc_all_micro": correct,
-            "answered": answered, "answered_micro": answered}
+    return {
+        "acc": correct if answer.answered else None,
+        "acc_all": correct,
+        "acc_all_micro": correct,
+        "answered": answered,
+        "answered_micro": answered,
+    }
 
 
 def mean_over_answered(values: Sequence[float | None]) -> float:
     """Mean of the scored values; NaN (with a warning) when no reply gave a usable answer."""
     scored = [value for value in values if value is not None]
     if not scored:
-        logger.warning("MillerQA: none of %d replies gave a usable answer; accuracy over answered items is undefined (NaN).",
-                       len(values))
+        logger.warning(
+            "MillerQA: none of %d replies gave a usable answer; accuracy over answered items is undefined (NaN).",
+            len(values),
+        )
         return math.nan
     return sum(scored) / len(scored)
 
@@ -606,8 +729,12 @@ def score_sample(task: str, sample: Mapping[str, Any]) -> ScoredItem:
     doc = sample["doc"]
     answer = score_reply(doc, sample["filtered_resps"][0])
     return ScoredItem(
-        task=task, doc_id=int(sample["doc_id"]), doc_hash=sample.get("doc_hash", ""), component=doc["benchmark"],
-        gold=str(doc["target"]), pred=INVALID if answer.original_index is None else str(answer.original_index),
+        task=task,
+        doc_id=int(sample["doc_id"]),
+        doc_hash=sample.get("doc_hash", ""),
+        component=doc["benchmark"],
+        gold=str(doc["target"]),
+        pred=INVALID if answer.original_index is None else str(answer.original_index),
         correct=float(bool(answer.is_correct)),
         extras={"json_parsed": float(answer.method in JSON_METHODS), "chance": 1 / len(doc["permutation"])},
         details=answer.record(doc),
@@ -624,13 +751,25 @@ def score_sample_loglikelihood(task: str, sample: Mapping[str, Any]) -> ScoredIt
     position = chosen_position(_loglikelihoods(sample["filtered_resps"]))
     chosen = doc["permutation"][position]
     return ScoredItem(
-        task=task, doc_id=int(sample["doc_id"]), doc_hash=sample.get("doc_hash", ""), component=doc["benchmark"],
-        gold=str(doc["target"]), pred=str(chosen), correct=float(chosen == doc["target"]),
+        task=task,
+        doc_id=int(sample["doc_id"]),
+        doc_hash=sample.get("doc_hash", ""),
+        component=doc["benchmark"],
+        gold=str(doc["target"]),
+        pred=str(chosen),
+        correct=float(chosen == doc["target"]),
         extras={"chance": 1 / len(doc["permutation"])},
-        details={"benchmark": doc["benchmark"], "release": doc["release"], "id": doc["id"],
-                 "model_label": doc["model_label"], "permutation": list(doc["permutation"]),
-                 "correct_letter": doc["correct_letter"], "selected_letter": LETTERS[position],
-                 "selected_original_index": chosen, "is_correct": chosen == doc["target"]},
+        details={
+            "benchmark": doc["benchmark"],
+            "release": doc["release"],
+            "id": doc["id"],
+            "model_label": doc["model_label"],
+            "permutation": list(doc["permutation"]),
+            "correct_letter": doc["correct_letter"],
+            "selected_letter": LETTERS[position],
+            "selected_original_index": chosen,
+            "is_correct": chosen == doc["target"],
+        },
     )
 
 
@@ -644,18 +783,27 @@ def _spec(family: Family) -> BenchmarkSpec:
         "The paper-comparable suite has 24 benchmarks; MedBullets is only present when rebuilt by the user.",
     ]
     if generative:
-        notes.insert(0, "accuracy = correct / answered (the paper's): replies without a usable letter are "
-                        "unscored and reported as coverage; accuracy_all counts them wrong.")
+        notes.insert(
+            0,
+            "accuracy = correct / answered (the paper's): replies without a usable letter are "
+            "unscored and reported as coverage; accuracy_all counts them wrong.",
+        )
     if family.variant == "choice_only":
-        notes.insert(0, "Choice-only baseline: the question was withheld; accuracy above chance means answerable "
-                        "from the options alone.")
+        notes.insert(
+            0,
+            "Choice-only baseline: the question was withheld; accuracy above chance means answerable "
+            "from the options alone.",
+        )
     return BenchmarkSpec(
-        name=family.prefix, title=family.title, task_prefix=family.prefix,
+        name=family.prefix,
+        title=family.title,
+        task_prefix=family.prefix,
         score_sample=score_sample if generative else score_sample_loglikelihood,
         expected_counts={stem: ITEM_COUNTS[family.release][stem] for stem in BENCHMARKS},
-        stratify_by="component", headline="accuracy_macro", component_name="benchmark",
+        stratify_by=Stratum.COMPONENT,
+        headline=Headline.ACCURACY_MACRO,
         task_names=frozenset(name for name, (f, _) in TASKS.items() if f == family),
-        accuracy_over="answered" if generative else "all",
+        accuracy_over=AccuracyOver.ANSWERED if generative else AccuracyOver.ALL,
         component_groups={title: stems for title, stems in DIMENSIONS.values()},
         notes=tuple(notes),
     )

@@ -23,7 +23,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from .openai_client import ChatCache
+from ..openai_client import ChatCache
 
 DEFAULT_MODEL = "tasksource/deberta-base-long-nli"
 DEFAULT_MAX_LENGTH = 1024
@@ -62,8 +62,10 @@ def label_names(id2label: dict[Any, str]) -> list[str]:
     """Normalised label names by output index; refuses configs that do not name an entailment class."""
     names = [normalise_label(id2label[key]) for key in sorted(id2label, key=int)]
     if names.count(ENTAILMENT) != 1:
-        raise NliUnavailable(f"the model config's id2label {dict(id2label)} does not name exactly one entailment "
-                             f"class; cannot tell which output means 'supported'")
+        raise NliUnavailable(
+            f"the model config's id2label {dict(id2label)} does not name exactly one entailment "
+            f"class; cannot tell which output means 'supported'"
+        )
     return names
 
 
@@ -71,23 +73,37 @@ def _fingerprint(model: Any, name_or_path: str) -> str:
     """Config plus, for a local folder, the names and sizes of its weight files (or the hub commit)."""
     config = model.config.to_json_string(use_diff=False)
     folder = Path(name_or_path)
-    files = sorted((p.name, p.stat().st_size) for p in folder.iterdir()
-                   if p.suffix in {".safetensors", ".bin"}) if folder.is_dir() else []
+    files = (
+        sorted((p.name, p.stat().st_size) for p in folder.iterdir() if p.suffix in {".safetensors", ".bin"})
+        if folder.is_dir()
+        else []
+    )
     commit = getattr(model.config, "_commit_hash", None)
     return hashlib.sha256(json.dumps([config, files, commit]).encode()).hexdigest()[:16]
 
 
 class NliVerifier:
-    def __init__(self, tokenizer: Any, model: Any, name: str, max_length: int = DEFAULT_MAX_LENGTH,
-                 stride: int = DEFAULT_STRIDE, batch_size: int = DEFAULT_BATCH_SIZE, fingerprint: str | None = None,
-                 device: str = "cpu", cache: ChatCache | None = None):
+    def __init__(
+        self,
+        tokenizer: Any,
+        model: Any,
+        name: str,
+        max_length: int = DEFAULT_MAX_LENGTH,
+        stride: int = DEFAULT_STRIDE,
+        batch_size: int = DEFAULT_BATCH_SIZE,
+        fingerprint: str | None = None,
+        device: str = "cpu",
+        cache: ChatCache | None = None,
+    ):
         self.tokenizer = tokenizer
         self.model = model
         self.name = name
         self.labels = label_names(model.config.id2label)
         model_limit = getattr(tokenizer, "model_max_length", None)
         # Tokenizers without a real limit report a huge sentinel (about 1e30).
-        self.max_length = min(max_length, model_limit) if isinstance(model_limit, int) and model_limit < 1_000_000 else max_length
+        self.max_length = (
+            min(max_length, model_limit) if isinstance(model_limit, int) and model_limit < 1_000_000 else max_length
+        )
         if not 0 <= stride < self.max_length // 2:
             raise ValueError(f"stride {stride} must be below half of max_length {self.max_length}")
         self.stride = stride
@@ -99,8 +115,9 @@ class NliVerifier:
         self.cache_hits = 0
 
     @classmethod
-    def from_pretrained(cls, name_or_path: str = DEFAULT_MODEL, revision: str | None = None, device: str | None = None,
-                        **options: Any) -> NliVerifier:
+    def from_pretrained(
+        cls, name_or_path: str = DEFAULT_MODEL, revision: str | None = None, device: str | None = None, **options: Any
+    ) -> NliVerifier:
         try:
             import torch
             from transformers import AutoModelForSequenceClassification, AutoTokenizer
@@ -111,13 +128,22 @@ class NliVerifier:
             raise NliUnavailable(f"cannot load NLI model '{name_or_path}': {exc.__class__.__name__}: {exc}") from exc
         device = device or ("cuda" if torch.cuda.is_available() else "cpu")
         model.to(device).eval()
-        return cls(tokenizer, model, name_or_path, fingerprint=_fingerprint(model, name_or_path), device=device, **options)
+        return cls(
+            tokenizer, model, name_or_path, fingerprint=_fingerprint(model, name_or_path), device=device, **options
+        )
 
     def record(self) -> dict[str, Any]:
-        return {"model": self.name, "fingerprint": self.fingerprint, "labels": self.labels,
-                "entailment_index": self.labels.index(ENTAILMENT), "max_length": self.max_length,
-                "stride": self.stride, "batch_size": self.batch_size, "direction": "premise=document passage, hypothesis=fact",
-                "window_rule": "the window with the highest entailment probability; supported iff its argmax is entailment"}
+        return {
+            "model": self.name,
+            "fingerprint": self.fingerprint,
+            "labels": self.labels,
+            "entailment_index": self.labels.index(ENTAILMENT),
+            "max_length": self.max_length,
+            "stride": self.stride,
+            "batch_size": self.batch_size,
+            "direction": "premise=document passage, hypothesis=fact",
+            "window_rule": "the window with the highest entailment probability; supported iff its argmax is entailment",
+        }
 
     def _key(self, premise: str, hypothesis: str) -> str:
         payload = [self.fingerprint, self.max_length, self.stride, premise, hypothesis]
@@ -137,7 +163,7 @@ class NliVerifier:
         # A few pairs per tokenizer call keeps memory bounded for long documents.
         group = max(1, self.batch_size)
         for start in range(0, len(todo), group):
-            chunk = todo[start:start + group]
+            chunk = todo[start : start + group]
             for index, result in zip(chunk, self._classify([pairs[i] for i in chunk]), strict=True):
                 results[index] = result
                 if self.cache is not None:
@@ -147,15 +173,22 @@ class NliVerifier:
     def _classify(self, pairs: Sequence[tuple[str, str]]) -> list[NliResult]:
         import torch
 
-        encoded = self.tokenizer([p for p, _ in pairs], [h for _, h in pairs], truncation="only_first",
-                                 max_length=self.max_length, stride=self.stride, return_overflowing_tokens=True,
-                                 padding=True, return_tensors="pt")
+        encoded = self.tokenizer(
+            [p for p, _ in pairs],
+            [h for _, h in pairs],
+            truncation="only_first",
+            max_length=self.max_length,
+            stride=self.stride,
+            return_overflowing_tokens=True,
+            padding=True,
+            return_tensors="pt",
+        )
         owners = encoded.pop("overflow_to_sample_mapping").tolist()
         inputs = {k: v for k, v in encoded.items() if k in ("input_ids", "attention_mask", "token_type_ids")}
         probabilities = []
         with torch.inference_mode():
             for start in range(0, len(owners), self.batch_size):
-                batch = {k: v[start:start + self.batch_size].to(self.device) for k, v in inputs.items()}
+                batch = {k: v[start : start + self.batch_size].to(self.device) for k, v in inputs.items()}
                 logits = self.model(**batch).logits.float()
                 probabilities.extend(torch.softmax(logits, dim=-1).cpu().tolist())
         self.computed += len(pairs)
@@ -166,6 +199,13 @@ class NliVerifier:
             best = max(windows, key=lambda i: (probabilities[i][entail], -i))
             probs = probabilities[best]
             label = self.labels[max(range(len(probs)), key=probs.__getitem__)]
-            out.append(NliResult(label, label == ENTAILMENT, dict(zip(self.labels, map(float, probs))),
-                                 windows.index(best), len(windows)))
+            out.append(
+                NliResult(
+                    label,
+                    label == ENTAILMENT,
+                    dict(zip(self.labels, map(float, probs))),
+                    windows.index(best),
+                    len(windows),
+                )
+            )
         return out

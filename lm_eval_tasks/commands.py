@@ -17,14 +17,17 @@ def _report(args: argparse.Namespace) -> int:
         print(path)
     for name, bench in report["benchmarks"].items():
         headline = bench[bench["headline_metric"]]
-        print(f"{name}: {bench['headline_metric']} {headline['value']:.4f} "
-              f"[{headline['low']:.4f}, {headline['high']:.4f}] over {bench['n_items']} items"
-              f"{'' if bench['full_coverage'] else ' (partial coverage: not paper-comparable)'}")
+        print(
+            f"{name}: {bench['headline_metric']} {headline['value']:.4f} "
+            f"[{headline['low']:.4f}, {headline['high']:.4f}] over {bench['n_items']} items"
+            f"{'' if bench['full_coverage'] else ' (partial coverage: not paper-comparable)'}"
+        )
     return 0
 
 
 def _compare(args: argparse.Namespace) -> int:
-    from lm_eval_tasks.utils.report import compare_runs, write_atomically
+    from lm_eval_tasks.utils.files import write_atomically
+    from lm_eval_tasks.utils.report import compare_runs
 
     text = json.dumps(compare_runs(args.run_a, args.run_b), indent=2) + "\n"
     if args.out:
@@ -55,7 +58,7 @@ def _serve(args: argparse.Namespace) -> int:
 
 
 def _demo_data(args: argparse.Namespace) -> int:
-    from lm_eval_tasks.utils.demo_data import build_demo_data_dir
+    from lm_eval_tasks.utils.benchmarks import build_demo_data_dir
 
     print(build_demo_data_dir(args.shared, args.out))
     return 0

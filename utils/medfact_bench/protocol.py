@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from . import data as data_layer
-from .report import BenchmarkSpec, ScoredItem
+from .. import data as data_layer
+from ..scoring import BenchmarkSpec, Headline, ScoredItem, Stratum
 
 logger = logging.getLogger(__name__)
 
@@ -26,8 +26,7 @@ BENCHMARK = "medfact_bench"
 HUB = data_layer.HubDataset("ncbi/MedFact-Bench", "249028caf7ad5a3e63331269a606f4b2696693ed", split="train")
 COLUMNS = ("dataset", "claim", "source", "label", "system_prompt", "user_prompt")
 LOCAL_LAYOUT = (
-    f"DIR/{BENCHMARK}/ holding one .parquet, .jsonl, .json or .csv file with the hub's columns "
-    f"({', '.join(COLUMNS)})"
+    f"DIR/{BENCHMARK}/ holding one .parquet, .jsonl, .json or .csv file with the hub's columns ({', '.join(COLUMNS)})"
 )
 
 # Component -> rows in the published set, in the paper's order.
@@ -45,15 +44,78 @@ TASK_COMPONENTS = {f"{BENCHMARK}_{c.replace('-', '_')}": c for c in COMPONENT_CO
 
 # Paper Figure 3, zero-shot accuracy per component and the macro mean.
 PAPER_ACCURACY = {
-    "Llama-3.2-3B-Instruct": {"scifact": .600, "healthver": .435, "medaesqa": .437, "pubmedqa-fact": .550, "bioasq-fact": .531, "macro": .511},
-    "Qwen2.5-3B-Instruct": {"scifact": .638, "healthver": .447, "medaesqa": .577, "pubmedqa-fact": .470, "bioasq-fact": .444, "macro": .515},
-    "Llama-3.3-70B-Instruct": {"scifact": .812, "healthver": .597, "medaesqa": .687, "pubmedqa-fact": .774, "bioasq-fact": .771, "macro": .728},
-    "o3-mini": {"scifact": .832, "healthver": .591, "medaesqa": .733, "pubmedqa-fact": .778, "bioasq-fact": .747, "macro": .736},
-    "GPT-4o-mini": {"scifact": .847, "healthver": .580, "medaesqa": .704, "pubmedqa-fact": .734, "bioasq-fact": .720, "macro": .717},
-    "GPT-4o": {"scifact": .832, "healthver": .576, "medaesqa": .717, "pubmedqa-fact": .776, "bioasq-fact": .777, "macro": .736},
-    "GPT-5": {"scifact": .818, "healthver": .615, "medaesqa": .703, "pubmedqa-fact": .788, "bioasq-fact": .753, "macro": .735},
-    "Med-V1-L3B": {"scifact": .844, "healthver": .575, "medaesqa": .748, "pubmedqa-fact": .746, "bioasq-fact": .725, "macro": .728},
-    "Med-V1-Q3B": {"scifact": .856, "healthver": .588, "medaesqa": .733, "pubmedqa-fact": .764, "bioasq-fact": .717, "macro": .732},
+    "Llama-3.2-3B-Instruct": {
+        "scifact": 0.600,
+        "healthver": 0.435,
+        "medaesqa": 0.437,
+        "pubmedqa-fact": 0.550,
+        "bioasq-fact": 0.531,
+        "macro": 0.511,
+    },
+    "Qwen2.5-3B-Instruct": {
+        "scifact": 0.638,
+        "healthver": 0.447,
+        "medaesqa": 0.577,
+        "pubmedqa-fact": 0.470,
+        "bioasq-fact": 0.444,
+        "macro": 0.515,
+    },
+    "Llama-3.3-70B-Instruct": {
+        "scifact": 0.812,
+        "healthver": 0.597,
+        "medaesqa": 0.687,
+        "pubmedqa-fact": 0.774,
+        "bioasq-fact": 0.771,
+        "macro": 0.728,
+    },
+    "o3-mini": {
+        "scifact": 0.832,
+        "healthver": 0.591,
+        "medaesqa": 0.733,
+        "pubmedqa-fact": 0.778,
+        "bioasq-fact": 0.747,
+        "macro": 0.736,
+    },
+    "GPT-4o-mini": {
+        "scifact": 0.847,
+        "healthver": 0.580,
+        "medaesqa": 0.704,
+        "pubmedqa-fact": 0.734,
+        "bioasq-fact": 0.720,
+        "macro": 0.717,
+    },
+    "GPT-4o": {
+        "scifact": 0.832,
+        "healthver": 0.576,
+        "medaesqa": 0.717,
+        "pubmedqa-fact": 0.776,
+        "bioasq-fact": 0.777,
+        "macro": 0.736,
+    },
+    "GPT-5": {
+        "scifact": 0.818,
+        "healthver": 0.615,
+        "medaesqa": 0.703,
+        "pubmedqa-fact": 0.788,
+        "bioasq-fact": 0.753,
+        "macro": 0.735,
+    },
+    "Med-V1-L3B": {
+        "scifact": 0.844,
+        "healthver": 0.575,
+        "medaesqa": 0.748,
+        "pubmedqa-fact": 0.746,
+        "bioasq-fact": 0.725,
+        "macro": 0.728,
+    },
+    "Med-V1-Q3B": {
+        "scifact": 0.856,
+        "healthver": 0.588,
+        "medaesqa": 0.733,
+        "pubmedqa-fact": 0.764,
+        "bioasq-fact": 0.717,
+        "macro": 0.732,
+    },
 }
 
 # ----------------------------------------------------------------------------- prompt and parsing
@@ -135,8 +197,9 @@ def validate_rows(rows: list[dict[str, Any]], source: str, require_full_set: boo
     system_prompt = data_layer.require_single_value(rows, "system_prompt", source)
     for number, row in enumerate(rows, start=1):
         if row["user_prompt"] != user_prompt(row["source"], row["claim"]):
-            raise data_layer.row_error(source, number, "user_prompt",
-                                       "is not 'Article:\\n{source}\\n\\nClaim:\\n{claim}' built from this row")
+            raise data_layer.row_error(
+                source, number, "user_prompt", "is not 'Article:\\n{source}\\n\\nClaim:\\n{claim}' built from this row"
+            )
     components = Counter(row["dataset"] for row in rows)
     is_full_set = len(rows) == TOTAL_ROWS
     if require_full_set or is_full_set:
@@ -144,11 +207,19 @@ def validate_rows(rows: list[dict[str, Any]], source: str, require_full_set: boo
         data_layer.require_counts(Counter(row["label"] for row in rows), LABEL_TOTALS, source, "label")
     else:
         detail = ", ".join(f"{c} {components.get(c, 0)}/{n}" for c, n in COMPONENT_COUNTS.items())
-        logger.warning("%s holds %d of the %d MedFact-Bench rows (%s): scores are not comparable with the paper.",
-                       source, len(rows), TOTAL_ROWS, detail)
+        logger.warning(
+            "%s holds %d of the %d MedFact-Bench rows (%s): scores are not comparable with the paper.",
+            source,
+            len(rows),
+            TOTAL_ROWS,
+            detail,
+        )
     if hashlib.sha256(system_prompt.encode("utf-8")).hexdigest() != SYSTEM_PROMPT_SHA256:
-        logger.warning("%s: the system prompt differs from the published one (sha256 %s); it is used as given.",
-                       source, SYSTEM_PROMPT_SHA256)
+        logger.warning(
+            "%s: the system prompt differs from the published one (sha256 %s); it is used as given.",
+            source,
+            SYSTEM_PROMPT_SHA256,
+        )
     kept = tuple({**{c: row[c] for c in COLUMNS}, "row": index} for index, row in enumerate(rows))
     return MedFactData(kept, source, system_prompt, is_full_set)
 
@@ -178,7 +249,9 @@ def custom_dataset(component: str | None = None, data_dir: str | None = None, sp
     data_layer.refuse_training_split(BENCHMARK, split)
     loaded = load(data_dir)
     if component is not None and component not in COMPONENT_COUNTS:
-        raise data_layer.DataError(f"unknown MedFact-Bench component '{component}' (known: {', '.join(COMPONENT_COUNTS)})")
+        raise data_layer.DataError(
+            f"unknown MedFact-Bench component '{component}' (known: {', '.join(COMPONENT_COUNTS)})"
+        )
     rows = [row for row in loaded.rows if component is None or row["dataset"] == component]
     if not rows:
         held = ", ".join(f"{c} {n}" for c, n in Counter(row["dataset"] for row in loaded.rows).items())
@@ -186,7 +259,8 @@ def custom_dataset(component: str | None = None, data_dir: str | None = None, sp
         raise data_layer.DataError(
             f"{loaded.source}: no rows for component '{component}' (the file holds: {held}). lm-eval "
             f"cannot run an empty task: run only the components the file holds (--tasks {tasks}) "
-            f"or supply the full benchmark.")
+            f"or supply the full benchmark."
+        )
     return data_layer.to_dataset_dict(rows)
 
 
@@ -210,22 +284,34 @@ def score_sample(task: str, sample: Mapping[str, Any]) -> ScoredItem:
     reply = sample["filtered_resps"][0]
     doc = sample["doc"]
     return ScoredItem(
-        task=task, doc_id=int(sample["doc_id"]), doc_hash=sample.get("doc_hash", ""), component=doc["dataset"],
-        gold=doc["label"], pred=predicted_label(reply), correct=float(predicted_label(reply) == doc["label"]),
-        extras={"parseable_score": float(parse_score(reply) is not None), "strict_format": float(is_strict_format(reply))},
+        task=task,
+        doc_id=int(sample["doc_id"]),
+        doc_hash=sample.get("doc_hash", ""),
+        component=doc["dataset"],
+        gold=doc["label"],
+        pred=predicted_label(reply),
+        correct=float(predicted_label(reply) == doc["label"]),
+        extras={
+            "parseable_score": float(parse_score(reply) is not None),
+            "strict_format": float(is_strict_format(reply)),
+        },
     )
 
 
-REPORT_SPEC = BenchmarkSpec(
-    name=BENCHMARK,
-    title="MedFact-Bench",
-    task_prefix=BENCHMARK,
-    score_sample=score_sample,
-    expected_counts=COMPONENT_COUNTS,
-    labels=LABELS,
-    stratify_by="component",
-    headline="accuracy_macro",
-    reference={model: numbers for model, numbers in PAPER_ACCURACY.items()},
-    notes=("accuracy_macro is the paper's primary metric: the unweighted mean of the five component accuracies.",
-           "INVALID (no valid <score>) is counted wrong and kept in every denominator."),
+REPORT_SPECS = (
+    BenchmarkSpec(
+        name=BENCHMARK,
+        title="MedFact-Bench",
+        task_prefix=BENCHMARK,
+        score_sample=score_sample,
+        expected_counts=COMPONENT_COUNTS,
+        labels=LABELS,
+        stratify_by=Stratum.COMPONENT,
+        headline=Headline.ACCURACY_MACRO,
+        reference={model: numbers for model, numbers in PAPER_ACCURACY.items()},
+        notes=(
+            "accuracy_macro is the paper's primary metric: the unweighted mean of the five component accuracies.",
+            "INVALID (no valid <score>) is counted wrong and kept in every denominator.",
+        ),
+    ),
 )

@@ -24,9 +24,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from . import data as data_layer
-from .report import INVALID, BenchmarkSpec, ScoredItem
-from .text import strip_think
+from .. import data as data_layer
+from ..scoring import INVALID, BenchmarkSpec, Headline, ScoredItem, Stratum
+from ..text import strip_think
 
 logger = logging.getLogger(__name__)
 
@@ -56,20 +56,24 @@ class Specialty:
         return f"{split}/{self.stem}_{split}.tsv"
 
 
-SPECIALTIES = {s.code: s for s in (
-    Specialty("BE", "biomedical_engineer"),
-    Specialty("CLS", "clinical_laboratory_scientist"),
-    Specialty("CP", "clinical_psychologist"),
-    Specialty("OT", "occupational_therapist"),
-    Specialty("SLP", "speech_pathologist"),
-)}
+SPECIALTIES = {
+    s.code: s
+    for s in (
+        Specialty("BE", "biomedical_engineer"),
+        Specialty("CLS", "clinical_laboratory_scientist"),
+        Specialty("CP", "clinical_psychologist"),
+        Specialty("OT", "occupational_therapist"),
+        Specialty("SLP", "speech_pathologist"),
+    )
+}
 COUNTS = {
     "test": {"BE": 143, "CLS": 372, "CP": 106, "OT": 189, "SLP": 130},
     "dev": {code: 5 for code in SPECIALTIES},
 }
-LOCAL_LAYOUT = (f"DIR/{BENCHMARK}/{{test,dev}}/<specialty>_{{test,dev}}.tsv, the hub's header-less TSV files "
-                f"(columns {', '.join(COLUMNS)}); specialties: "
-                + ", ".join(s.stem for s in SPECIALTIES.values()))
+LOCAL_LAYOUT = (
+    f"DIR/{BENCHMARK}/{{test,dev}}/<specialty>_{{test,dev}}.tsv, the hub's header-less TSV files "
+    f"(columns {', '.join(COLUMNS)}); specialties: " + ", ".join(s.stem for s in SPECIALTIES.values())
+)
 
 # The paper's leaderboard (authors' README at 9a5b34af), accuracy in %: log-likelihood numbers, and
 # in brackets the change with chat generation. GPT models have generation numbers only.
@@ -95,9 +99,11 @@ Llama2-70B      78.3 -10.5 84.0 -47.2 31.5 -10.8 80.4 -44.4 72.9 -29.8 69.4 -28.
 Med42           83.2 -14.0 84.9 -10.4 31.5 -4.6  79.4 -13.8 80.9 -12.6 72.0 -11.1
 """
 _LEADERBOARD_ORDER = ("BE", "CP", "SLP", "OT", "CLS", "macro")
-_GPT_GENERATION = {"GPT3.5_1106": (72.0, 82.1, 29.2, 70.4, 71.5, 65.0),
-                   "GPT4_1106": (86.7, 86.8, 31.5, 88.4, 91.7, 77.0),
-                   "GPT4_0125": (90.2, 91.5, 30.8, 90.0, 91.7, 78.8)}
+_GPT_GENERATION = {
+    "GPT3.5_1106": (72.0, 82.1, 29.2, 70.4, 71.5, 65.0),
+    "GPT4_1106": (86.7, 86.8, 31.5, 88.4, 91.7, 77.0),
+    "GPT4_0125": (90.2, 91.5, 30.8, 90.0, 91.7, 78.8),
+}
 
 
 def _leaderboard() -> tuple[dict[str, dict[str, float]], dict[str, dict[str, float]]]:
@@ -106,7 +112,9 @@ def _leaderboard() -> tuple[dict[str, dict[str, float]], dict[str, dict[str, flo
         model, *numbers = line.split()
         pairs = list(zip(numbers[::2], numbers[1::2]))
         logit[model] = {key: round(float(a) / 100, 4) for key, (a, _) in zip(_LEADERBOARD_ORDER, pairs)}
-        generation[model] = {key: round((float(a) + float(d)) / 100, 4) for key, (a, d) in zip(_LEADERBOARD_ORDER, pairs)}
+        generation[model] = {
+            key: round((float(a) + float(d)) / 100, 4) for key, (a, d) in zip(_LEADERBOARD_ORDER, pairs)
+        }
     for model, numbers in _GPT_GENERATION.items():
         generation[model] = {key: round(value / 100, 4) for key, value in zip(_LEADERBOARD_ORDER, numbers)}
     return logit, generation
@@ -121,14 +129,19 @@ def specialty(code_or_stem: str) -> Specialty:
     for spec in SPECIALTIES.values():
         if key.upper() == spec.code or key.lower() == spec.stem:
             return spec
-    raise data_layer.DataError(f"unknown MedExQA specialty '{code_or_stem}' (known: "
-                               + ", ".join(f"{s.code} = {s.stem}" for s in SPECIALTIES.values()) + ")")
+    raise data_layer.DataError(
+        f"unknown MedExQA specialty '{code_or_stem}' (known: "
+        + ", ".join(f"{s.code} = {s.stem}" for s in SPECIALTIES.values())
+        + ")"
+    )
 
 
 # ----------------------------------------------------------------------------- data
 
 
-def _validate(rows: list[dict[str, Any]], source: str, spec: Specialty, split: str, require_count: bool) -> tuple[dict[str, Any], ...]:
+def _validate(
+    rows: list[dict[str, Any]], source: str, spec: Specialty, split: str, require_count: bool
+) -> tuple[dict[str, Any], ...]:
     data_layer.require_columns(rows, COLUMNS, source)
     data_layer.require_nonempty_strings(rows, COLUMNS, source)
     data_layer.require_allowed(rows, "answer", LETTERS, source)
@@ -136,10 +149,17 @@ def _validate(rows: list[dict[str, Any]], source: str, spec: Specialty, split: s
     if len(rows) != expected:
         if require_count:
             data_layer.require_counts({spec.code: len(rows)}, {spec.code: expected}, source, "row")
-        logger.warning("%s holds %d rows, the published %s split of %s has %d: scores are not comparable with the paper.",
-                       source, len(rows), split, spec.code, expected)
-    return tuple({**row, "specialty": spec.code, "split": split, "row": number}
-                 for number, row in enumerate(rows, start=1))
+        logger.warning(
+            "%s holds %d rows, the published %s split of %s has %d: scores are not comparable with the paper.",
+            source,
+            len(rows),
+            split,
+            spec.code,
+            expected,
+        )
+    return tuple(
+        {**row, "specialty": spec.code, "split": split, "row": number} for number, row in enumerate(rows, start=1)
+    )
 
 
 @data_layer.cached_on_file
@@ -163,7 +183,9 @@ def load_rows(code: str, split: str = "test", data_dir: str | None = None) -> tu
         return load_file(path, code=spec.code, split=split)
     path = data_layer.download_hub_file(HUB_REPO, spec.path(split), HUB_REVISION, BENCHMARK, LOCAL_LAYOUT)
     rows = data_layer.read_table(path, delimiter="\t", fieldnames=COLUMNS)
-    return _validate(rows, f"hf://datasets/{HUB_REPO}@{HUB_REVISION}/{spec.path(split)}", spec, split, require_count=True)
+    return _validate(
+        rows, f"hf://datasets/{HUB_REPO}@{HUB_REVISION}/{spec.path(split)}", spec, split, require_count=True
+    )
 
 
 # ----------------------------------------------------------------------------- answer shuffling
@@ -174,6 +196,7 @@ def permutation(seed: int, code: str, split: str, row: int) -> tuple[str, ...]:
 
     A pure function of the seed and the item: the same in every process, run and Python version.
     """
+
     def rank(letter: str) -> str:
         return hashlib.sha256(f"{seed}:{code}:{split}:{row}:{letter}".encode("utf-8")).hexdigest()
 
@@ -184,9 +207,13 @@ def to_doc(row: Mapping[str, Any], shuffle_seed: int | None) -> dict[str, Any]:
     """The task doc: options (shuffled when a seed is given), gold letter, and the permutation used."""
     order = LETTERS if shuffle_seed is None else permutation(shuffle_seed, row["specialty"], row["split"], row["row"])
     return {
-        "specialty": row["specialty"], "split": row["split"], "row": row["row"], "question": row["question"],
+        "specialty": row["specialty"],
+        "split": row["split"],
+        "row": row["row"],
+        "question": row["question"],
         **{shown: row[original] for shown, original in zip(LETTERS, order)},
-        "exp0": row["exp0"], "exp1": row["exp1"],
+        "exp0": row["exp0"],
+        "exp1": row["exp1"],
         "answer": LETTERS[order.index(row["answer"])],
         "original_answer": row["answer"],
         "permutation": "".join(order),
@@ -208,8 +235,14 @@ def _flag(value: Any, name: str) -> bool:
 # ----------------------------------------------------------------------------- lm-eval hooks (data)
 
 
-def custom_dataset(specialty: str, data_dir: str | None = None, split: str | None = None, shuffle: Any = False,
-                   shuffle_seed: Any = DEFAULT_SHUFFLE_SEED, **_: Any):
+def custom_dataset(
+    specialty: str,
+    data_dir: str | None = None,
+    split: str | None = None,
+    shuffle: Any = False,
+    shuffle_seed: Any = DEFAULT_SHUFFLE_SEED,
+    **_: Any,
+):
     """lm-eval ``custom_dataset`` hook: one specialty's items as split 'test', its dev items as 'dev'.
 
     ``--metadata split=dev`` evaluates the dev items instead; ``--metadata shuffle=true`` (optionally
@@ -226,10 +259,12 @@ def custom_dataset(specialty: str, data_dir: str | None = None, split: str | Non
     dev = load_rows(specialty, "dev", data_dir)
     import datasets
 
-    return datasets.DatasetDict({
-        "test": datasets.Dataset.from_list([to_doc(row, seed) for row in evaluated]),
-        "dev": datasets.Dataset.from_list([to_doc(row, seed) for row in dev]),
-    })
+    return datasets.DatasetDict(
+        {
+            "test": datasets.Dataset.from_list([to_doc(row, seed) for row in evaluated]),
+            "dev": datasets.Dataset.from_list([to_doc(row, seed) for row in dev]),
+        }
+    )
 
 
 # ----------------------------------------------------------------------------- prompts
@@ -274,11 +309,15 @@ def gold_index(doc: Mapping[str, Any]) -> int:
 
 _GAP = "[^ABCD]"
 _NEGATION = "(?:n't|not)"
-_ANSWER_CUE = (rf"(?:[Aa]nswer|[Cc]hoice)(?!{_GAP}{{0,20}}?{_NEGATION}){_GAP}{{0,10}}?\b(?:|is|:|be)")
+_ANSWER_CUE = rf"(?:[Aa]nswer|[Cc]hoice)(?!{_GAP}{{0,20}}?{_NEGATION}){_GAP}{{0,10}}?\b(?:|is|:|be)"
 STEP_PATTERNS = (
     ("answer_pattern", re.compile(rf"(?:[Cc]hoose|{_ANSWER_CUE})\b{_GAP}{{0,20}}?\b([ABCD])\b")),
-    ("correct_pattern", re.compile(
-        rf"\b([ABCD])\b(?!{_GAP}{{0,8}}?{_NEGATION}{_GAP}{{0,5}}?(?:correct|right)){_GAP}{{0,10}}?\b(?:correct|right)\b")),
+    (
+        "correct_pattern",
+        re.compile(
+            rf"\b([ABCD])\b(?!{_GAP}{{0,8}}?{_NEGATION}{_GAP}{{0,5}}?(?:correct|right)){_GAP}{{0,10}}?\b(?:correct|right)\b"
+        ),
+    ),
     ("leading_letter", re.compile(r"^([ABCD])(?:\.|,|:|$)")),
     ("first_letter", re.compile(r"(?<![a-zA-Z])([ABCD])(?![a-zA-Z=])")),
 )
@@ -307,8 +346,8 @@ def replace_option_texts(text: str, options: Sequence[str]) -> tuple[str, list[b
             continue
         pieces, new_mask, start = [], [], 0
         for match in re.finditer(re.escape(needle), text, flags=re.IGNORECASE):
-            pieces += [text[start:match.start()], letter]
-            new_mask += mask[start:match.start()] + [True]
+            pieces += [text[start : match.start()], letter]
+            new_mask += mask[start : match.start()] + [True]
             start = match.end()
         text = "".join(pieces) + text[start:]
         mask = new_mask + mask[start:]
@@ -361,9 +400,13 @@ def logit_prediction(loglikelihoods: Sequence[float]) -> str:
 def process_generation_results(doc: Mapping[str, Any], results: Sequence[str]) -> dict[str, Any]:
     extraction = extract_answer(results[0], doc_options(doc))
     correct = float(extraction.letter == doc["answer"])
-    return {"accuracy": correct, "accuracy_micro": correct, "answered": float(extraction.letter is not None),
-            # logged per sample; aggregated by explicit_share
-            "extraction_step": extraction.step}
+    return {
+        "accuracy": correct,
+        "accuracy_micro": correct,
+        "answered": float(extraction.letter is not None),
+        # logged per sample; aggregated by explicit_share
+        "extraction_step": extraction.step,
+    }
 
 
 def explicit_share(steps: Sequence[str]) -> float:
@@ -384,8 +427,15 @@ def score_logit_sample(task: str, sample: Mapping[str, Any]) -> ScoredItem:
     if len(lls) != len(LETTERS):
         raise ValueError(f"expected {len(LETTERS)} log-likelihoods, got {len(lls)}")
     pred = logit_prediction(lls)
-    return ScoredItem(task=task, doc_id=int(sample["doc_id"]), doc_hash=sample.get("doc_hash", ""),
-                      component=_component(doc), gold=doc["answer"], pred=pred, correct=float(pred == doc["answer"]))
+    return ScoredItem(
+        task=task,
+        doc_id=int(sample["doc_id"]),
+        doc_hash=sample.get("doc_hash", ""),
+        component=_component(doc),
+        gold=doc["answer"],
+        pred=pred,
+        correct=float(pred == doc["answer"]),
+    )
 
 
 def score_generation_sample(task: str, sample: Mapping[str, Any]) -> ScoredItem:
@@ -393,15 +443,28 @@ def score_generation_sample(task: str, sample: Mapping[str, Any]) -> ScoredItem:
     reply = sample["filtered_resps"][0]
     extraction = extract_answer(reply, doc_options(doc))
     # What the authors' script would read: it extracted from the prompt followed by the reply.
-    authors = extract_answer(generation_prompt(doc) + reply, doc_options(doc)) if strip_think(reply) is not None else extraction
-    extras = {"answered": float(extraction.letter is not None),
-              "letter_from_option_text": float(extraction.from_option_text),
-              "accuracy_if_prompt_included": float(authors.letter == doc["answer"])}
+    authors = (
+        extract_answer(generation_prompt(doc) + reply, doc_options(doc))
+        if strip_think(reply) is not None
+        else extraction
+    )
+    extras = {
+        "answered": float(extraction.letter is not None),
+        "letter_from_option_text": float(extraction.from_option_text),
+        "accuracy_if_prompt_included": float(authors.letter == doc["answer"]),
+    }
     extras |= {f"step_{name}": float(extraction.step == name) for name in extraction_steps()}
     pred = extraction.letter or INVALID
-    return ScoredItem(task=task, doc_id=int(sample["doc_id"]), doc_hash=sample.get("doc_hash", ""),
-                      component=_component(doc), gold=doc["answer"], pred=pred, correct=float(pred == doc["answer"]),
-                      extras=extras)
+    return ScoredItem(
+        task=task,
+        doc_id=int(sample["doc_id"]),
+        doc_hash=sample.get("doc_hash", ""),
+        component=_component(doc),
+        gold=doc["answer"],
+        pred=pred,
+        correct=float(pred == doc["answer"]),
+        extras=extras,
+    )
 
 
 def extraction_steps() -> tuple[str, ...]:
@@ -415,22 +478,36 @@ _COMMON_NOTES = (
 
 REPORT_SPECS = (
     BenchmarkSpec(
-        name="medexqa_logit", title="MedExQA, log-likelihood protocol", task_prefix="medexqa_logit",
+        name="medexqa_logit",
+        title="MedExQA, log-likelihood protocol",
+        task_prefix="medexqa_logit",
         task_names=frozenset(f"medexqa_logit_{code.lower()}" for code in SPECIALTIES),
-        score_sample=score_logit_sample, expected_counts=COUNTS["test"], labels=LETTERS,
-        stratify_by="component", headline="accuracy_macro", component_name="specialty",
+        score_sample=score_logit_sample,
+        expected_counts=COUNTS["test"],
+        labels=LETTERS,
+        stratify_by=Stratum.COMPONENT,
+        headline=Headline.ACCURACY_MACRO,
         reference=PAPER_LOGIT_ACCURACY,
-        notes=_COMMON_NOTES + ("The answer is the letter with the highest log-likelihood after 'Answer:'.",)),
+        notes=_COMMON_NOTES + ("The answer is the letter with the highest log-likelihood after 'Answer:'.",),
+    ),
     BenchmarkSpec(
-        name="medexqa", title="MedExQA, generation protocol", task_prefix="medexqa",
+        name="medexqa",
+        title="MedExQA, generation protocol",
+        task_prefix="medexqa",
         task_names=frozenset(f"medexqa_{code.lower()}" for code in SPECIALTIES),
-        score_sample=score_generation_sample, expected_counts=COUNTS["test"], labels=LETTERS,
-        stratify_by="component", headline="accuracy_macro", component_name="specialty",
+        score_sample=score_generation_sample,
+        expected_counts=COUNTS["test"],
+        labels=LETTERS,
+        stratify_by=Stratum.COMPONENT,
+        headline=Headline.ACCURACY_MACRO,
         reference=PAPER_GENERATION_ACCURACY,
-        notes=_COMMON_NOTES + (
+        notes=_COMMON_NOTES
+        + (
             "Letters are read from the reply only (think blocks removed) with the authors' cascade; INVALID "
             "(unclosed think block, empty reply, or nothing to match) is counted wrong.",
             "step_* rates say which extraction step produced each letter; accuracy_if_prompt_included is what "
             "the authors' script would score, since it extracted from the prompt followed by the reply.",
-            "Explanation scores: python -m lm_eval_tasks medexqa-explanations OUTPUT_PATH.")),
+            "Explanation scores: python -m lm_eval_tasks medexqa-explanations OUTPUT_PATH.",
+        ),
+    ),
 )

@@ -28,10 +28,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import explanation_metrics, medexqa, report, stats
-from .data import DataError
-from .openai_client import ChatCache, ChatClient, ChatEndpoint, prompt_hash
-from .text import strip_think
+from .. import runs, stats
+from ..data import DataError
+from ..files import write_atomically
+from ..openai_client import ChatCache, ChatClient, ChatEndpoint, prompt_hash
+from ..text import strip_think
+from . import explanation_metrics
+from . import protocol as medexqa
 
 SCHEMA_VERSION = "1.0"
 GENERATION_SPEC = next(spec for spec in medexqa.REPORT_SPECS if spec.name == "medexqa")
@@ -77,7 +80,7 @@ class Item:
         return self.doc["exp0"], self.doc["exp1"]
 
 
-def read_items(run: report.Run) -> list[Item]:
+def read_items(run: runs.Run) -> list[Item]:
     """The generation protocol's logged samples, with the letters read again."""
     items = []
     for task in sorted(t for t in run.samples if GENERATION_SPEC.owns(t)):
@@ -86,14 +89,25 @@ def read_items(run: report.Run) -> list[Item]:
                 doc, reply = sample["doc"], sample["filtered_resps"][0]
                 extraction = medexqa.extract_answer(reply, medexqa.doc_options(doc))
                 visible = strip_think(reply)
-                items.append(Item(task=task, doc_id=int(sample["doc_id"]), specialty=medexqa.specialty(doc["specialty"]).code,
-                                  doc=doc, reply=reply, letter=extraction.letter, step=extraction.step,
-                                  correct=extraction.letter == doc["answer"],
-                                  explanation=visible.strip() if visible and visible.strip() else None))
+                items.append(
+                    Item(
+                        task=task,
+                        doc_id=int(sample["doc_id"]),
+                        specialty=medexqa.specialty(doc["specialty"]).code,
+                        doc=doc,
+                        reply=reply,
+                        letter=extraction.letter,
+                        step=extraction.step,
+                        correct=extraction.letter == doc["answer"],
+                        explanation=visible.strip() if visible and visible.strip() else None,
+                    )
+                )
             except (KeyError, TypeError, ValueError, IndexError) as exc:
                 raise DataError(f"{run.sample_files[task]}, line {number}: cannot read this sample ({exc!r})") from exc
     if not items:
-        raise DataError(f"{run.results_path}: no samples of the MedExQA generation tasks (medexqa_<specialty>) in this run")
+        raise DataError(
+            f"{run.results_path}: no samples of the MedExQA generation tasks (medexqa_<specialty>) in this run"
+        )
     return sorted(items, key=lambda item: (list(medexqa.SPECIALTIES).index(item.specialty), item.task, item.doc_id))
 
 
@@ -118,8 +132,13 @@ def judge_label(endpoint: ChatEndpoint) -> str:
 
 def judge_messages(doc: Mapping[str, Any], response: str) -> list[dict[str, str]]:
     question = doc["question"] + "".join(f"\n{letter}. {doc[letter]}" for letter in medexqa.LETTERS)
-    prompt = JUDGE_TEMPLATE.format(question=question, answer=f"{doc['answer']}. {doc[doc['answer']]}",
-                                   reference_1=doc["exp0"], reference_2=doc["exp1"], response=response)
+    prompt = JUDGE_TEMPLATE.format(
+        question=question,
+        answer=f"{doc['answer']}. {doc[doc['answer']]}",
+        reference_1=doc["exp0"],
+        reference_2=doc["exp1"],
+        response=response,
+    )
     return [{"role": "user", "content": prompt}]
 
 
@@ -132,8 +151,9 @@ def parse_judge_score(text: str | None) -> float | None:
     return 10.0 * value if 0.0 <= value <= 10.0 else None
 
 
-def run_judges(items: Sequence[Item], endpoints: Sequence[ChatEndpoint], cache: ChatCache,
-               concurrency: int = 4) -> list[dict[str, Any]]:
+def run_judges(
+    items: Sequence[Item], endpoints: Sequence[ChatEndpoint], cache: ChatCache, concurrency: int = 4
+) -> list[dict[str, Any]]:
     """Ask every judge about every correct answer's explanation; per-judge call statistics."""
     judged = [item for item in items if item.correct and item.explanation is not None]
     records = []
@@ -145,18 +165,33 @@ def run_judges(items: Sequence[Item], endpoints: Sequence[ChatEndpoint], cache: 
         for item, result in zip(judged, results, strict=True):
             score = parse_judge_score(result.text) if result.ok else None
             unparsed += result.ok and score is None
-            item.judges[label] = {"score": score, "cached": result.cached, "error": result.error,
-                                  **({"unparsed_reply": result.text[:500]} if result.ok and score is None else {})}
-        records.append({**endpoint.record(), "prompt_hash": JUDGE_PROMPT_HASH, "label": label,
-                        "items_asked": len(judged), "http_calls": client.calls, "cache_hits": client.cache_hits,
-                        "failed_requests": client.failures, "unparsed_replies": unparsed})
+            item.judges[label] = {
+                "score": score,
+                "cached": result.cached,
+                "error": result.error,
+                **({"unparsed_reply": result.text[:500]} if result.ok and score is None else {}),
+            }
+        records.append(
+            {
+                **endpoint.record(),
+                "prompt_hash": JUDGE_PROMPT_HASH,
+                "label": label,
+                "items_asked": len(judged),
+                "http_calls": client.calls,
+                "cache_hits": client.cache_hits,
+                "failed_requests": client.failures,
+                "unparsed_replies": unparsed,
+            }
+        )
     return records
 
 
 # ----------------------------------------------------------------------------- per-item scores
 
 
-def item_scores(item: Item, used_metrics: Sequence[str], weights: Mapping[str, float], judges: Sequence[str]) -> dict[str, float | None]:
+def item_scores(
+    item: Item, used_metrics: Sequence[str], weights: Mapping[str, float], judges: Sequence[str]
+) -> dict[str, float | None]:
     accuracy = 100.0 if item.correct else 0.0
     scores: dict[str, float | None] = {"accuracy": accuracy}
     if used_metrics:
@@ -206,7 +241,8 @@ def summarise(name: str, values: Sequence[float | None], specialties: Sequence[s
     for value, group in kept:
         by_specialty.setdefault(group, []).append(value)
     return {
-        "n": len(vals), "missing": len(values) - len(vals),
+        "n": len(vals),
+        "missing": len(values) - len(vals),
         "macro": stats.bootstrap(stats.macro_mean_of(vals, groups), len(vals), strata=groups).as_dict(),
         "micro": stats.bootstrap(stats.mean_of(vals), len(vals), strata=groups).as_dict(),
         "specialties": {s: {"n": len(v), "mean": sum(v) / len(v)} for s, v in by_specialty.items()},
@@ -216,12 +252,17 @@ def summarise(name: str, values: Sequence[float | None], specialties: Sequence[s
 # ----------------------------------------------------------------------------- the command
 
 
-def score_run(path: str | os.PathLike, metrics: Sequence[str] = explanation_metrics.METRICS,
-              bertscore_options: Mapping[str, Any] | None = None, judges: Sequence[ChatEndpoint] = (),
-              judge_cache: str | os.PathLike | None = None, judge_concurrency: int = 4,
-              weights: Mapping[str, float] | None = None) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+def score_run(
+    path: str | os.PathLike,
+    metrics: Sequence[str] = explanation_metrics.METRICS,
+    bertscore_options: Mapping[str, Any] | None = None,
+    judges: Sequence[ChatEndpoint] = (),
+    judge_cache: str | os.PathLike | None = None,
+    judge_concurrency: int = 4,
+    weights: Mapping[str, float] | None = None,
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """The summary and the per-item rows for one run."""
-    run = report.load_run(path)
+    run = runs.load_run(path)
     items = read_items(run)
     weights = dict(weights or DEFAULT_WEIGHTS)
     loaded, unavailable = explanation_metrics.load_available(metrics, **(bertscore_options or {}))
@@ -240,17 +281,27 @@ def score_run(path: str | os.PathLike, metrics: Sequence[str] = explanation_metr
     for item in items:
         scores = item_scores(item, used, weights, labels)
         per_item.append(scores)
-        rows.append({"task": item.task, "doc_id": item.doc_id, "specialty": item.specialty, "row": item.doc["row"],
-                     "gold": item.doc["answer"], "pred": item.letter, "extraction_step": item.step,
-                     "correct": item.correct, **scores,
-                     **({"judges": item.judges} if item.judges else {})})
+        rows.append(
+            {
+                "task": item.task,
+                "doc_id": item.doc_id,
+                "specialty": item.specialty,
+                "row": item.doc["row"],
+                "gold": item.doc["answer"],
+                "pred": item.letter,
+                "extraction_step": item.step,
+                "correct": item.correct,
+                **scores,
+                **({"judges": item.judges} if item.judges else {}),
+            }
+        )
     specialties = [item.specialty for item in items]
     names = list(per_item[0])
     counts = {code: sum(s == code for s in specialties) for code in medexqa.SPECIALTIES}
     complete = counts == medexqa.COUNTS["test"] and all(item.doc.get("split", "test") == "test" for item in items)
     summary = {
         "schema_version": SCHEMA_VERSION,
-        "run": report.run_info(run),
+        "run": runs.run_info(run),
         "scale": "0-100 per item (accuracy 0 or 100)",
         "explanation_metrics": {metric.name: metric.details for metric in loaded},
         "unavailable_metrics": unavailable,
@@ -275,34 +326,51 @@ def to_markdown(summary: Mapping[str, Any]) -> str:
     def fmt(estimate):
         return f"{estimate['value']:.2f} [{estimate['low']:.2f}, {estimate['high']:.2f}]"
 
-    lines = ["# MedExQA explanation scores", "",
-             f"- results: `{summary['run']['results_file']}`; items: {summary['n_items']} "
-             f"({'all published test items' if summary['all_published_items'] else 'not the full published test set'})",
-             f"- metrics used: {', '.join(summary['explanation_metrics']) or 'none'}"]
-    lines += [f"- **unavailable, left out**: {name}: {reason}" for name, reason in summary["unavailable_metrics"].items()]
-    lines += [f"- combined weights: accuracy {summary['weights']['accuracy']}, explanation {summary['weights']['explanation']}"]
+    lines = [
+        "# MedExQA explanation scores",
+        "",
+        f"- results: `{summary['run']['results_file']}`; items: {summary['n_items']} "
+        f"({'all published test items' if summary['all_published_items'] else 'not the full published test set'})",
+        f"- metrics used: {', '.join(summary['explanation_metrics']) or 'none'}",
+    ]
+    lines += [
+        f"- **unavailable, left out**: {name}: {reason}" for name, reason in summary["unavailable_metrics"].items()
+    ]
+    lines += [
+        f"- combined weights: accuracy {summary['weights']['accuracy']}, explanation {summary['weights']['explanation']}"
+    ]
     for judge in summary["judges"]:
-        lines.append(f"- judge {judge['model']} at {judge['base_url']} (temperature {judge['temperature']}, prompt "
-                     f"{judge['prompt_hash']}): {judge['items_asked']} asked, {judge['http_calls']} HTTP calls, "
-                     f"{judge['cache_hits']} cached, {judge['failed_requests']} failed, {judge['unparsed_replies']} unparsed")
+        lines.append(
+            f"- judge {judge['model']} at {judge['base_url']} (temperature {judge['temperature']}, prompt "
+            f"{judge['prompt_hash']}): {judge['items_asked']} asked, {judge['http_calls']} HTTP calls, "
+            f"{judge['cache_hits']} cached, {judge['failed_requests']} failed, {judge['unparsed_replies']} unparsed"
+        )
     codes = list(medexqa.SPECIALTIES)
-    lines += ["", "| score | " + " | ".join(codes) + " | macro [95% CI] | micro [95% CI] | n (missing) |",
-              "|---|" + "---:|" * len(codes) + "---|---|---|"]
+    lines += [
+        "",
+        "| score | " + " | ".join(codes) + " | macro [95% CI] | micro [95% CI] | n (missing) |",
+        "|---|" + "---:|" * len(codes) + "---|---|---|",
+    ]
     for name, entry in summary["scores"].items():
         if not entry["n"]:
             lines.append(f"| {name} | " + " | ".join("-" for _ in codes) + f" | - | - | 0 ({entry['missing']}) |")
             continue
         cells = [f"{entry['specialties'][c]['mean']:.2f}" if c in entry["specialties"] else "-" for c in codes]
-        lines.append(f"| {name} | " + " | ".join(cells) + f" | {fmt(entry['macro'])} | {fmt(entry['micro'])} | "
-                     f"{entry['n']} ({entry['missing']}) |")
+        lines.append(
+            f"| {name} | " + " | ".join(cells) + f" | {fmt(entry['macro'])} | {fmt(entry['micro'])} | "
+            f"{entry['n']} ({entry['missing']}) |"
+        )
     lines += [""] + [f"- note: {note}" for note in summary["notes"]]
     return "\n".join(lines) + "\n"
 
 
 def write(summary: Mapping[str, Any], rows: Sequence[Mapping[str, Any]], out_dir: str | os.PathLike) -> list[Path]:
     items = "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows)
-    return report.write_atomically(out_dir, {
-        "medexqa_explanations.json": (json.dumps(summary, indent=2, ensure_ascii=False) + "\n").encode("utf-8"),
-        "medexqa_explanations.md": to_markdown(summary).encode("utf-8"),
-        "medexqa_explanation_items.jsonl": items.encode("utf-8"),
-    })
+    return write_atomically(
+        out_dir,
+        {
+            "medexqa_explanations.json": (json.dumps(summary, indent=2, ensure_ascii=False) + "\n").encode("utf-8"),
+            "medexqa_explanations.md": to_markdown(summary).encode("utf-8"),
+            "medexqa_explanation_items.jsonl": items.encode("utf-8"),
+        },
+    )

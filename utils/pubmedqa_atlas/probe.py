@@ -21,8 +21,9 @@ from typing import Any
 
 import numpy as np
 
-from . import pubmedqa, stats
-from .data import DataError
+from .. import stats
+from ..data import DataError
+from . import protocol as pubmedqa
 
 POOLINGS = ("mean", "cls", "last")  # mean is the protocol; cls / last are offered for comparisons
 # The logistic head: features standardised on the train pool, L2-regularised multinomial logistic
@@ -42,7 +43,11 @@ def encoder_max_length(encoder_dir: str | os.PathLike, tokenizer: Any, config: A
         declared = json.loads(st_config.read_text(encoding="utf-8")).get("max_seq_length")
         if declared:
             return int(declared)
-    limits = [int(tokenizer.model_max_length)] if tokenizer.model_max_length and tokenizer.model_max_length < _NO_LIMIT else []
+    limits = (
+        [int(tokenizer.model_max_length)]
+        if tokenizer.model_max_length and tokenizer.model_max_length < _NO_LIMIT
+        else []
+    )
     if getattr(config, "max_position_embeddings", None):
         limits.append(int(config.max_position_embeddings))
     if not limits:
@@ -65,8 +70,14 @@ def pool(hidden, mask, pooling: str):
     raise ValueError(f"unknown pooling '{pooling}' (known: {', '.join(POOLINGS)})")
 
 
-def embed_texts(encoder_dir: str | os.PathLike, texts: Sequence[str], pooling: str = "mean",
-                max_length: int | None = None, dtype: str = "float32", batch_size: int = 16) -> tuple[np.ndarray, int]:
+def embed_texts(
+    encoder_dir: str | os.PathLike,
+    texts: Sequence[str],
+    pooling: str = "mean",
+    max_length: int | None = None,
+    dtype: str = "float32",
+    batch_size: int = 16,
+) -> tuple[np.ndarray, int]:
     """Embeddings (float32, one row per text, in input order) and the max length used."""
     import torch
     from transformers import AutoConfig, AutoModel, AutoTokenizer
@@ -85,7 +96,7 @@ def embed_texts(encoder_dir: str | os.PathLike, texts: Sequence[str], pooling: s
     out = np.zeros((len(texts), model.config.hidden_size), dtype=np.float32)
     with torch.inference_mode():
         for start in range(0, len(order), batch_size):
-            chunk = order[start:start + batch_size]
+            chunk = order[start : start + batch_size]
             batch = tokenizer.pad({"input_ids": [encoded[i] for i in chunk]}, return_tensors="pt")
             hidden = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]).last_hidden_state
             out[chunk] = pool(hidden.float(), batch["attention_mask"], pooling).numpy()
@@ -95,8 +106,14 @@ def embed_texts(encoder_dir: str | os.PathLike, texts: Sequence[str], pooling: s
 def _embeddings_key(encoder_dir: Path, texts: Sequence[str], pooling: str, max_length: int | None, dtype: str) -> str:
     digest = hashlib.sha256()
     weights = sorted(p for p in encoder_dir.iterdir() if p.suffix in {".safetensors", ".bin"})
-    for part in [str(encoder_dir.resolve()), pooling, str(max_length), dtype,
-                 *(f"{p.name}:{p.stat().st_size}:{p.stat().st_mtime_ns}" for p in weights), *texts]:
+    for part in [
+        str(encoder_dir.resolve()),
+        pooling,
+        str(max_length),
+        dtype,
+        *(f"{p.name}:{p.stat().st_size}:{p.stat().st_mtime_ns}" for p in weights),
+        *texts,
+    ]:
         digest.update(part.encode("utf-8") + b"\0")
     return digest.hexdigest()
 
@@ -106,8 +123,9 @@ def cached_embeddings(cache_file: str | os.PathLike | None, encoder_dir: Path, t
     texts and options; otherwise the embeddings are computed and the file is (re)written."""
     if cache_file is None:
         return (*embed_texts(encoder_dir, texts, **options), False)
-    key = _embeddings_key(encoder_dir, texts, options.get("pooling", "mean"), options.get("max_length"),
-                          options.get("dtype", "float32"))
+    key = _embeddings_key(
+        encoder_dir, texts, options.get("pooling", "mean"), options.get("max_length"), options.get("dtype", "float32")
+    )
     cache_file = Path(cache_file)
     if cache_file.is_file():
         with np.load(cache_file) as stored:
@@ -144,9 +162,16 @@ def scores(gold: Sequence[str], pred: Sequence[str]) -> dict[str, Any]:
     }
 
 
-def run_probe(encoder: str | os.PathLike, data_dir: str | None = None, subset: str = "full", pooling: str = "mean",
-              max_length: int | None = None, dtype: str = "float32", batch_size: int = 16,
-              embeddings_cache: str | os.PathLike | None = None) -> dict[str, Any]:
+def run_probe(
+    encoder: str | os.PathLike,
+    data_dir: str | None = None,
+    subset: str = "full",
+    pooling: str = "mean",
+    max_length: int | None = None,
+    dtype: str = "float32",
+    batch_size: int = 16,
+    embeddings_cache: str | os.PathLike | None = None,
+) -> dict[str, Any]:
     """The probe end to end; returns a JSON-ready result (scores, setup, timings, per-item predictions)."""
     started = time.perf_counter()
     encoder_dir = Path(encoder)
@@ -156,11 +181,12 @@ def run_probe(encoder: str | os.PathLike, data_dir: str | None = None, subset: s
     train, test = loaded.train, loaded.subset(subset)
     texts = [pubmedqa.probe_text(item.doc()) for item in (*train, *test)]
     embeddings, used_max_length, from_cache = cached_embeddings(
-        embeddings_cache, encoder_dir, texts, pooling=pooling, max_length=max_length, dtype=dtype, batch_size=batch_size)
+        embeddings_cache, encoder_dir, texts, pooling=pooling, max_length=max_length, dtype=dtype, batch_size=batch_size
+    )
     embedded = time.perf_counter()
     if not np.isfinite(embeddings).all():
         raise DataError(f"{encoder_dir}: the encoder produced non-finite embeddings (try dtype float32)")
-    train_x, test_x = embeddings[:len(train)], embeddings[len(train):]
+    train_x, test_x = embeddings[: len(train)], embeddings[len(train) :]
     pred = fit_and_predict(train_x, [item.answer for item in train], test_x)
     fitted = time.perf_counter()
     gold = [item.answer for item in test]
@@ -178,12 +204,22 @@ def run_probe(encoder: str | os.PathLike, data_dir: str | None = None, subset: s
         "dtype": dtype,
         "head": f"StandardScaler + LogisticRegression(C={LOGISTIC_C}, lbfgs, multinomial)",
         **scores(gold, pred),
-        "always_yes": {"accuracy": float(np.mean([g == "yes" for g in gold])),
-                       "macro_f1": pubmedqa.macro_f1_value(gold, ["yes"] * len(gold))},
-        "bootstrap": {"n_resamples": stats.N_RESAMPLES, "seed": stats.SEED, "confidence": stats.CONFIDENCE,
-                      "stratified_by": "gold answer"},
-        "seconds": {"embed": round(embedded - started, 2), "fit": round(fitted - embedded, 2),
-                    "total": round(fitted - started, 2), "embeddings_from_cache": from_cache},
+        "always_yes": {
+            "accuracy": float(np.mean([g == "yes" for g in gold])),
+            "macro_f1": pubmedqa.macro_f1_value(gold, ["yes"] * len(gold)),
+        },
+        "bootstrap": {
+            "n_resamples": stats.N_RESAMPLES,
+            "seed": stats.SEED,
+            "confidence": stats.CONFIDENCE,
+            "stratified_by": "gold answer",
+        },
+        "seconds": {
+            "embed": round(embedded - started, 2),
+            "fit": round(fitted - embedded, 2),
+            "total": round(fitted - started, 2),
+            "embeddings_from_cache": from_cache,
+        },
         "predictions": [{"pubid": item.pubid, "gold": g, "pred": p} for item, g, p in zip(test, gold, pred)],
     }
 
@@ -192,11 +228,13 @@ def summary(result: dict[str, Any]) -> str:
     def fmt(estimate):
         return f"{estimate['value']:.4f} [{estimate['low']:.4f}, {estimate['high']:.4f}]"
 
-    lines = [f"PubMedQA probe, {result['item_set']} ({result['n_test']} test items, {result['n_train']} train): "
-             f"{result['encoder']}, {result['pooling']} pooling, max_length {result['max_length']}, {result['dtype']}",
-             f"  accuracy {fmt(result['accuracy'])}",
-             f"  macro-F1 {fmt(result['macro_f1'])}",
-             f"  always-yes: accuracy {result['always_yes']['accuracy']:.4f}, macro-F1 {result['always_yes']['macro_f1']:.4f}",
-             f"  wall time {result['seconds']['total']:.1f} s (embedding {result['seconds']['embed']:.1f} s"
-             f"{', from cache' if result['seconds']['embeddings_from_cache'] else ''})"]
+    lines = [
+        f"PubMedQA probe, {result['item_set']} ({result['n_test']} test items, {result['n_train']} train): "
+        f"{result['encoder']}, {result['pooling']} pooling, max_length {result['max_length']}, {result['dtype']}",
+        f"  accuracy {fmt(result['accuracy'])}",
+        f"  macro-F1 {fmt(result['macro_f1'])}",
+        f"  always-yes: accuracy {result['always_yes']['accuracy']:.4f}, macro-F1 {result['always_yes']['macro_f1']:.4f}",
+        f"  wall time {result['seconds']['total']:.1f} s (embedding {result['seconds']['embed']:.1f} s"
+        f"{', from cache' if result['seconds']['embeddings_from_cache'] else ''})",
+    ]
     return "\n".join(lines)

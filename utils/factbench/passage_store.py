@@ -25,16 +25,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .data import DataError, iter_jsonl, row_error
+from ..data import DataError, iter_jsonl, row_error
 
 SCHEMA_VERSION = "1"
 DEFAULT_PASSAGE_WORDS = 256
 DEFAULT_K = 5
 _WORD = re.compile(r"\w+", re.UNICODE)
 # Function words dropped from queries: they match nearly every passage and only add noise to BM25.
-STOPWORDS = frozenset("""a an and are as at be been being but by can could did do does for from had has have
+STOPWORDS = frozenset(
+    """a an and are as at be been being but by can could did do does for from had has have
 he her his i if in into is it its may might more most no not of on or our she should so than that the their
-them then there these they this those to was we were what when where which while who will with would you""".split())
+them then there these they this those to was we were what when where which while who will with would you""".split()
+)
 
 
 @dataclass(frozen=True)
@@ -48,7 +50,7 @@ class Passage:
 def passages_of(text: str, words: int) -> list[str]:
     """The text cut into consecutive windows of at most ``words`` whitespace-separated words."""
     tokens = text.split()
-    return [" ".join(tokens[i:i + words]) for i in range(0, len(tokens), words)]
+    return [" ".join(tokens[i : i + words]) for i in range(0, len(tokens), words)]
 
 
 def match_query(text: str) -> str | None:
@@ -57,7 +59,9 @@ def match_query(text: str) -> str | None:
     return " OR ".join(f'"{term}"' for term in terms) or None
 
 
-def _documents(path: Path, text_field: str, title_field: str | None, id_field: str | None) -> Iterator[tuple[str, str, str]]:
+def _documents(
+    path: Path, text_field: str, title_field: str | None, id_field: str | None
+) -> Iterator[tuple[str, str, str]]:
     for number, row in iter_jsonl(path):
         text = row.get(text_field)
         if not isinstance(text, str) or not text.strip():
@@ -91,13 +95,22 @@ class PassageStore:
         except sqlite3.DatabaseError as exc:
             raise DataError(f"{self.path}: not a passage store ({exc})") from exc
         if meta.get("schema_version") != SCHEMA_VERSION:
-            raise DataError(f"{self.path}: passage store schema {meta.get('schema_version')!r}, expected {SCHEMA_VERSION}; rebuild it")
+            raise DataError(
+                f"{self.path}: passage store schema {meta.get('schema_version')!r}, expected {SCHEMA_VERSION}; rebuild it"
+            )
         self.info: dict[str, Any] = json.loads(meta["build"])
 
     @classmethod
-    def build(cls, corpora: Sequence[str | os.PathLike], out: str | os.PathLike, text_field: str = "text",
-              title_field: str | None = "title", id_field: str | None = "id",
-              passage_words: int = DEFAULT_PASSAGE_WORDS, batch: int = 5000) -> PassageStore:
+    def build(
+        cls,
+        corpora: Sequence[str | os.PathLike],
+        out: str | os.PathLike,
+        text_field: str = "text",
+        title_field: str | None = "title",
+        id_field: str | None = "id",
+        passage_words: int = DEFAULT_PASSAGE_WORDS,
+        batch: int = 5000,
+    ) -> PassageStore:
         """Index JSONL files into ``out`` (written under a temporary name, then renamed)."""
         if passage_words < 1:
             raise ValueError("passage_words must be positive")
@@ -112,8 +125,9 @@ class PassageStore:
         try:
             db = sqlite3.connect(temp)
             db.execute("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
-            db.execute("CREATE VIRTUAL TABLE passages USING fts5(title, text, pid UNINDEXED, "
-                       "tokenize='porter unicode61')")
+            db.execute(
+                "CREATE VIRTUAL TABLE passages USING fts5(title, text, pid UNINDEXED, tokenize='porter unicode61')"
+            )
             n_documents = n_passages = 0
             pending: list[tuple[str, str, str]] = []
             for path in paths:
@@ -130,15 +144,27 @@ class PassageStore:
             if n_passages == 0:
                 raise DataError(f"{', '.join(map(str, paths))}: no documents to index")
             db.execute("INSERT INTO passages(passages) VALUES ('optimize')")
-            info = {"sources": [{"file": str(p.resolve()), "sha256": _sha256(p)} for p in paths],
-                    "text_field": text_field, "title_field": title_field, "id_field": id_field,
-                    "passage_words": passage_words, "n_documents": n_documents, "n_passages": n_passages,
-                    "tokenizer": "porter unicode61", "ranking": "bm25"}
-            info["fingerprint"] = hashlib.sha256(json.dumps(
-                {k: v for k, v in info.items() if k != "sources"} | {"sha256": [s["sha256"] for s in info["sources"]]},
-                sort_keys=True).encode()).hexdigest()[:16]
-            db.executemany("INSERT INTO meta VALUES (?, ?)", [("schema_version", SCHEMA_VERSION),
-                                                              ("build", json.dumps(info))])
+            info = {
+                "sources": [{"file": str(p.resolve()), "sha256": _sha256(p)} for p in paths],
+                "text_field": text_field,
+                "title_field": title_field,
+                "id_field": id_field,
+                "passage_words": passage_words,
+                "n_documents": n_documents,
+                "n_passages": n_passages,
+                "tokenizer": "porter unicode61",
+                "ranking": "bm25",
+            }
+            info["fingerprint"] = hashlib.sha256(
+                json.dumps(
+                    {k: v for k, v in info.items() if k != "sources"}
+                    | {"sha256": [s["sha256"] for s in info["sources"]]},
+                    sort_keys=True,
+                ).encode()
+            ).hexdigest()[:16]
+            db.executemany(
+                "INSERT INTO meta VALUES (?, ?)", [("schema_version", SCHEMA_VERSION), ("build", json.dumps(info))]
+            )
             db.commit()
             db.close()
             os.replace(temp, out)
@@ -155,7 +181,9 @@ class PassageStore:
         with self._lock:
             rows = self._db.execute(
                 "SELECT pid, title, text, bm25(passages) AS rank FROM passages WHERE passages MATCH ? "
-                "ORDER BY rank, pid LIMIT ?", (expression, k)).fetchall()
+                "ORDER BY rank, pid LIMIT ?",
+                (expression, k),
+            ).fetchall()
         # SQLite's bm25() is negative (smaller is better); report the usual positive score.
         return [Passage(pid, title, text, -rank) for pid, title, text, rank in rows]
 

@@ -1,0 +1,180 @@
+"""The layout: one task folder and one code package per benchmark, found by discovery, and generated YAML that is current.
+
+``test_a_new_benchmark_is_two_folders`` takes exactly the steps of the README's "Adding a benchmark"
+section on a copy of the installed package tree, and sees the new benchmark picked up by the command
+line, the report, the smoke group and lm-eval itself.
+"""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from lm_eval_tasks.utils.benchmarks import discover
+
+from lm_eval_tasks import tasks_dir
+
+REPO = Path(__file__).resolve().parents[1]
+GENERATED_FOLDERS = sorted(p.parent.name for p in (REPO / "lm_eval_tasks").glob("*/_generate_configs.py"))
+
+
+def test_every_benchmark_is_a_task_folder_and_a_code_package_of_the_same_name():
+    names = [benchmark.name for benchmark in discover()]
+    assert names == ["factbench", "medexqa", "medfact_bench", "millerqa", "pubmedqa_atlas"]
+    for name in names:
+        assert (Path(tasks_dir()) / name / "README.md").is_file()
+        assert (REPO / "utils" / name / "__init__.py").is_file()
+    # Shared modules sit at the top of utils/ and name no benchmark.
+    shared = sorted(p.stem for p in (REPO / "utils").glob("*.py"))
+    assert not [module for module in shared if any(name in module for name in names + ["pubmedqa", "medfact"])]
+
+
+@pytest.mark.parametrize("folder", GENERATED_FOLDERS)
+def test_generated_yaml_is_what_the_generator_writes(folder, tmp_path):
+    source = REPO / "lm_eval_tasks" / folder
+    subprocess.run(
+        [sys.executable, str(source / "_generate_configs.py"), str(tmp_path)], check=True, capture_output=True
+    )
+    generated = {p.name: p.read_text(encoding="utf-8") for p in tmp_path.glob("*.yaml")}
+    committed = {p.name: (source / p.name).read_text(encoding="utf-8") for p in tmp_path.glob("*.yaml")}
+    assert generated and generated == committed
+    # Every generated file is committed, and every committed YAML but the hand-written ones is generated.
+    assert set(generated) <= {p.name for p in source.glob("*.yaml")}
+
+
+def test_the_smoke_group_holds_every_declared_smoke_task():
+    group = (Path(tasks_dir()) / "medeval_smoke" / "medeval_smoke.yaml").read_text(encoding="utf-8")
+    for benchmark in discover():
+        assert benchmark.smoke_tasks, f"{benchmark.name} declares no smoke task"
+        for task in benchmark.smoke_tasks:
+            assert f"- {task}\n" in group
+
+
+# ----------------------------------------------------------------------------- a sixth benchmark
+
+TOY_TASK_YAML = """\
+task: toybench_echo
+custom_dataset: !function lm_eval_tasks.utils.toybench.tasks.custom_dataset
+test_split: test
+output_type: generate_until
+doc_to_text: "Say {{word}}."
+doc_to_target: word
+generation_kwargs:
+  until: ["\\n"]
+  max_gen_toks: 8
+process_results: !function lm_eval_tasks.utils.toybench.tasks.process_results
+metric_list:
+  - metric: accuracy
+    aggregation: mean
+    higher_is_better: true
+metadata:
+  version: 1.0
+"""
+
+TOY_INIT = '''\
+"""Toybench: say the word back."""
+
+from ..benchmarks import Benchmark
+from ..scoring import BenchmarkSpec, logged_reply, scored_item
+
+WORDS = ("lol", "cat", "dog")
+
+
+def score_sample(task, sample):
+    reply = logged_reply(sample).strip()
+    return scored_item(task, sample, component="words", gold=sample["doc"]["word"], pred=reply)
+
+
+def register(commands):
+    hello = commands.add_parser("toybench-hello", help="say hello from toybench")
+    hello.set_defaults(func=lambda args: print("hello from toybench") or 0)
+
+
+BENCHMARK = Benchmark(
+    name="toybench",
+    title="Toybench",
+    data_folder="toybench",
+    report_specs=(BenchmarkSpec(name="toybench", title="Toybench", task_prefix="toybench", score_sample=score_sample,
+                                expected_counts={"words": len(WORDS)}, labels=WORDS),),
+    register_commands=register,
+    smoke_tasks=("toybench_echo",),
+)
+'''
+
+TOY_TASKS = '''\
+"""lm-eval hooks of toybench."""
+
+from .. import data
+from . import WORDS
+
+
+def custom_dataset(**_):
+    return data.to_dataset_dict([{"word": word} for word in WORDS])
+
+
+def process_results(doc, results):
+    return {"accuracy": float(results[0].strip() == doc["word"])}
+'''
+
+
+def _installed_copy(root: Path) -> Path:
+    """The package tree as pip installs it: lm_eval_tasks/ with utils/ inside as lm_eval_tasks/utils."""
+    ignore = shutil.ignore_patterns("__pycache__")
+    shutil.copytree(REPO / "lm_eval_tasks", root / "lm_eval_tasks", ignore=ignore)
+    shutil.copytree(REPO / "utils", root / "lm_eval_tasks" / "utils", ignore=ignore)
+    return root
+
+
+def test_a_new_benchmark_is_two_folders(tmp_path):
+    site = _installed_copy(tmp_path / "site")
+    package = site / "lm_eval_tasks"
+    # Step 1: the task folder, with its README and YAML.
+    (package / "toybench").mkdir()
+    (package / "toybench" / "README.md").write_text("# toybench\n", encoding="utf-8")
+    (package / "toybench" / "toybench_echo.yaml").write_text(TOY_TASK_YAML, encoding="utf-8")
+    # Step 2: the code package, declaring itself in its __init__.
+    (package / "utils" / "toybench").mkdir()
+    (package / "utils" / "toybench" / "__init__.py").write_text(TOY_INIT, encoding="utf-8")
+    (package / "utils" / "toybench" / "tasks.py").write_text(TOY_TASKS, encoding="utf-8")
+    # Step 3: regenerate the smoke group.
+    env = {**os.environ, "PYTHONPATH": str(site)}
+
+    def run(*args: str) -> str:
+        result = subprocess.run(
+            [sys.executable, *args], env=env, cwd=tmp_path, capture_output=True, text=True, timeout=600
+        )
+        assert result.returncode == 0, result.stderr[-3000:]
+        return result.stdout
+
+    run(str(package / "medeval_smoke" / "_generate_configs.py"))
+    assert "- toybench_echo\n" in (package / "medeval_smoke" / "medeval_smoke.yaml").read_text(encoding="utf-8")
+    # The command line lists and runs its command; the include path is the copy's.
+    assert "toybench-hello" in run("-m", "lm_eval_tasks", "--help")
+    assert run("-m", "lm_eval_tasks", "toybench-hello") == "hello from toybench\n"
+    assert run("-m", "lm_eval_tasks", "--include-path").strip() == str(package.resolve())
+    # lm-eval loads its task from the include path; the report covers the run.
+    out = tmp_path / "out"
+    run(
+        "-m",
+        "lm_eval",
+        "run",
+        "--model",
+        "dummy",
+        "--tasks",
+        "toybench_echo",
+        "--include_path",
+        str(package),
+        "--log_samples",
+        "--output_path",
+        str(out),
+    )
+    run("-m", "lm_eval_tasks", "report", str(out), "--out", str(tmp_path / "report"))
+    report = json.loads((tmp_path / "report" / "report.json").read_text(encoding="utf-8"))
+    toy = report["benchmarks"]["toybench"]
+    # lm-eval's dummy model answers "lol" to everything: one of the three words.
+    assert toy["n_items"] == 3 and toy["accuracy_micro"]["value"] == pytest.approx(1 / 3)
+    assert toy["full_coverage"] is True and report["unreported_tasks"] == []
+    assert toy["title"] == "Toybench"

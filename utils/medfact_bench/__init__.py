@@ -1,0 +1,13 @@
+"""MedFact-Bench (Med-V1 paper): claim verification over five components; see lm_eval_tasks/medfact_bench/README.md."""
+
+from ..benchmarks import Benchmark
+from . import demo_data, protocol
+
+BENCHMARK = Benchmark(
+    name="medfact_bench",
+    title="MedFact-Bench",
+    data_folder=protocol.BENCHMARK,
+    report_specs=protocol.REPORT_SPECS,
+    smoke_tasks=("medfact_bench_scifact", "medfact_bench_healthver"),
+    build_demo_data=demo_data.build_demo_data,
+)

@@ -1,0 +1,88 @@
+"""The MedFact-Bench folder of the demo data directory, in the benchmark's own format.
+
+MedFact-Bench itself (HF ``ncbi/MedFact-Bench``) is not redistributable here, so the demo file is
+assembled from two real, related sources:
+
+- ``scifact``: the benchmark's 340 SciFact claim/article pairs as published with Med-V1. They
+  come without gold labels, so the label column holds **Med-V1-L3B's own prediction** (its
+  extracted score mapped to a label). Accuracy on this component therefore measures agreement
+  with Med-V1-L3B, not correctness.
+- ``healthver``: the labelled sentence-level HealthVer test CSV (claim vs. an evidence snippet;
+  Supports/Refutes/Neutral -> SUPPORT/CONTRADICT/NEI). This is related to, but not, the
+  benchmark's 903-row abstract-level component.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from .. import data as data_layer
+from ..files import write_jsonl
+from . import protocol as medfact
+
+HEALTHVER_LABELS = {"Supports": "SUPPORT", "Refutes": "CONTRADICT", "Neutral": "NEI"}
+MEDFACT_DEMO_FILE = "medfact_demo.jsonl"
+
+
+def medfact_demo_rows(shared_data: Path) -> list[dict[str, str]]:
+    """SciFact pairs labelled with Med-V1-L3B's predictions, then the labelled HealthVer test rows."""
+    medv1_file = shared_data / "medfact_bench" / "scifact_medv1" / "claim_source_example_output_file.jsonl"
+    medv1 = data_layer.read_table(medv1_file)
+    system_prompt = data_layer.require_single_value(medv1, "system_prompt", medv1_file)
+    rows = []
+    for number, item in enumerate(medv1, start=1):
+        label = medfact.score_to_label(item["extracted_score"] if isinstance(item["extracted_score"], int) else None)
+        if label == medfact.INVALID:
+            raise data_layer.row_error(
+                medv1_file, number, "extracted_score", f"not a score: {item['extracted_score']!r}"
+            )
+        rows.append(_row("scifact", item["claim"], item["source"], label, system_prompt))
+    healthver_file = shared_data / "medfact_bench" / "healthver" / "healthver_test.csv"
+    healthver = data_layer.read_table(healthver_file)
+    data_layer.require_allowed(healthver, "label", HEALTHVER_LABELS, healthver_file)
+    rows += [
+        _row("healthver", item["claim"], item["evidence"].strip(), HEALTHVER_LABELS[item["label"]], system_prompt)
+        for item in healthver
+    ]
+    return rows
+
+
+def _row(component: str, claim: str, source: str, label: str, system_prompt: str) -> dict[str, str]:
+    return {
+        "dataset": component,
+        "claim": claim,
+        "source": source,
+        "label": label,
+        "system_prompt": system_prompt,
+        "user_prompt": medfact.user_prompt(source, claim),
+    }
+
+
+def build_demo_data(shared_data: Path, target: Path) -> None:
+    write_jsonl(medfact_demo_rows(shared_data), target / MEDFACT_DEMO_FILE)
+
+
+def synthetic_medfact_rows(
+    shared_data: str | os.PathLike, counts: dict[str, int] | None = None, label_totals: dict[str, int] | None = None
+) -> list[dict[str, str]]:
+    """Rows in MedFact-Bench's format with any component counts, for plumbing checks and timing.
+
+    Text is real (the SciFact claim/article pairs, reused in turn) but labels are assigned in
+    turn, SUPPORT/NEI/CONTRADICT, or in blocks matching ``label_totals``: never score these.
+    """
+    counts = counts or medfact.COMPONENT_COUNTS
+    pairs = [row for row in medfact_demo_rows(Path(shared_data)) if row["dataset"] == "scifact"]
+    total = sum(counts.values())
+    if label_totals:
+        if sum(label_totals.values()) != total:
+            raise ValueError(f"label totals {label_totals} do not add up to {total} rows")
+        labels = [label for label, n in label_totals.items() for _ in range(n)]
+    else:
+        labels = [medfact.LABELS[i % len(medfact.LABELS)] for i in range(total)]
+    rows = []
+    for component, n in counts.items():
+        for _ in range(n):
+            pair = pairs[len(rows) % len(pairs)]
+            rows.append(_row(component, pair["claim"], pair["source"], labels[len(rows)], pair["system_prompt"]))
+    return rows

@@ -1,0 +1,120 @@
+"""What a benchmark declares for the report: one re-scored item, the report spec, and helpers for logged samples.
+
+A benchmark turns each logged lm-eval sample into a :class:`ScoredItem` with its own parser (the
+same scoring function its ``process_results`` calls), so the report never trusts a number it cannot
+recompute. :class:`BenchmarkSpec` says which tasks a spec owns and how its numbers are formed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any
+
+INVALID = "INVALID"
+
+
+class Stratum(Enum):
+    """What every bootstrap resample keeps fixed: the items per component or per gold answer."""
+
+    COMPONENT = "component"
+    GOLD = "gold"
+
+
+class Headline(Enum):
+    """The paper's number."""
+
+    ACCURACY_MACRO = "accuracy_macro"
+    ACCURACY_MICRO = "accuracy_micro"
+
+
+class AccuracyOver(Enum):
+    """ALL: INVALID counts wrong. ANSWERED: accuracy over answered items (pred != INVALID), as MillerQA's authors do."""
+
+    ALL = "all"
+    ANSWERED = "answered"
+
+
+@dataclass(frozen=True)
+class ScoredItem:
+    """One logged sample, re-scored."""
+
+    task: str
+    doc_id: int
+    doc_hash: str
+    component: str  # the unit the macro averages over (a MedFact component, a specialty, ...)
+    gold: str
+    pred: str  # a label, or INVALID when no answer could be read
+    correct: float  # 0 or 1
+    extras: Mapping[str, float] = field(default_factory=dict)  # per-item rates/scores, reported as means
+    details: Mapping[str, Any] = field(default_factory=dict)  # per-item record for items_<benchmark>.jsonl
+
+
+@dataclass(frozen=True)
+class BenchmarkSpec:
+    name: str
+    title: str
+    task_prefix: str
+    score_sample: Callable[[str, Mapping[str, Any]], ScoredItem]
+    expected_counts: Mapping[str, int]  # component -> items in the published benchmark
+    labels: Sequence[str] | None = None  # gold classes (confusion-matrix rows); None: no class table
+    stratify_by: Stratum = Stratum.COMPONENT
+    headline: Headline = Headline.ACCURACY_MACRO
+    reference: Mapping[str, Mapping[str, float]] = field(default_factory=dict)  # published numbers
+    notes: Sequence[str] = ()
+    # The tasks this spec reports; None: every task named task_prefix or task_prefix_*.
+    task_names: frozenset[str] | None = None
+    accuracy_over: AccuracyOver = AccuracyOver.ALL
+    # Named sets of components (e.g. competency dimensions), each reported with its own accuracies.
+    component_groups: Mapping[str, Sequence[str]] = field(default_factory=dict)
+
+    def owns(self, task: str) -> bool:
+        if self.task_names is not None:
+            return task in self.task_names
+        return task == self.task_prefix or task.startswith(self.task_prefix + "_")
+
+    def stratum_of(self, item: ScoredItem) -> str:
+        return item.gold if self.stratify_by is Stratum.GOLD else item.component
+
+
+def logged_reply(sample: Mapping[str, Any]) -> str:
+    """The (filtered) reply of a logged generation sample."""
+    responses = sample["filtered_resps"]
+    return responses[0] if isinstance(responses, list) else responses
+
+
+def logged_loglikelihoods(sample: Mapping[str, Any]) -> list[float]:
+    """Per-choice log-likelihoods of a logged multiple_choice sample: ``filtered_resps`` holds one
+    (log-likelihood, is_greedy) pair per choice (strings in lm-eval's samples file)."""
+    return [float(pair[0]) for pair in sample["filtered_resps"]]
+
+
+def first_argmax(values: Sequence[float]) -> int:
+    """Index of the largest value; an exact tie goes to the earliest."""
+    return max(range(len(values)), key=lambda i: (values[i], -i))
+
+
+def scored_item(
+    task: str,
+    sample: Mapping[str, Any],
+    *,
+    component: str,
+    gold: str,
+    pred: str,
+    correct: float | None = None,
+    extras: Mapping[str, float] | None = None,
+    details: Mapping[str, Any] | None = None,
+) -> ScoredItem:
+    """A :class:`ScoredItem` for a logged sample; ``correct`` defaults to ``pred == gold``."""
+    return ScoredItem(
+        task=task,
+        doc_id=int(sample["doc_id"]),
+        doc_hash=sample.get("doc_hash", ""),
+        component=component,
+        gold=gold,
+        pred=pred,
+        correct=float(pred == gold) if correct is None else float(correct),
+        extras=dict(extras or {}),
+        details=dict(details or {}),
+    )
