@@ -16,8 +16,10 @@ guessing, no dropped first row). Every check raises :class:`DataError` naming fi
 
 from __future__ import annotations
 
+import codecs
 import csv
 import functools
+import io
 import json
 import os
 import socket
@@ -231,16 +233,13 @@ def read_table(
     if suffix == ".jsonl":
         return [row for _, row in iter_jsonl(path)]
     if suffix == ".json":
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except json.JSONDecodeError as exc:
-            raise DataError(f"{path}: invalid JSON ({exc.msg} at line {exc.lineno})") from exc
+        data = read_json(path)
         if not isinstance(data, list) or not all(isinstance(r, dict) for r in data):
             raise DataError(f"{path}: expected a JSON array of objects")
         return data
     if suffix in (".csv", ".tsv"):
         sep = delimiter or ("\t" if suffix == ".tsv" else ",")
-        with path.open(encoding="utf-8", newline="") as handle:
+        with io.StringIO(read_text(path), newline="") as handle:
             reader = csv.DictReader(handle, fieldnames=fieldnames, delimiter=sep, restval=None)
             rows = []
             for number, row in enumerate(reader, start=1):
@@ -252,17 +251,68 @@ def read_table(
     raise DataError(f"{path}: unsupported file type '{suffix}' (use one of {', '.join(TABLE_SUFFIXES)})")
 
 
+class _DuplicateKey(ValueError):
+    def __init__(self, key: str):
+        super().__init__(key)
+        self.key = key
+
+
+def _object_without_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """json ``object_pairs_hook``: a key given twice would silently replace the first value."""
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise _DuplicateKey(key)
+        out[key] = value
+    return out
+
+
+def _decode(raw: bytes, path: Path, line: int | None = None) -> str:
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        where = line if line is not None else raw.count(b"\n", 0, exc.start) + 1
+        raise DataError(
+            f"{path}, line {where}: not UTF-8 (byte {raw[exc.start]:#04x} at offset {exc.start} of "
+            f"{'the line' if line is not None else 'the file'})"
+        ) from exc
+
+
+def read_text(path: str | os.PathLike) -> str:
+    """A UTF-8 text file, without a leading byte-order mark; a non-UTF-8 byte is a DataError naming its line."""
+    path = Path(path)
+    raw = path.read_bytes()
+    return _decode(raw[len(codecs.BOM_UTF8) :] if raw.startswith(codecs.BOM_UTF8) else raw, path)
+
+
+def read_json(path: str | os.PathLike) -> Any:
+    """A JSON file (UTF-8, BOM stripped). Invalid JSON, or a key given twice in one object, is a DataError."""
+    try:
+        return json.loads(read_text(path), object_pairs_hook=_object_without_duplicate_keys)
+    except json.JSONDecodeError as exc:
+        raise DataError(f"{path}: invalid JSON ({exc.msg} at line {exc.lineno})") from exc
+    except _DuplicateKey as exc:
+        raise DataError(
+            f"{path}: key {exc.key!r} appears twice in one object (the second would replace the first)"
+        ) from exc
+
+
 def iter_jsonl(path: str | os.PathLike) -> Iterator[tuple[int, dict[str, Any]]]:
     """``(line number, object)`` for each non-blank line of a JSONL file; a bad line names its number."""
     path = Path(path)
-    with path.open(encoding="utf-8") as handle:
-        for number, line in enumerate(handle, start=1):
+    with path.open("rb") as handle:
+        for number, raw in enumerate(handle, start=1):
+            line = _decode(
+                raw[len(codecs.BOM_UTF8) :] if number == 1 and raw.startswith(codecs.BOM_UTF8) else raw, path, number
+            )
             if not line.strip():
                 continue
             try:
-                row = json.loads(line)
+                row = json.loads(line, object_pairs_hook=_object_without_duplicate_keys)
             except json.JSONDecodeError as exc:
                 raise DataError(f"{path}, line {number}: invalid JSON ({exc.msg})") from exc
+            except _DuplicateKey as exc:
+                raise DataError(f"{path}, line {number}: key {exc.key!r} appears twice in one object") from exc
             if not isinstance(row, dict):
                 raise DataError(f"{path}, line {number}: expected a JSON object, got {type(row).__name__}")
             yield number, row

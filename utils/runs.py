@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .data import DataError, iter_jsonl
+from .data import DataError, iter_jsonl, read_json
 from .redaction import redact
 
 
@@ -39,10 +38,7 @@ def find_results(path: str | os.PathLike) -> Path:
 
 def load_run(path: str | os.PathLike) -> Run:
     results_path = find_results(path)
-    try:
-        results = json.loads(results_path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise DataError(f"{results_path}: invalid JSON ({exc.msg} at line {exc.lineno})") from exc
+    results = read_json(results_path)
     if not isinstance(results, dict) or "configs" not in results:
         raise DataError(f"{results_path}: not an lm-eval results file (no 'configs')")
     stamp = _timestamp(results_path)
