@@ -206,15 +206,27 @@ def benchmark_report(items: Sequence[ScoredItem], spec: BenchmarkSpec, run: Run)
     return report
 
 
+def _distinct_settings(run: Run, spec: BenchmarkSpec) -> list[dict[str, Any]]:
+    """Every distinct set of score-moving settings among the spec's samples (one, unless a run mixed them)."""
+    seen: dict[str, dict[str, Any]] = {}
+    for task in sorted(t for t in run.samples if spec.owns(t)):
+        for sample in run.samples[task]:
+            values = dict(spec.settings_of(sample))
+            seen.setdefault(json.dumps(values, sort_keys=True, default=str), values)
+    return list(seen.values())
+
+
 def build(run: Run) -> tuple[dict[str, Any], dict[str, list[Mapping[str, Any]]]]:
     """The report of a run, and the per-item details of each benchmark whose items carry them."""
     from lm_eval_tasks import __version__
 
     specs = report_specs()
-    benchmarks, details, owned = {}, {}, set()
+    benchmarks, details, owned, settings = {}, {}, set(), {}
     for spec in specs:
         items = score_run(run, spec)
         owned |= {item.task for item in items}
+        if spec.settings_of is not None and items:
+            settings[spec.name] = _distinct_settings(run, spec)
         if items:
             benchmarks[spec.name] = benchmark_report(items, spec, run)
         if any(item.details for item in items):
@@ -222,7 +234,7 @@ def build(run: Run) -> tuple[dict[str, Any], dict[str, list[Mapping[str, Any]]]]
     report = {
         "schema_version": SCHEMA_VERSION,
         "generated_by": f"lm-eval-medical-tasks {__version__}",
-        "run": run_info(run),
+        "run": {**run_info(run), "benchmark_settings": settings},
         "bootstrap": stats.bootstrap_description(stratified_by={s.name: s.stratify_by.value for s in specs}),
         "benchmarks": benchmarks,
         "unreported_tasks": sorted(set(run.samples) - owned),
@@ -241,6 +253,10 @@ def _run_lines(report: Mapping[str, Any]) -> list[str]:
         f"- model: `{run['model']}` {json.dumps(run['model_args'], ensure_ascii=False)}",
         f"- chat template applied: {run['chat_template_applied']}; limit: {run['limit']}; lm-eval {run['lm_eval_version']}",
         f"- results: `{run['results_file']}`",
+        *(
+            f"- {name} settings: " + "; ".join(json.dumps(values, ensure_ascii=False) for values in distinct)
+            for name, distinct in run.get("benchmark_settings", {}).items()
+        ),
         f"- 95% CIs: percentile bootstrap, {report['bootstrap']['n_resamples']} resamples, seed {report['bootstrap']['seed']}",
         "",
     ]

@@ -68,6 +68,9 @@ class BenchmarkSpec:
     accuracy_over: AccuracyOver = AccuracyOver.ALL
     # Named sets of components (e.g. competency dimensions), each reported with its own accuracies.
     component_groups: Mapping[str, Sequence[str]] = field(default_factory=dict)
+    # The settings that can move a score, read from one logged sample (e.g. the shuffle seed and model
+    # label its doc was built with); the report lists every distinct value in its run section.
+    settings_of: Callable[[Mapping[str, Any]], Mapping[str, Any]] | None = None
 
     def owns(self, task: str) -> bool:
         if self.task_names is not None:
