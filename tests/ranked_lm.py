@@ -63,7 +63,7 @@ def cut_at_stop_strings(text: str, until: list[str] | str | None) -> str:
     """What a real model returns: the text before the first stop string (lm-eval's ``until``)."""
     stops = [until] if isinstance(until, str) else until or []
     cuts = [text.index(stop) for stop in stops if stop and stop in text]
-    return text[:min(cuts)] if cuts else text
+    return text[: min(cuts)] if cuts else text
 
 
 @register_model(MODEL_NAME)

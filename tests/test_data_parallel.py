@@ -24,15 +24,31 @@ from tests.ranked_lm import MODEL_NAME, HashedLM, ScriptedCrash
 from tests.scripted_lm import ScriptedLM
 
 # One task of each benchmark, both request types (generate_until and loglikelihood).
-TASKS = ("medfact_bench_scifact", "medexqa_logit_be", "medexqa_be", "pubmedqa_atlas_n100", "millerqa_triage",
-         "millerqa_ll_triage", "factbench_summ")
+TASKS = (
+    "medfact_bench_scifact",
+    "medexqa_logit_be",
+    "medexqa_be",
+    "pubmedqa_atlas_n100",
+    "millerqa_triage",
+    "millerqa_ll_triage",
+    "factbench_summ",
+)
 MODEL_LABEL = "hashed-scripted"  # MillerQA shuffles options per model label
 # Odd, so the two ranks get 5 and 4 docs of every task and lm-eval must pad the second rank.
 DATA_PARALLEL_LIMIT = 9
 RANKS = 2
 # Fields of a logged sample that do not depend on how the docs were spread over processes.
-SAMPLE_FIELDS = ("doc", "doc_hash", "target", "target_hash", "prompt_hash", "arguments", "filter", "filtered_resps",
-                 "metrics")
+SAMPLE_FIELDS = (
+    "doc",
+    "doc_hash",
+    "target",
+    "target_hash",
+    "prompt_hash",
+    "arguments",
+    "filter",
+    "filtered_resps",
+    "metrics",
+)
 
 
 def same_value(a, b) -> bool:
@@ -44,18 +60,38 @@ def same_value(a, b) -> bool:
 
 def run_cli(launcher: list[str], out: Path, data_dir: Path) -> None:
     """lm-eval's CLI with the hashed model registered (``python -m tests.ranked_lm`` is ``lm_eval``)."""
-    command = [*launcher, "-m", "tests.ranked_lm", "run", "--model", MODEL_NAME, "--tasks", ",".join(TASKS),
-               "--include_path", tasks_dir(), "--metadata",
-               json.dumps({"data_dir": str(data_dir), "model_label": MODEL_LABEL}),
-               "--limit", str(DATA_PARALLEL_LIMIT), "--log_samples", "--output_path", str(out)]
+    command = [
+        *launcher,
+        "-m",
+        "tests.ranked_lm",
+        "run",
+        "--model",
+        MODEL_NAME,
+        "--tasks",
+        ",".join(TASKS),
+        "--include_path",
+        tasks_dir(),
+        "--metadata",
+        json.dumps({"data_dir": str(data_dir), "model_label": MODEL_LABEL}),
+        "--limit",
+        str(DATA_PARALLEL_LIMIT),
+        "--log_samples",
+        "--output_path",
+        str(out),
+    ]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
     result = subprocess.run(command, check=False, cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, f"{' '.join(launcher)} failed:\n{result.stdout[-3000:]}\n{result.stderr[-6000:]}"
 
 
 def run_report(run_dir: Path, out: Path) -> dict:
-    subprocess.run([sys.executable, "-m", "lm_eval_tasks", "report", str(run_dir), "--out", str(out)],
-                   check=True, capture_output=True, text=True, cwd=REPO)
+    subprocess.run(
+        [sys.executable, "-m", "lm_eval_tasks", "report", str(run_dir), "--out", str(out)],
+        check=True,
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+    )
     report = json.loads((out / "report.json").read_text(encoding="utf-8"))
     report.pop("run")  # the results file's path and date
     return report
@@ -65,8 +101,11 @@ def run_report(run_dir: Path, out: Path) -> dict:
 def test_two_gloo_ranks_under_torchrun_score_like_one_process(demo_data_dir, tmp_path):
     single, parallel = tmp_path / "single", tmp_path / "parallel"
     run_cli([sys.executable], single, demo_data_dir)
-    run_cli([sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={RANKS}"], parallel,
-            demo_data_dir)
+    run_cli(
+        [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={RANKS}"],
+        parallel,
+        demo_data_dir,
+    )
 
     single_results, parallel_results = read_results(single), read_results(parallel)
     assert parallel_results["n-samples"] == single_results["n-samples"]
@@ -84,7 +123,8 @@ def test_two_gloo_ranks_under_torchrun_score_like_one_process(demo_data_dir, tmp
         single_samples, parallel_samples = read_samples(single, task), read_samples(parallel, task)
         # rank r evaluated docs r, r + RANKS, ...; rank 0 logs its samples first: proof the docs were split
         assert [s["doc_id"] for s in parallel_samples] == [
-            doc for rank in range(RANKS) for doc in range(rank, DATA_PARALLEL_LIMIT, RANKS)]
+            doc for rank in range(RANKS) for doc in range(rank, DATA_PARALLEL_LIMIT, RANKS)
+        ]
         assert [s["doc_id"] for s in single_samples] == list(range(DATA_PARALLEL_LIMIT))
         by_doc = {s["doc_id"]: s for s in parallel_samples}
         for expected in single_samples:
@@ -109,14 +149,23 @@ RESUME_LIMIT = 3
 
 @pytest.fixture(scope="module")
 def task_manager(demo_data_dir) -> TaskManager:
-    return TaskManager(include_path=tasks_dir(), include_defaults=False,
-                       metadata={"data_dir": str(demo_data_dir), "model_label": MODEL_LABEL})
+    return TaskManager(
+        include_path=tasks_dir(),
+        include_defaults=False,
+        metadata={"data_dir": str(demo_data_dir), "model_label": MODEL_LABEL},
+    )
 
 
 def evaluate(lm, task_manager: TaskManager, use_cache: Path | None = None) -> dict:
-    return simple_evaluate(model=lm, tasks=list(TASKS), task_manager=task_manager, limit=RESUME_LIMIT,
-                           use_cache=None if use_cache is None else str(use_cache), log_samples=True,
-                           bootstrap_iters=0)
+    return simple_evaluate(
+        model=lm,
+        tasks=list(TASKS),
+        task_manager=task_manager,
+        limit=RESUME_LIMIT,
+        use_cache=None if use_cache is None else str(use_cache),
+        log_samples=True,
+        bootstrap_iters=0,
+    )
 
 
 def canonical(value) -> str:
@@ -136,8 +185,9 @@ def uninterrupted(task_manager):
 
 @pytest.mark.parametrize("report_partial", [True, False], ids=["answers-reported-as-made", "answers-returned-only"])
 @pytest.mark.parametrize("crash_in", ["first", "second"], ids=lambda part: f"crash-in-{part}-request-type")
-def test_a_crashed_run_resumed_from_its_cache_makes_only_the_missing_calls(uninterrupted, task_manager, tmp_path,
-                                                                           report_partial, crash_in):
+def test_a_crashed_run_resumed_from_its_cache_makes_only_the_missing_calls(
+    uninterrupted, task_manager, tmp_path, report_partial, crash_in
+):
     served, expected = uninterrupted
     # lm-eval makes one model call per request type (all generate_until, then all loglikelihood)
     first_type = next(i for i, (method, _) in enumerate(served) if method != served[0][0])
