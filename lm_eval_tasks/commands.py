@@ -9,19 +9,30 @@ import time
 from pathlib import Path
 
 
+def _report_target(results: Path, out: str | None, each: bool) -> Path | None:
+    """Where one run's report goes: --out, or <run folder>/report; with --each one folder per run."""
+    if not each:
+        return Path(out) if out else None
+    stamp = results.stem[len("results_") :]
+    return Path(out) / f"{results.parent.name}_{stamp}" if out else results.parent / f"report_{stamp}"
+
+
 def _report(args: argparse.Namespace) -> int:
     from lm_eval_tasks.utils.report import write_report
+    from lm_eval_tasks.utils.runs import find_all_results
+    from lm_eval_tasks.utils.stats import format_estimate
 
-    report, files = write_report(args.path, args.out)
-    for path in files:
-        print(path)
-    for name, bench in report["benchmarks"].items():
-        headline = bench[bench["headline_metric"]]
-        print(
-            f"{name}: {bench['headline_metric']} {headline['value']:.4f} "
-            f"[{headline['low']:.4f}, {headline['high']:.4f}] over {bench['n_items']} items"
-            f"{'' if bench['full_coverage'] else ' (partial coverage: not paper-comparable)'}"
-        )
+    runs = find_all_results(args.path) if args.each else [args.path]
+    for run in runs:
+        report, files = write_report(run, _report_target(Path(run), args.out, args.each))
+        for path in files:
+            print(path)
+        for name, bench in report["benchmarks"].items():
+            print(
+                f"{name}: {bench['headline_metric']} {format_estimate(bench[bench['headline_metric']], digits=4)} "
+                f"over {bench['n_items']} items"
+                f"{'' if bench['full_coverage'] else ' (partial coverage: not paper-comparable)'}"
+            )
     return 0
 
 
@@ -66,8 +77,13 @@ def _demo_data(args: argparse.Namespace) -> int:
 
 def register(commands: argparse._SubParsersAction) -> None:
     report = commands.add_parser("report", help="report (JSON, Markdown, PNG) over an lm_eval --log_samples run")
-    report.add_argument("path", help="lm_eval --output_path folder, or one results_*.json (newest run is used)")
+    report.add_argument("path", help="lm_eval --output_path folder holding one run, or one results_*.json")
     report.add_argument("--out", help="folder for the report (default: <run folder>/report)")
+    report.add_argument(
+        "--each",
+        action="store_true",
+        help="report every run under the folder (several timestamps or models), each in its own folder",
+    )
     report.set_defaults(func=_report)
 
     compare = commands.add_parser("compare", help="paired comparison (A minus B) of two runs on the same items")

@@ -21,10 +21,13 @@ def write_atomically(out_dir: str | os.PathLike, files: Mapping[str, bytes]) -> 
     """Write every file to a temporary name in ``out_dir`` first, then rename them all into place."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
+    umask = os.umask(0)
+    os.umask(umask)
     staged = []
     try:
         for name, content in files.items():
             handle, temp = tempfile.mkstemp(prefix=f".{Path(name).name}.", dir=(out_dir / name).parent)
+            os.chmod(temp, 0o666 & ~umask)  # mkstemp makes 0600; a report is as readable as any file the user writes
             with os.fdopen(handle, "wb") as stream:
                 stream.write(content)
             staged.append((Path(temp), out_dir / name))
@@ -43,8 +46,13 @@ def write_file_atomically(path: str | os.PathLike, content: bytes) -> Path:
     return write_atomically(path.parent, {path.name: content})[0]
 
 
+def utf8(text: str) -> bytes:
+    """UTF-8; a lone surrogate (from a model's reply) is written as its escape, so JSON still reads it back."""
+    return text.encode("utf-8", "backslashreplace")
+
+
 def jsonl_bytes(rows: Iterable[Mapping[str, Any]]) -> bytes:
-    return "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows).encode("utf-8")
+    return utf8("".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows))
 
 
 def write_jsonl(rows: Iterable[Mapping[str, Any]], path: str | os.PathLike) -> Path:

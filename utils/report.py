@@ -30,7 +30,7 @@ from typing import Any
 from . import stats
 from .benchmarks import report_specs
 from .data import DataError
-from .files import jsonl_bytes, write_atomically
+from .files import jsonl_bytes, utf8, write_atomically
 from .runs import Run, load_run, run_info
 from .scoring import INVALID, AccuracyOver, BenchmarkSpec, ScoredItem
 
@@ -237,7 +237,8 @@ def build(run: Run) -> tuple[dict[str, Any], dict[str, list[Mapping[str, Any]]]]
         "run": {**run_info(run), "benchmark_settings": settings},
         "bootstrap": stats.bootstrap_description(stratified_by={s.name: s.stratify_by.value for s in specs}),
         "benchmarks": benchmarks,
-        "unreported_tasks": sorted(set(run.samples) - owned),
+        "empty_tasks": sorted(task for task, samples in run.samples.items() if not samples),
+        "unreported_tasks": sorted(task for task, samples in run.samples.items() if samples and task not in owned),
     }
     return report, details
 
@@ -370,8 +371,15 @@ def to_markdown(report: Mapping[str, Any]) -> str:
         lines += _class_lines(bench)
         lines += _reference_lines(bench)
         lines.append("")
+    if report["empty_tasks"]:
+        lines.append(f"Tasks whose samples file is empty (nothing to score): {', '.join(report['empty_tasks'])}")
     if report["unreported_tasks"]:
         lines.append(f"Tasks without a report adapter: {', '.join(report['unreported_tasks'])}")
+    repeated = report["run"].get("repeated_sample_lines")
+    if repeated:
+        lines.append(
+            "Samples logged twice, identically, and counted once: " + ", ".join(f"{t} {n}" for t, n in repeated.items())
+        )
     return "\n".join(lines) + "\n"
 
 
@@ -406,8 +414,8 @@ def render(
     report: Mapping[str, Any], details: Mapping[str, Sequence[Mapping[str, Any]]] | None = None
 ) -> dict[str, bytes]:
     files = {
-        "report.json": (json.dumps(report, indent=2, ensure_ascii=False) + "\n").encode("utf-8"),
-        "report.md": to_markdown(report).encode("utf-8"),
+        "report.json": utf8(json.dumps(report, indent=2, ensure_ascii=False) + "\n"),
+        "report.md": utf8(to_markdown(report)),
     }
     for name, bench in report["benchmarks"].items():
         if "confusion_matrix" in bench:
@@ -417,12 +425,21 @@ def render(
     return files
 
 
+# Files of an earlier report that the current one may not write again (a benchmark no longer in the run).
+_PER_BENCHMARK_FILES = ("confusion_*.png", "items_*.jsonl")
+
+
 def write_report(
     path: str | os.PathLike, out_dir: str | os.PathLike | None = None
 ) -> tuple[dict[str, Any], list[Path]]:
+    """Write the report of the run at ``path``; the folder then holds exactly this report, no file of an earlier one."""
     report, details = build(load_run(path))
     target = Path(out_dir) if out_dir else Path(report["run"]["results_file"]).parent / "report"
-    return report, write_atomically(target, render(report, details))
+    written = write_atomically(target, render(report, details))
+    for pattern in _PER_BENCHMARK_FILES:
+        for stale in set(target.glob(pattern)) - set(written):
+            stale.unlink()
+    return report, written
 
 
 # ----------------------------------------------------------------------------- comparing two runs

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -17,23 +17,64 @@ class Run:
     results: dict[str, Any]
     samples: dict[str, list[dict[str, Any]]]  # task -> logged samples (one filter)
     sample_files: dict[str, Path]
+    repeated_sample_lines: dict[str, int] = field(default_factory=dict)  # task -> identical lines read once
 
 
 def _timestamp(results_path: Path) -> str:
     return results_path.stem[len("results_") :]
 
 
-def find_results(path: str | os.PathLike) -> Path:
-    """The results JSON of a run: ``path`` itself, or the newest ``results_*.json`` under it."""
+def find_all_results(path: str | os.PathLike) -> list[Path]:
+    """Every run under ``path``: ``path`` itself if it is a results file, else each ``results_*.json`` below it."""
     path = Path(path)
     if path.is_file():
-        return path
+        return [path]
     if not path.is_dir():
         raise DataError(f"{path}: no such file or directory")
-    found = sorted(path.rglob("results_*.json"), key=lambda p: (_timestamp(p), str(p)))
+    found = sorted(path.rglob("results_*.json"), key=lambda p: (str(p.parent), _timestamp(p)))
     if not found:
         raise DataError(f"{path}: no results_*.json; pass lm_eval's --output_path (run with --log_samples)")
-    return found[-1]
+    return found
+
+
+def find_results(path: str | os.PathLike) -> Path:
+    """The one run under ``path``. A folder holding several runs is refused with their list, never guessed."""
+    found = find_all_results(path)
+    if len(found) > 1:
+        listing = "\n".join(f"  {p}" for p in found)
+        raise DataError(
+            f"{path} holds {len(found)} runs (two timestamps, or two models under one --output_path):\n{listing}\n"
+            "Pass one results_*.json, or --each to report every run."
+        )
+    return found[0]
+
+
+def _logged_samples(sample_path: Path, task: str) -> tuple[list[dict[str, Any]], int]:
+    """One task's logged samples (one filter), each (doc_id, doc_hash) once.
+
+    A line repeated as it is (e.g. a file appended twice) is read once; two different lines for the
+    same doc cannot both be right, so they are an error naming both.
+    """
+    rows = list(iter_jsonl(sample_path))
+    filters = sorted({row.get("filter", "none") for _, row in rows})
+    chosen = "none" if "none" in filters else filters[0] if filters else "none"
+    kept: dict[tuple[Any, Any], tuple[int, dict[str, Any]]] = {}
+    repeated = 0
+    for number, row in rows:
+        if row.get("filter", "none") != chosen:
+            continue
+        key = (row.get("doc_id"), row.get("doc_hash"))
+        if key in kept:
+            first, earlier = kept[key]
+            if earlier != row:
+                raise DataError(
+                    f"{sample_path}, lines {first} and {number}: two different samples for task '{task}' doc_id "
+                    f"{key[0]} (doc_hash {key[1]}); the run cannot be scored until one is removed"
+                )
+            repeated += 1
+            continue
+        kept[key] = (number, row)
+    return [row for _, row in kept.values()], repeated
 
 
 def load_run(path: str | os.PathLike) -> Run:
@@ -42,19 +83,18 @@ def load_run(path: str | os.PathLike) -> Run:
     if not isinstance(results, dict) or "configs" not in results:
         raise DataError(f"{results_path}: not an lm-eval results file (no 'configs')")
     stamp = _timestamp(results_path)
-    samples, files = {}, {}
+    samples, files, repeated = {}, {}, {}
     for task in results["configs"]:
         sample_path = results_path.parent / f"samples_{task}_{stamp}.jsonl"
         if not sample_path.is_file():
             raise DataError(
                 f"{sample_path}: missing; the report needs lm_eval's --log_samples output for task '{task}'"
             )
-        rows = [row for _, row in iter_jsonl(sample_path)]
-        filters = sorted({row.get("filter", "none") for row in rows})
-        chosen = "none" if "none" in filters else filters[0] if filters else "none"
-        samples[task] = [row for row in rows if row.get("filter", "none") == chosen]
+        samples[task], repeats = _logged_samples(sample_path, task)
         files[task] = sample_path
-    return Run(results_path, results, samples, files)
+        if repeats:
+            repeated[task] = repeats
+    return Run(results_path, results, samples, files, repeated)
 
 
 def run_info(run: Run) -> dict[str, Any]:
@@ -77,4 +117,5 @@ def run_info(run: Run) -> dict[str, Any]:
         "limit": config.get("limit"),
         "task_versions": results.get("versions", {}),
         "n_samples": results.get("n-samples", {}),
+        "repeated_sample_lines": dict(run.repeated_sample_lines),
     }
