@@ -5,27 +5,49 @@
   read from an environment variable at call time and sent only in the Authorization header.
 - Cached: answers are stored in SQLite keyed by (model, messages, sampling settings), so a
   re-run makes no new calls. The server URL is not part of the key (local servers change port).
-- Concurrent, with retries: ``complete_many`` runs requests in a thread pool; connection errors,
-  timeouts, 429 and 5xx are retried with exponential backoff. A request that still fails comes
-  back as a :class:`ChatResult` with ``error`` set: callers report it, never score it.
+- Resumable: each answer is committed to the cache as it arrives, so a run that crashes or is
+  killed part-way resumes on re-run with only the missing calls.
+- Concurrent, with retries: ``complete_many`` runs requests in a thread pool (one pooled connection
+  per worker); connection errors, timeouts, 408/409/429 and 5xx are retried with exponential backoff,
+  or after the server's ``Retry-After`` (seconds or an HTTP date), and a malformed 200 reply (not
+  JSON, no ``choices``) once; no retry starts later than ``max_retry_seconds`` after the first
+  attempt. A request that still fails comes back as a :class:`ChatResult` with ``error`` set:
+  callers report it, never score it. A reply whose ``content`` is not text (null, a number, a
+  list) is such a failure, never an answer.
+- Secret-free errors: an error body has the API key scrubbed and credentials redacted
+  (:mod:`.redaction`) before it is cut to 300 characters, so no part of a key survives the cut.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import sqlite3
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from datetime import timezone
+from email.utils import parsedate_to_datetime
 from pathlib import Path
 from typing import Any
 
+from .redaction import redact, scrub
+
 Messages = Sequence[dict[str, str]]
 _RETRYABLE_STATUS = {408, 409, 429, 500, 502, 503, 504}
+_ERROR_CHARS = 300  # of an error body kept in a ChatResult (after scrubbing)
+_JSON_TYPE_NAMES = {
+    type(None): "null",
+    bool: "a boolean",
+    int: "a number",
+    float: "a number",
+    list: "a list",
+    dict: "an object",
+}
 
 
 def prompt_hash(template: str) -> str:
@@ -42,6 +64,7 @@ class ChatEndpoint:
     api_key_env: str | None = "OPENAI_API_KEY"  # the variable's name; its value is never stored
     timeout: float = 300.0
     max_retries: int = 3
+    max_retry_seconds: float = 600.0  # no retry starts later than this after the first attempt began
     extra_body: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -50,13 +73,13 @@ class ChatEndpoint:
         return base if base.endswith("/chat/completions") else f"{base}/chat/completions"
 
     def record(self) -> dict[str, Any]:
-        """What a result must carry to be reproducible (no credentials)."""
+        """What a result must carry to be reproducible (no credentials: a key in the URL is masked too)."""
         return {
             "model": self.model,
-            "base_url": self.base_url,
+            "base_url": redact(self.base_url),
             "temperature": self.temperature,
             "max_tokens": self.max_tokens,
-            **({"extra_body": self.extra_body} if self.extra_body else {}),
+            **({"extra_body": redact(self.extra_body)} if self.extra_body else {}),
         }
 
     def cache_key(self, messages: Messages) -> str:
@@ -78,11 +101,13 @@ _SPEC_FIELDS = {
     "api_key_env": str,
     "timeout": float,
     "max_retries": int,
+    "max_retry_seconds": float,
 }
 
 
 def parse_endpoint_spec(text: str, option: str = "--judge") -> ChatEndpoint:
-    """``base_url=URL,model=NAME[,temperature=0][,max_tokens=512][,api_key_env=VAR][,timeout=S][,max_retries=N]``.
+    """``base_url=URL,model=NAME[,temperature=0][,max_tokens=512][,api_key_env=VAR][,timeout=S][,max_retries=N]
+    [,max_retry_seconds=S]``.
 
     The API key is never part of the spec: name the environment variable that holds it.
     """
@@ -145,26 +170,75 @@ class ChatCache:
             self._db.close()
 
 
+def retry_after_seconds(value: str | None, now: float | None = None) -> float | None:
+    """Seconds to wait from a ``Retry-After`` header: a number of seconds or an HTTP date (None if unreadable)."""
+    if not value or not value.strip():
+        return None
+    try:
+        seconds = float(value)
+    except ValueError:
+        try:
+            when = parsedate_to_datetime(value.strip())
+        except (TypeError, ValueError, IndexError, OverflowError):
+            return None
+        if when.tzinfo is None:  # HTTP dates are GMT
+            when = when.replace(tzinfo=timezone.utc)
+        seconds = when.timestamp() - (time.time() if now is None else now)
+    return max(0.0, seconds) if math.isfinite(seconds) else None
+
+
+@dataclass(frozen=True)
+class _Attempt:
+    """What one HTTP request gave: the answer, or why not and whether (and when) to try again."""
+
+    text: str | None = None
+    error: str | None = None
+    retryable: bool = False
+    retry_after: float | None = None
+    malformed: bool = False  # a 200 whose body is not a chat completion: retried once
+
+
 class ChatClient:
-    def __init__(self, endpoint: ChatEndpoint, cache: ChatCache | None = None, concurrency: int = 4):
+    """Sends chat requests to ``endpoint``. ``sleep`` waits between retries and ``clock`` measures the
+    retry budget (tests pass a fake clock)."""
+
+    def __init__(
+        self,
+        endpoint: ChatEndpoint,
+        cache: ChatCache | None = None,
+        concurrency: int = 4,
+        *,
+        sleep: Callable[[float], None] = time.sleep,
+        clock: Callable[[], float] = time.monotonic,
+    ):
         import requests
+        from requests.adapters import HTTPAdapter
 
         self.endpoint = endpoint
         self.cache = cache
         self.concurrency = max(1, concurrency)
         self._session = requests.Session()
+        # One pooled connection per worker; urllib3's default of 10 discards the rest ("Connection pool is full").
+        adapter = HTTPAdapter(pool_maxsize=self.concurrency)
+        self._session.mount("http://", adapter)
+        self._session.mount("https://", adapter)
+        self._sleep, self._clock = sleep, clock
         self._lock = threading.Lock()
         self.calls = 0  # HTTP requests actually sent (retries included)
         self.cache_hits = 0
         self.failures = 0
 
+    def _api_key(self) -> str:
+        return os.environ.get(self.endpoint.api_key_env or "", "")
+
     def _headers(self) -> dict[str, str]:
-        key = os.environ.get(self.endpoint.api_key_env or "", "")
+        key = self._api_key()
         return {"Content-Type": "application/json", **({"Authorization": f"Bearer {key}"} if key else {})}
 
-    def _scrub(self, text: str) -> str:
-        key = os.environ.get(self.endpoint.api_key_env or "", "")
-        return text.replace(key, "***") if key else text
+    def _clean(self, text: str) -> str:
+        """``text`` fit for a file: the key scrubbed and credentials redacted first, then cut."""
+        text = redact(scrub(text, [self._api_key()]))
+        return text if len(text) <= _ERROR_CHARS else text[:_ERROR_CHARS] + "..."
 
     def complete(self, messages: Messages) -> ChatResult:
         key = self.endpoint.cache_key(messages)
@@ -179,32 +253,69 @@ class ChatClient:
             "max_tokens": self.endpoint.max_tokens,
             **self.endpoint.extra_body,
         }
-        error = "not attempted"
-        for attempt in range(1, self.endpoint.max_retries + 2):
+        deadline = self._clock() + self.endpoint.max_retry_seconds
+        malformed_replies = 0
+        attempt = 0
+        while True:
+            attempt += 1
             with self._lock:
                 self.calls += 1
-            retryable = True
-            try:
-                response = self._session.post(
-                    self.endpoint.url, json=body, headers=self._headers(), timeout=self.endpoint.timeout
-                )
-                if response.status_code == 200:
-                    text = response.json()["choices"][0]["message"]["content"] or ""
-                    if self.cache is not None:
-                        self.cache.put(key, text, self.endpoint.record())
-                    return ChatResult(text, attempts=attempt)
-                retryable = response.status_code in _RETRYABLE_STATUS
-                error = f"HTTP {response.status_code}: {self._scrub(response.text[:300])}"
-            except (KeyError, IndexError, TypeError, ValueError) as exc:
-                retryable, error = False, f"malformed response: {exc!r}"
-            except Exception as exc:  # connection errors and timeouts from requests
-                error = self._scrub(f"{exc.__class__.__name__}: {exc}")
-            if not retryable or attempt > self.endpoint.max_retries:
+            outcome = self._attempt(body)
+            if outcome.text is not None:
+                if self.cache is not None:
+                    self.cache.put(key, outcome.text, self.endpoint.record())  # committed now: a crash keeps it
+                return ChatResult(outcome.text, attempts=attempt)
+            error = outcome.error
+            malformed_replies += outcome.malformed
+            if not outcome.retryable or attempt > self.endpoint.max_retries or malformed_replies > 1:
                 break
-            time.sleep(min(30.0, 0.5 * 2 ** (attempt - 1)))
+            wait = outcome.retry_after if outcome.retry_after is not None else min(30.0, 0.5 * 2 ** (attempt - 1))
+            if self._clock() + wait > deadline:
+                error += (
+                    f" (not retried: waiting {wait:g} s would pass max_retry_seconds="
+                    f"{self.endpoint.max_retry_seconds:g})"
+                )
+                break
+            self._sleep(wait)
         with self._lock:
             self.failures += 1
         return ChatResult(None, error=error, attempts=attempt)
+
+    def _attempt(self, body: dict[str, Any]) -> _Attempt:
+        import requests
+
+        try:
+            response = self._session.post(
+                self.endpoint.url, json=body, headers=self._headers(), timeout=self.endpoint.timeout
+            )
+        except (requests.ConnectionError, requests.Timeout, requests.exceptions.ChunkedEncodingError) as exc:
+            return _Attempt(error=self._clean(f"{exc.__class__.__name__}: {exc}"), retryable=True)
+        except requests.RequestException as exc:  # a bad URL or header: trying again cannot help
+            return _Attempt(error=self._clean(f"{exc.__class__.__name__}: {exc}"))
+        if response.status_code != 200:
+            retryable = response.status_code in _RETRYABLE_STATUS
+            return _Attempt(
+                error=f"HTTP {response.status_code}: {self._clean(response.text)}",
+                retryable=retryable,
+                retry_after=retry_after_seconds(response.headers.get("Retry-After")) if retryable else None,
+            )
+        try:
+            choice = response.json()["choices"][0]
+            content = choice["message"]["content"]
+        except (ValueError, KeyError, IndexError, TypeError) as exc:
+            return _Attempt(
+                error=f"malformed reply ({exc.__class__.__name__}: {self._clean(str(exc))}): "
+                f"{self._clean(response.text)}",
+                retryable=True,
+                malformed=True,
+            )
+        if not isinstance(content, str):
+            kind = _JSON_TYPE_NAMES.get(type(content), type(content).__name__)
+            return _Attempt(
+                error=f"reply content is {kind}, not text "
+                f"(finish_reason {self._clean(repr(choice.get('finish_reason')))})"
+            )
+        return _Attempt(text=content)
 
     def complete_many(self, conversations: Sequence[Messages]) -> list[ChatResult]:
         """Answers in input order; failures are returned, not raised."""

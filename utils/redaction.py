@@ -1,21 +1,332 @@
-"""Credentials never reach a file we write: masking of model arguments before they are reported."""
+"""Credentials masked out of what we write: lm-eval ``model_args`` and free text such as error bodies.
+
+:func:`redact` takes ``model_args`` in every form a results file holds them (``config.model_args``):
+lm-eval's ``key=value,key=value`` string, a JSON string, a dict, a list, nested values, or None, and
+gives back the same form with each credential replaced by ``***``. A credential is found
+
+- by its key's name (:func:`is_secret_key`: ``api_key``, ``x-api-key``, ``token``, ``auth``,
+  ``headers``, ... but not ``max_tokens``, ``tokenizer``, ``pad_token``);
+- inside URLs: ``?key=...``, ``&api_key=...``, the password of ``user:pass@host``;
+- after ``Bearer`` (and ``Basic`` with a base64 token), and by the shape of well-known key
+  formats (``sk-...``, ``hf_...``, ``ghp_...``, ``AKIA...``) wherever they stand.
+
+A ``key=value`` string is split both the way lm-eval 0.4.13's CLI splits it (commas outside
+brackets and quotes, ``_cli.utils.split_top_level``) and the way its Python API does
+(``utils.simple_parse_args_string``: every comma); a value is masked if either reading makes it a
+credential, so neither an unbalanced quote nor a comma inside ``headers={...}`` lets one through.
+A JSON string is parsed and masked as a structure, then written back as JSON. Every scan is linear
+in the length of the text, and no input raises.
+
+:func:`scrub` removes known secret values (the API key in hand) from free text.
+"""
 
 from __future__ import annotations
 
+import json
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
+from urllib.parse import quote
 
-_SECRET_KEYS = re.compile(r"(api_?key|token(?!izer)|secret|password|authorization|header)", re.IGNORECASE)
+MASK = "***"
+
+# Words that make any key a credential, wherever they stand in it (apiKey, x-api-key, use_auth_token).
+_SECRET_WORDS = frozenset(
+    {
+        "apikey",
+        "xapikey",
+        "accesstoken",
+        "authtoken",
+        "apitoken",
+        "hftoken",
+        "secretkey",
+        "accesskey",
+        "privatekey",
+        "auth",
+        "oauth",
+        "authorization",
+        "bearer",
+        "cookie",
+        "cookies",
+        "credential",
+        "credentials",
+        "passphrase",
+        "passwd",
+        "password",
+        "secret",
+        "secrets",
+        "signature",
+        "sig",
+    }
+)
+# Words that make a key a credential when they end it (api_key, hf_token, default_headers) ...
+_SECRET_LAST_WORDS = frozenset({"key", "token", "header", "headers"})
+# ... except a "token" that names a piece of text: pad_token, eos_token, think_end_token.
+_TEXT_TOKEN_WORDS = frozenset(
+    {
+        "pad",
+        "eos",
+        "bos",
+        "unk",
+        "sep",
+        "cls",
+        "mask",
+        "start",
+        "end",
+        "stop",
+        "begin",
+        "think",
+        "image",
+        "audio",
+        "video",
+        "special",
+        "sentinel",
+        "system",
+        "user",
+        "assistant",
+        "tool",
+        "eot",
+        "eom",
+    }
+)
+# Values that say "no credential" and are kept: None, a flag such as use_auth_token=True, nothing.
+_UNSET_VALUES = frozenset({"", "none", "null", "true", "false"})
+
+_WORD = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+")
+# A key followed by ':' or '=': bare (api_key=), quoted ("api_key": or 'api_key':), or quoted inside
+# an escaped JSON string (\"api_key\":). Possessive quantifiers keep the search linear.
+_KEY_BEFORE_VALUE = re.compile(r"""(?<![\w\\\-])(\\{0,2}["'])?([A-Za-z_\-][\w\-]*+)(?(1)\\{0,2}["'])\s*+[:=]\s*+""")
+_BARE_VALUE = re.compile(r"""[^\s,;&}\])"'<>]*+""")
+_URL_USERINFO = re.compile(r"""(?<![A-Za-z0-9+.\-])[A-Za-z][A-Za-z0-9+.\-]*+://([^\s/?#@,"'<>]*+)@""")
+_AUTH_SCHEME = re.compile(
+    r"""(?<![A-Za-z])(?:bearer\s++([^\s,;"'}\])<>]++)|basic\s++([A-Za-z0-9+/]{8,}+=*+))""", re.IGNORECASE
+)
+_KEY_SHAPES = re.compile(
+    r"(?<![A-Za-z0-9_\-])(?:sk-[A-Za-z0-9_\-]{16,}+|hf_[A-Za-z0-9]{30,}+"
+    r"|gh[pousr]_[A-Za-z0-9]{30,}+|github_pat_[A-Za-z0-9_]{40,}+|xox[abprs]-[A-Za-z0-9\-]{10,}+"
+    r"|A[KS]IA[0-9A-Z]{16}+|AIza[0-9A-Za-z_\-]{35}+|glpat-[A-Za-z0-9_\-]{20}+)"
+)
+
+Span = tuple[int, int]  # [start, end) of a credential in the text
+
+
+def is_secret_key(name: str) -> bool:
+    """Whether a field called ``name`` holds a credential (case, ``-``/``_`` and camelCase insensitive)."""
+    words = [word.lower() for word in _WORD.findall(name)]
+    if not words:
+        return False
+    if any(word in _SECRET_WORDS for word in words):
+        return True
+    if words[-1] not in _SECRET_LAST_WORDS:
+        return False
+    return not (words[-1] == "token" and len(words) > 1 and words[-2] in _TEXT_TOKEN_WORDS)
 
 
 def redact(value: Any) -> Any:
-    """Model arguments with credentials blanked (they must never reach a report)."""
-    if isinstance(value, Mapping):
-        return {k: "***" if _SECRET_KEYS.search(str(k)) else redact(v) for k, v in value.items()}
+    """``value`` in the same form (dict, list, ``key=value`` or JSON string, ...) with credentials as ``***``.
+
+    Objects of other types are written as their redacted ``str()``. A structure nested deeper than
+    Python can walk is replaced by ``***`` as a whole.
+    """
+    try:
+        return _redact(value)
+    except RecursionError:
+        return MASK
+
+
+def scrub(text: str, secrets: Iterable[str]) -> str:
+    """``text`` with every occurrence of each known secret (also URL-escaped, or with ``/`` escaped as
+    JSON allows) replaced by ``***``."""
+    variants = {
+        form for secret in secrets if secret for form in (secret, quote(secret, safe=""), secret.replace("/", "\\/"))
+    }
+    for secret in sorted(variants, key=len, reverse=True):  # a longer secret before any secret inside it
+        text = text.replace(secret, MASK)
+    return text
+
+
+def _redact(value: Any) -> Any:
     if isinstance(value, str):
-        return ",".join(
-            "=".join([k, "***"]) if "=" in part and _SECRET_KEYS.search(k := part.split("=", 1)[0]) else part
-            for part in value.split(",")
-        )
-    return value
+        return _redact_text(value)
+    if isinstance(value, Mapping):
+        return {
+            key: MASK if is_secret_key(str(key)) and _holds_value(item) else _redact(item)
+            for key, item in value.items()
+        }
+    if isinstance(value, list):
+        return [_redact(item) for item in value]
+    if isinstance(value, tuple):
+        return tuple(_redact(item) for item in value)
+    if value is None or isinstance(value, (bool, int, float)):
+        return value
+    return _redact_text(str(value))
+
+
+def _holds_value(value: Any) -> bool:
+    if value is None or isinstance(value, bool):
+        return False
+    if isinstance(value, str):
+        return _unquote(value.strip()).lower() not in _UNSET_VALUES
+    if isinstance(value, (Mapping, list, tuple)):
+        return len(value) > 0
+    return True
+
+
+def _unquote(text: str) -> str:
+    return text[1:-1] if len(text) >= 2 and text[0] == text[-1] and text[0] in "\"'" else text
+
+
+def _redact_text(text: str) -> str:
+    if text.lstrip()[:1] in ("{", "["):
+        try:
+            parsed = json.loads(text)
+            masked = _redact(parsed) if isinstance(parsed, (dict, list)) else parsed
+        except (ValueError, RecursionError):
+            parsed = masked = None
+        # Unchanged JSON falls through to the text scan, which also sees duplicate keys json.loads dropped.
+        if masked != parsed:
+            return json.dumps(masked, ensure_ascii=False)
+    return _apply(text, _secret_spans(text))
+
+
+def _secret_spans(text: str) -> Iterator[Span]:
+    yield from _key_value_spans(text, _top_level_parts(text))
+    yield from _key_value_spans(text, _comma_parts(text))
+    yield from _keyed_value_spans(text)
+    for match in _URL_USERINFO.finditer(text):
+        start, end = match.span(1)
+        colon = text.find(":", start, end)
+        if end > start:
+            yield (colon + 1 if colon >= 0 else start), end
+    for match in _AUTH_SCHEME.finditer(text):
+        group = 1 if match.group(1) is not None else 2
+        yield match.span(group)
+    for match in _KEY_SHAPES.finditer(text):
+        yield match.span()
+
+
+def _top_level_parts(text: str) -> Iterator[tuple[int, int]]:
+    """Offsets of the comma-separated parts as lm-eval's CLI splits them (outside brackets and quotes)."""
+    depth, quote_char, start = 0, None, 0
+    for index, char in enumerate(text):
+        if quote_char is not None:
+            if char == quote_char:
+                quote_char = None
+        elif char in "\"'":
+            quote_char = char
+        elif char in "[({":
+            depth += 1
+        elif char in "])}":
+            depth = max(depth - 1, 0)
+        elif char == "," and depth == 0:
+            yield start, index
+            start = index + 1
+    yield start, len(text)
+
+
+def _comma_parts(text: str) -> Iterator[tuple[int, int]]:
+    """Offsets of the parts as ``simple_parse_args_string`` splits them (every comma)."""
+    start = 0
+    for piece in text.split(","):
+        yield start, start + len(piece)
+        start += len(piece) + 1
+
+
+def _key_value_spans(text: str, parts: Iterable[tuple[int, int]]) -> Iterator[Span]:
+    """The whole value of each ``key=value`` part whose key is a credential."""
+    for start, end in parts:
+        equals = text.find("=", start, end)
+        if equals < 0 or not is_secret_key(text[start:equals]):
+            continue
+        value_start, value_end = equals + 1, end
+        while value_start < value_end and text[value_start].isspace():
+            value_start += 1
+        while value_end > value_start and text[value_end - 1].isspace():
+            value_end -= 1
+        if _unquote(text[value_start:value_end]).lower() not in _UNSET_VALUES:
+            yield value_start, value_end
+
+
+def _keyed_value_spans(text: str) -> Iterator[Span]:
+    """Values after a credential key anywhere in the text: JSON or Python literals, query strings, prose.
+
+    The search resumes after a masked value and right after a harmless key, so values of harmless
+    keys are searched too (``extra_body={'api_key': ...}``) and each character is looked at a bounded
+    number of times.
+    """
+    position = 0
+    while match := _KEY_BEFORE_VALUE.search(text, position):
+        position = match.end()
+        if not is_secret_key(match.group(2)) or position >= len(text):
+            continue
+        char = text[position]
+        escapes = 0
+        while escapes < 2 and text.startswith("\\", position + escapes):
+            escapes += 1
+        if text[position + escapes : position + escapes + 1] in ("'", '"'):
+            value_start = position + escapes + 1
+            value_end = _closing_quote(text, value_start, text[position:value_start], escapes)
+            if text[value_start:value_end].strip().lower() not in _UNSET_VALUES:
+                yield value_start, value_end
+            position = value_end + 1
+        elif char in "{[(":
+            value_end = _closing_bracket(text, position)
+            yield position, value_end
+            position = value_end
+        else:
+            value_end = _BARE_VALUE.match(text, position).end()
+            if text[position:value_end].lower() not in _UNSET_VALUES:
+                yield position, value_end
+            position = max(value_end, position + 1)
+
+
+def _closing_quote(text: str, start: int, opener: str, escapes: int) -> int:
+    """Index of the quote that closes a string opened by ``opener`` just before ``start`` (end of text if none)."""
+    if escapes:  # a string inside an escaped string closes with the same escaped quote
+        found = text.find(opener, start)
+        return len(text) if found < 0 else found
+    quote_char, index = opener, start
+    while index < len(text) and text[index] != quote_char:
+        index += 2 if text[index] == "\\" else 1
+    return min(index, len(text))
+
+
+def _closing_bracket(text: str, start: int) -> int:
+    """Index just after the bracket that closes the one at ``start``, quotes respected (end of text if none)."""
+    depth, quote_char, index = 0, None, start
+    while index < len(text):
+        char = text[index]
+        if quote_char is not None:
+            if char == "\\":
+                index += 1  # the escaped character
+            elif char == quote_char:
+                quote_char = None
+        elif char in "\"'":
+            quote_char = char
+        elif char in "[({":
+            depth += 1
+        elif char in "])}":
+            depth -= 1
+            if depth == 0:
+                return index + 1
+        index += 1
+    return len(text)
+
+
+def _apply(text: str, spans: Iterable[Span]) -> str:
+    """``text`` with each run of overlapping spans replaced by one ``***``."""
+    pieces, position, current = [], 0, None
+    for start, end in sorted(spans):
+        if end <= start:
+            continue
+        if current is not None and start < current[1]:
+            current = (current[0], max(current[1], end))
+            continue
+        if current is not None:
+            pieces += [text[position : current[0]], MASK]
+            position = current[1]
+        current = (start, end)
+    if current is not None:
+        pieces += [text[position : current[0]], MASK]
+        position = current[1]
+    return "".join(pieces) + text[position:]

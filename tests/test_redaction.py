@@ -1,0 +1,346 @@
+"""Credentials never reach a file we write: model_args in every form lm-eval logs them, and error text."""
+
+import json
+
+import pytest
+from hypothesis import assume, given
+from hypothesis import strategies as st
+from lm_eval_tasks.utils.redaction import is_secret_key, redact, scrub
+
+SECRET = "Xq7-SECRET-value9"  # no well-known key shape: each form below must be caught by its key or URL
+
+# (model_args as a results file can hold them, with $S for the secret) -> exactly what redact gives back
+FORMS = [
+    # lm-eval's key=value string
+    ("pretrained=gpt2,api_key=$S", "pretrained=gpt2,api_key=***"),
+    (
+        "model=gpt-4o-mini,base_url=https://api.openai.com/v1/chat/completions,api_key=$S,max_tokens=16,"
+        "tokenized_requests=False,num_concurrent=8",
+        "model=gpt-4o-mini,base_url=https://api.openai.com/v1/chat/completions,api_key=***,max_tokens=16,"
+        "tokenized_requests=False,num_concurrent=8",
+    ),
+    ("model=x,api-key=$S", "model=x,api-key=***"),
+    ("model=x,x-api-key=$S", "model=x,x-api-key=***"),
+    ("model=x,apikey=$S", "model=x,apikey=***"),
+    ("model=x,apiKey=$S", "model=x,apiKey=***"),
+    (
+        "pretrained=meta-llama/Llama-3.2-1B,token=$S,tokenizer=meta-llama/Llama-3.2-1B,tokenizer_backend=huggingface,"
+        "max_length=2048",
+        "pretrained=meta-llama/Llama-3.2-1B,token=***,tokenizer=meta-llama/Llama-3.2-1B,tokenizer_backend=huggingface,"
+        "max_length=2048",
+    ),
+    ("pretrained=x,access_token=$S", "pretrained=x,access_token=***"),
+    ("pretrained=x,hf_token=$S", "pretrained=x,hf_token=***"),
+    ("pretrained=x,use_auth_token=$S", "pretrained=x,use_auth_token=***"),
+    ("model=x,auth=judge:$S", "model=x,auth=***"),
+    ("model=x,authorization=Bearer $S", "model=x,authorization=***"),
+    ("model=x,bearer=$S", "model=x,bearer=***"),
+    ("model=x,credentials=$S", "model=x,credentials=***"),
+    ("model=x,secret=$S", "model=x,secret=***"),
+    ("model=x,password=$S $S", "model=x,password=***"),  # a value with a space
+    ("model=x,key=$S", "model=x,key=***"),
+    ("model=x,openai_api_key='$S'", "model=x,openai_api_key=***"),  # quoted, as handle_arg_string accepts
+    (
+        'model=x,headers={"Authorization": "Bearer $S", "OpenAI-Organization": "org-1"},max_length=2048',
+        "model=x,headers=***,max_length=2048",
+    ),  # two entries: a comma inside the braces
+    (
+        "model=gemini-2.0-flash,base_url=https://generativelanguage.googleapis.com/v1beta/openai?key=$S",
+        "model=gemini-2.0-flash,base_url=https://generativelanguage.googleapis.com/v1beta/openai?key=***",
+    ),
+    (
+        "model=x,base_url=https://example.org/v1?alt=json&api_key=$S&region=eu",
+        "model=x,base_url=https://example.org/v1?alt=json&api_key=***&region=eu",
+    ),
+    (
+        "model=x,base_url=https://judge:$S@proxy.example.org/v1,max_tokens=64",
+        "model=x,base_url=https://judge:***@proxy.example.org/v1,max_tokens=64",
+    ),
+    ("model=x,extra_body={'api_key': '$S', 'top_k': 5}", "model=x,extra_body={'api_key': '***', 'top_k': 5}"),
+    ("model=it's,api_key=$S", "model=it's,api_key=***"),  # an unbalanced quote before the key
+    ("model=x, api_key = $S , max_tokens=16", "model=x, api_key = *** , max_tokens=16"),
+    # model_args given as JSON (lm-eval's CLI accepts --model_args '{...}')
+    (
+        '{"model": "gpt-4o", "api_key": "$S", "max_tokens": 16}',
+        '{"model": "gpt-4o", "api_key": "***", "max_tokens": 16}',
+    ),
+    (
+        '{"model": "x", "default_headers": {"X-API-Key": "$S"}, "tokenized_requests": false}',
+        '{"model": "x", "default_headers": "***", "tokenized_requests": false}',
+    ),
+    (
+        '{"model": "x", "base_url": "https://u:$S@h.example/v1?key=$S"}',
+        '{"model": "x", "base_url": "https://u:***@h.example/v1?key=***"}',
+    ),
+    ('{"config": "{\\"api_key\\": \\"$S\\"}"}', '{"config": "{\\"api_key\\": \\"***\\"}"}'),  # JSON inside JSON
+    ("{'model': 'x', 'api_key': '$S'}", "{'model': 'x', 'api_key': '***'}"),  # str() of a dict
+    # dicts (what lm-eval 0.4.13's CLI writes), lists and nested values
+    (
+        {"model": "x", "api_key": "$S", "max_tokens": 16, "tokenizer": "gpt2"},
+        {"model": "x", "api_key": "***", "max_tokens": 16, "tokenizer": "gpt2"},
+    ),
+    (
+        {"model": "x", "headers": {"Authorization": "Bearer $S", "X-Org": "org-1"}, "max_length": 2048},
+        {"model": "x", "headers": "***", "max_length": 2048},
+    ),
+    (
+        {"model": "x", "fallbacks": [{"api_key": "$S", "model": "y"}], "stop": ["\n\n"]},
+        {"model": "x", "fallbacks": [{"api_key": "***", "model": "y"}], "stop": ["\n\n"]},
+    ),
+    (
+        {"model": "x", "client": {"credentials": {"user": "u", "password": "$S"}}},
+        {"model": "x", "client": {"credentials": "***"}},
+    ),
+    (
+        {"model": "x", "chat_template_args": {"enable_thinking": True}, "extra_body": {"Authorization": "Bearer $S"}},
+        {"model": "x", "chat_template_args": {"enable_thinking": True}, "extra_body": {"Authorization": "***"}},
+    ),
+    ({"model_args": "api_key=$S,max_tokens=5"}, {"model_args": "api_key=***,max_tokens=5"}),
+    ({"base_url": "http://judge:$S@127.0.0.1:8089/v1"}, {"base_url": "http://judge:***@127.0.0.1:8089/v1"}),
+    (["pretrained=x", "token=$S"], ["pretrained=x", "token=***"]),  # --model_args given as several words
+]
+
+HARMLESS = [
+    "pretrained=gpt2,max_tokens=16,tokenized_requests=False,tokenizer=gpt2,tokenizer_backend=huggingface,"
+    "max_length=2048,max_gen_toks=256,num_concurrent=16",
+    "pretrained=x,think_end_token=</think>,pad_token=<pad>,eos_token=</s>,api_key_env=OPENAI_API_KEY",
+    "base_url=http://127.0.0.1:8089/v1/chat/completions,model=local,timeout=60",
+    # lm-eval's own JSON example, compact: nothing to mask, so the text comes back as it was
+    '{"pretrained":"/models/openai_gpt-oss-20b","dtype":"auto","chat_template_args":{"reasoning_effort":"low"},'
+    '"enable_thinking": true,"think_end_token":"<|message|>"}',
+    {
+        "model": "x",
+        "max_tokens": 16,
+        "tokenized_requests": False,
+        "tokenizer": "gpt2",
+        "tokenizer_backend": None,
+        "max_length": 2048,
+        "pad_token": "<pad>",
+    },
+    {"api_key": None, "token": True, "password": ""},  # says there is no credential: kept
+    "",
+    None,
+    7,
+]
+
+
+def fill(form, secret):
+    if isinstance(form, str):
+        return form.replace("$S", secret)
+    if isinstance(form, dict):
+        return {key: fill(value, secret) for key, value in form.items()}
+    if isinstance(form, list):
+        return [fill(value, secret) for value in form]
+    return form
+
+
+@pytest.mark.parametrize("form, expected", FORMS)
+def test_each_form_is_masked_and_keeps_its_harmless_parts_exactly(form, expected):
+    masked = redact(fill(form, SECRET))
+    assert masked == expected and type(masked) is type(form)
+    assert SECRET not in json.dumps(masked) and "value9" not in json.dumps(masked)
+
+
+@pytest.mark.parametrize("harmless", HARMLESS)
+def test_harmless_arguments_are_left_alone(harmless):
+    assert redact(harmless) == harmless
+
+
+def test_the_old_leaks_are_closed():
+    """The forms the regex redactor in report.py let through (or broke)."""
+    assert redact('headers={"a": "1", "Authorization": "Bearer sk-x"}') == "headers=***"
+    assert redact("max_tokens=5,tokenized_requests=True") == "max_tokens=5,tokenized_requests=True"
+    assert redact({"x": [{"token": "t0ken-value"}]}) == {"x": [{"token": "***"}]}
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "api_key",
+        "API_KEY",
+        "api-key",
+        "X-API-Key",
+        "x_api_key",
+        "apikey",
+        "apiKey",
+        "openai_api_key",
+        "key",
+        "token",
+        "hf_token",
+        "access_token",
+        "accessToken",
+        "use_auth_token",
+        "auth",
+        "authorization",
+        "Authorization",
+        "bearer",
+        "credentials",
+        "secret",
+        "client_secret",
+        "password",
+        "passwd",
+        "headers",
+        "default_headers",
+        "extra_headers",
+        "header",
+        "cookie",
+        "sig",
+        "--api_key",
+    ],
+)
+def test_secret_key_names(name):
+    assert is_secret_key(name)
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "max_tokens",
+        "max_new_tokens",
+        "max_gen_toks",
+        "tokenized_requests",
+        "tokenizer",
+        "tokenizer_backend",
+        "max_length",
+        "pad_token",
+        "eos_token",
+        "bos_token",
+        "think_end_token",
+        "pad_token_id",
+        "api_key_env",
+        "model",
+        "base_url",
+        "pretrained",
+        "num_concurrent",
+        "keyboard",
+        "monkey",
+        "",
+        "_",
+    ],
+)
+def test_harmless_key_names(name):
+    assert not is_secret_key(name)
+
+
+# ----------------------------------------------------------------------------- properties
+
+UNRESERVED = st.characters(codec="ascii", categories=("Lu", "Ll", "Nd"), include_characters="-_.~")
+SECRETS = st.text(UNRESERVED, min_size=8, max_size=48)
+SECRET_KEYS = st.sampled_from(
+    [
+        "api_key",
+        "api-key",
+        "x-api-key",
+        "apikey",
+        "token",
+        "access_token",
+        "auth",
+        "authorization",
+        "bearer",
+        "credentials",
+        "secret",
+        "password",
+        "key",
+        "headers",
+    ]
+)
+HARMLESS_KEYS = st.sampled_from(
+    [
+        "pretrained",
+        "model",
+        "base_url",
+        "max_tokens",
+        "tokenized_requests",
+        "tokenizer",
+        "tokenizer_backend",
+        "max_length",
+        "dtype",
+        "pad_token",
+        "num_concurrent",
+    ]
+)
+HARMLESS_VALUES = st.text(
+    st.characters(codec="ascii", categories=("Ll", "Nd"), include_characters="./"), min_size=1, max_size=20
+)
+
+
+@given(form=st.sampled_from(FORMS), secret=SECRETS)
+def test_a_random_secret_in_any_form_never_survives(form, secret):
+    template, expected = form
+    assume(secret not in json.dumps(expected))
+    masked = redact(fill(template, secret))
+    assert masked == expected and secret not in json.dumps(masked)
+
+
+@given(
+    pairs=st.lists(st.tuples(HARMLESS_KEYS, HARMLESS_VALUES), max_size=6),
+    key=SECRET_KEYS,
+    secret=SECRETS,
+    where=st.integers(min_value=0, max_value=6),
+    as_json=st.booleans(),
+)
+def test_a_random_secret_among_harmless_arguments_is_masked_and_nothing_else(pairs, key, secret, where, as_json):
+    pairs = dict(pairs)
+    pairs.pop(key, None)
+    assume(secret not in json.dumps(pairs))
+    items = list(pairs.items())
+    items.insert(min(where, len(items)), (key, secret))
+    expected_items = [(k, "***" if k == key else v) for k, v in items]
+    if as_json:
+        masked = redact(json.dumps(dict(items)))
+        assert json.loads(masked) == dict(expected_items)
+    else:
+        masked = redact(",".join(f"{k}={v}" for k, v in items))
+        assert masked == ",".join(f"{k}={v}" for k, v in expected_items)
+    assert secret not in masked
+
+
+@given(pairs=st.lists(st.tuples(HARMLESS_KEYS, HARMLESS_VALUES), max_size=8))
+def test_harmless_arguments_come_back_unchanged(pairs):
+    text = ",".join(f"{k}={v}" for k, v in pairs)
+    assert redact(text) == text
+    assert redact(dict(pairs)) == dict(pairs)
+
+
+JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(), inner, max_size=4),
+    max_leaves=20,
+)
+
+
+@given(text=st.text())
+def test_any_text_gives_a_text(text):
+    assert isinstance(redact(text), str)
+
+
+@given(value=JSON_VALUES)
+def test_any_json_value_keeps_its_type(value):
+    assert type(redact(value)) is type(value)
+    assert isinstance(redact(json.dumps(value)), str)
+
+
+def test_absurd_nesting_is_masked_whole_not_raised():
+    deep: list = []
+    for _ in range(10_000):
+        deep = [deep]
+    assert redact(deep) == "***"
+    assert redact("[" * 100_000) == "[" * 100_000
+    assert redact('{"token": ' * 5_000 + '"x"') == '{"token": ***'
+
+
+# ----------------------------------------------------------------------------- scrub
+
+
+def test_scrub_removes_known_secrets_also_escaped():
+    key = "abc/def+ghi"
+    body = 'key abc/def+ghi, as JSON "abc\\/def+ghi", in a URL ?k=abc%2Fdef%2Bghi'
+    assert scrub(body, [key, ""]) == 'key ***, as JSON "***", in a URL ?k=***'
+    # the longer of two overlapping secrets goes first, so no tail of it is left
+    assert scrub("token sk-123456 and sk-12", ["sk-12", "sk-123456"]) == "token *** and ***"
+    assert scrub("nothing to hide", []) == "nothing to hide"
+
+
+@given(prefix=st.text(), secret=SECRETS, suffix=st.text())
+def test_scrub_leaves_no_secret(prefix, secret, suffix):
+    assert secret not in scrub(prefix + secret + suffix, [secret])
