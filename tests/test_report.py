@@ -1,4 +1,6 @@
 import json
+import os
+import stat
 
 import pytest
 from lm_eval_tasks.utils import report as report_mod
@@ -253,3 +255,88 @@ def test_medfact_report_has_no_answered_only_fields(run_dir):
     assert bench["accuracy_over"] == "all"
     assert "accuracy_all_micro" not in bench and "answered" not in bench and "component_groups" not in bench
     assert set(bench["components"]["scifact"]) == {"n", "accuracy", "parseable_score", "strict_format"}
+
+
+# ----------------------------------------------------------------------------- hostile run folders
+
+
+def test_a_line_logged_twice_counts_once_and_the_report_says_so(run_dir):
+    samples = run_dir / f"samples_medfact_bench_healthver_{STAMP}.jsonl"
+    lines = samples.read_text(encoding="utf-8").splitlines(keepends=True)
+    samples.write_text("".join(lines + lines[:1]), encoding="utf-8")
+    report = build_report(run_dir)
+    bench = report["benchmarks"]["medfact_bench"]
+    assert bench["n_items"] == 7 and bench["components"]["healthver"]["n"] == 3
+    assert report["run"]["repeated_sample_lines"] == {"medfact_bench_healthver": 1}
+    assert "logged twice, identically, and counted once: medfact_bench_healthver 1" in report_mod.to_markdown(report)
+
+
+def test_two_different_samples_for_one_doc_are_an_error_naming_both_lines(run_dir):
+    samples = run_dir / f"samples_medfact_bench_healthver_{STAMP}.jsonl"
+    lines = samples.read_text(encoding="utf-8").splitlines(keepends=True)
+    changed = json.loads(lines[0])
+    changed["filtered_resps"] = ["<score>2</score>"]
+    samples.write_text("".join(lines) + json.dumps(changed) + "\n", encoding="utf-8")
+    with pytest.raises(
+        DataError, match=r"lines 1 and 4: two different samples for task 'medfact_bench_healthver' doc_id 0"
+    ):
+        build_report(run_dir)
+
+
+def test_a_folder_of_several_runs_is_refused_with_their_list_or_reported_each(tmp_path, capsys):
+    tasks = {"medfact_bench_scifact": SCIFACT}
+    first = write_run(tmp_path / "out" / "model_a", tasks)
+    second = write_run(tmp_path / "out" / "model_b", {"medfact_bench_scifact": SCIFACT[:2]})
+    with pytest.raises(DataError, match="holds 2 runs") as refused:
+        build_report(tmp_path / "out")
+    assert str(first / f"results_{STAMP}.json") in str(refused.value) and "--each" in str(refused.value)
+    assert cli(["report", str(tmp_path / "out")]) == 1
+    assert cli(["report", str(tmp_path / "out"), "--each"]) == 0
+    for folder, n in ((first, 4), (second, 2)):
+        saved = json.loads((folder / f"report_{STAMP}" / "report.json").read_text(encoding="utf-8"))
+        assert saved["benchmarks"]["medfact_bench"]["n_items"] == n
+    assert capsys.readouterr().out.count("medfact_bench: accuracy_macro") == 2
+
+
+def test_an_empty_samples_file_is_named_as_empty(run_dir):
+    (run_dir / f"samples_medfact_bench_healthver_{STAMP}.jsonl").write_text("", encoding="utf-8")
+    report = build_report(run_dir)
+    assert report["empty_tasks"] == ["medfact_bench_healthver"] and report["unreported_tasks"] == []
+    assert "samples file is empty (nothing to score): medfact_bench_healthver" in report_mod.to_markdown(report)
+
+
+def test_a_lone_surrogate_reaches_the_files_as_an_escape(tmp_path):
+    folder = write_run(
+        tmp_path / "run",
+        {"medfact_bench_scifact": [("SUPPORT", "\ud800<score>1</score>")]},
+        model_args={"pretrained": "m\udcff"},
+    )
+    out = tmp_path / "rep"
+    assert cli(["report", str(folder), "--out", str(out)]) == 0
+    saved = json.loads((out / "report.json").read_text(encoding="utf-8"))
+    assert saved["run"]["model_args"] == {"pretrained": "m\udcff"}
+    assert "m\\udcff" in (out / "report.md").read_text(encoding="utf-8")
+
+
+def test_the_report_folder_holds_exactly_the_current_report(run_dir, tmp_path):
+    out = tmp_path / "rep"
+    out.mkdir()
+    (out / "items_millerqa.jsonl").write_text("{}\n", encoding="utf-8")
+    (out / "confusion_pubmedqa_atlas.png").write_bytes(b"old")
+    (out / "explanations.json").write_text("{}", encoding="utf-8")  # another command's output stays
+    report_mod.write_report(run_dir, out)
+    assert sorted(p.name for p in out.iterdir()) == [
+        "confusion_medfact_bench.png",
+        "explanations.json",
+        "report.json",
+        "report.md",
+    ]
+
+
+def test_report_files_follow_the_umask(run_dir, tmp_path):
+    old = os.umask(0o027)
+    try:
+        _, files = report_mod.write_report(run_dir, tmp_path / "rep")
+    finally:
+        os.umask(old)
+    assert {stat.S_IMODE(path.stat().st_mode) for path in files} == {0o640}

@@ -371,7 +371,7 @@ def to_markdown(report: Mapping[str, Any]) -> str:
         lines += _class_lines(bench)
         lines += _reference_lines(bench)
         lines.append("")
-    if report["empty_tasks"]:
+    if report.get("empty_tasks"):
         lines.append(f"Tasks whose samples file is empty (nothing to score): {', '.join(report['empty_tasks'])}")
     if report["unreported_tasks"]:
         lines.append(f"Tasks without a report adapter: {', '.join(report['unreported_tasks'])}")
