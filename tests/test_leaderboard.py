@@ -1,0 +1,197 @@
+import base64
+import csv
+import json
+import re
+
+import pytest
+
+from lm_eval_tasks.utils import leaderboard as lb
+from lm_eval_tasks.utils import report as report_mod
+from lm_eval_tasks.utils.data import DataError
+from tests import browser
+from tests.test_report import STAMP, STRICT, write_run
+
+# The 7 MedFact-Bench items of test_report; a run is a string of 1 (the right score) / 0 (no answer, INVALID) per item.
+GOLDS = {"medfact_bench_scifact": ["SUPPORT", "NEI", "CONTRADICT", "SUPPORT"],
+         "medfact_bench_healthver": ["NEI", "CONTRADICT", "CONTRADICT"]}
+RIGHT_SCORE = {"SUPPORT": 2, "NEI": 0, "CONTRADICT": -2}
+STAMP_2 = "2026-11-30T08-00-00.000000"
+# Hand-worked (scifact | healthver): A 1100|011, B 1111|111, C 0101|001.
+A, B, C = "1100011", "1111111", "0101001"
+
+
+def medfact_run(folder, correct, stamp=STAMP, tasks=tuple(GOLDS), **results):
+    """A MedFact-Bench run of ``tasks`` (items in GOLDS order, ``correct`` one flag per item) in ``folder``."""
+    flags = iter(correct)
+    rows = {task: [(gold, STRICT.format(RIGHT_SCORE[gold]) if next(flags) == "1" else "I cannot decide.")
+                   for gold in GOLDS[task]] for task in tasks}
+    staging = write_run(folder.parent / f".{folder.name}-{stamp}", rows)
+    folder.mkdir(parents=True, exist_ok=True)
+    for path in staging.iterdir():
+        path.rename(folder / path.name.replace(STAMP, stamp))
+    staging.rmdir()
+    results_file = folder / f"results_{stamp}.json"
+    data = json.loads(results_file.read_text(encoding="utf-8"))
+    data.update(results)
+    results_file.write_text(json.dumps(data), encoding="utf-8")
+    return results_file
+
+
+def assert_self_contained(page):
+    """Nothing a browser would fetch: no scripts, stylesheets or remote sources; every image inline PNG."""
+    for fetch in ('src="http', 'href="http', "<link", "<script", "@import", "url("):
+        assert fetch not in page
+    sources = re.findall(r'src="([^"]*)"', page)
+    assert sources and all(s.startswith("data:image/png;base64,") for s in sources)
+    for source in sources:
+        assert base64.b64decode(source.split(",", 1)[1])[:8] == browser.PNG_SIGNATURE
+
+
+def _pairs(board, benchmark="medfact_bench"):
+    return {(c["a"], c["b"]): c for c in board["benchmarks"][benchmark]["comparisons"]}
+
+
+def test_holm_hand_worked():
+    # sorted 0.005 (x4 = 0.02), 0.01 (x3 = 0.03), 0.03 (x2 = 0.06), 0.04 (x1 = 0.04, raised to 0.06: step-down)
+    assert lb.holm([0.01, 0.04, 0.03, 0.005]) == pytest.approx([0.03, 0.06, 0.06, 0.02])
+    assert lb.holm([0.5, 0.6]) == [1.0, 1.0]  # 2 x 0.5 = 1; never above 1, never below an earlier step
+    assert lb.holm([0.2]) == [0.2] and lb.holm([]) == []
+
+
+def test_three_runs_on_the_same_seven_items(tmp_path):
+    paths = [medfact_run(tmp_path / name, flags, model_name=name) for name, flags in (("a", A), ("b", B), ("c", C))]
+    board = lb.build_leaderboard(paths)
+    bench = board["benchmarks"]["medfact_bench"]
+    assert [run["label"] for run in board["runs"]] == ["a", "b", "c"]
+    assert bench["compared_metric"] == "accuracy_macro"
+    # macro = mean of the scifact and healthver accuracies
+    assert bench["runs"]["run-1"]["estimate"]["value"] == pytest.approx((2 / 4 + 2 / 3) / 2)
+    assert bench["runs"]["run-2"]["estimate"]["value"] == 1.0
+    assert bench["runs"]["run-3"]["estimate"]["value"] == pytest.approx((2 / 4 + 1 / 3) / 2)
+    for run, path in zip(board["runs"], paths, strict=True):  # one computation: the run's own report
+        own = report_mod.build_report(path)["benchmarks"]["medfact_bench"]["accuracy_macro"]
+        assert bench["runs"][run["id"]]["estimate"] == own
+    pairs = _pairs(board)
+    ab, ac, bc = pairs["run-1", "run-2"], pairs["run-1", "run-3"], pairs["run-2", "run-3"]
+    assert all(c["comparable"] and c["reasons"] == [] and c["n_paired_items"] == 7 for c in (ab, ac, bc))
+    assert ab["difference"]["value"] == pytest.approx(7 / 12 - 1)
+    assert ac["difference"]["value"] == pytest.approx(7 / 12 - 5 / 12)
+    assert bc["difference"]["value"] == pytest.approx(1 - 5 / 12)
+    # McNemar exact, two-sided, from the discordant items: 2 x P(Binomial(n, 1/2) <= min count)
+    assert (ab["a_only_correct"], ab["b_only_correct"], ab["mcnemar_p_value"]) == (0, 3, pytest.approx(2 * 1 / 8))
+    assert (ac["a_only_correct"], ac["b_only_correct"], ac["mcnemar_p_value"]) == (2, 1, pytest.approx(1.0))  # 2 x 4/8
+    assert (bc["a_only_correct"], bc["b_only_correct"], bc["mcnemar_p_value"]) == (4, 0, pytest.approx(2 * 1 / 16))
+    # Holm over 3 pairs: bc 3 x 0.125 = 0.375; ab max(0.375, 2 x 0.25) = 0.5; ac max(0.5, 1 x 1) = 1
+    assert (bc["holm_p_value"], ab["holm_p_value"], ac["holm_p_value"]) == pytest.approx((0.375, 0.5, 1.0))
+    for c in (ab, ac, bc):
+        assert c["difference"]["low"] <= c["difference"]["value"] <= c["difference"]["high"]
+    published = bench["published"]
+    assert published["GPT-4o"] == 0.736 and published["Llama-3.2-3B-Instruct"] == 0.511 and len(published) == 9
+
+
+def test_different_items_tasks_template_or_versions_are_not_comparable(tmp_path):
+    a = medfact_run(tmp_path / "a", A)
+    scifact_only = medfact_run(tmp_path / "d", "1111", tasks=("medfact_bench_scifact",))
+    no_template = medfact_run(tmp_path / "e", A, chat_template_sha=None, chat_template=None)
+    new_versions = medfact_run(tmp_path / "f", A, versions={task: 2.0 for task in GOLDS})
+    board = lb.build_leaderboard([a, scifact_only, no_template, new_versions])
+    pairs = _pairs(board)
+    d = pairs["run-1", "run-2"]
+    assert d["comparable"] is False and (d["only_in_a"], d["only_in_b"], d["n_paired_items"]) == (3, 0, 4)
+    assert d["reasons"] == ["different items: 3 only in run-1, 0 only in run-2",
+                            ("different tasks (protocol): run-1 ran medfact_bench_healthver, medfact_bench_scifact; "
+                             "run-2 ran medfact_bench_scifact")]
+    # descriptive only, on the 4 shared scifact items (macro over one component): 2/4 - 4/4; no test
+    assert d["difference"]["value"] == pytest.approx(-0.5)
+    assert d["mcnemar_p_value"] is None and d["holm_p_value"] is None and d["bootstrap_p_value"] is None
+    assert pairs["run-1", "run-3"]["reasons"] == ["chat template applied: True in run-1, False in run-3"]
+    assert pairs["run-1", "run-4"]["reasons"] == [("different task versions: medfact_bench_healthver 1.0 vs 2.0, "
+                                                   "medfact_bench_scifact 1.0 vs 2.0")]
+    assert [key for key, c in pairs.items() if c["comparable"]] == []
+    markdown = lb.to_markdown(board)
+    assert ("| run-1 | run-3 | 7 | 0.000 [0.000, 0.000] | chat template applied: True in run-1, False in run-3 |"
+            in markdown)
+
+
+def test_holm_family_is_the_comparable_pairs(tmp_path):
+    a, b = medfact_run(tmp_path / "a", A), medfact_run(tmp_path / "b", B)
+    scifact_only = medfact_run(tmp_path / "d", "1111", tasks=("medfact_bench_scifact",))
+    pairs = _pairs(lb.build_leaderboard([a, b, scifact_only]))
+    assert pairs["run-1", "run-2"]["holm_p_value"] == pytest.approx(0.25)  # one test: unadjusted
+    assert pairs["run-1", "run-3"]["holm_p_value"] is None and pairs["run-2", "run-3"]["holm_p_value"] is None
+
+
+def test_a_folder_contributes_every_run_under_it(tmp_path):
+    medfact_run(tmp_path / "out" / "model", A, model_name="m")
+    medfact_run(tmp_path / "out" / "model", B, stamp=STAMP_2, model_name="m")
+    medfact_run(tmp_path / "out" / "other", C, model_name="o")
+    assert [p.name for p in lb.results_files(tmp_path / "out")] == [f"results_{STAMP}.json", f"results_{STAMP_2}.json",
+                                                                    f"results_{STAMP}.json"]
+    board = lb.build_leaderboard([tmp_path / "out", tmp_path / "out" / "model"])  # the same runs twice: counted once
+    labels = [run["label"] for run in board["runs"]]
+    assert labels == [f"m (model/results_{STAMP})", f"m (model/results_{STAMP_2})", "o"]
+    values = [entry["estimate"]["value"] for entry in board["benchmarks"]["medfact_bench"]["runs"].values()]
+    assert values == pytest.approx([7 / 12, 1.0, 5 / 12])
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(DataError, match="no results_"):
+        lb.results_files(tmp_path / "empty")
+    with pytest.raises(DataError, match="no such file"):
+        lb.results_files(tmp_path / "missing")
+
+
+def test_the_same_item_twice_is_an_error(tmp_path):
+    path = medfact_run(tmp_path / "a", A)
+    samples = path.parent / f"samples_medfact_bench_scifact_{STAMP}.jsonl"
+    rows = samples.read_text(encoding="utf-8").splitlines()
+    samples.write_text("\n".join(rows + rows[:1]) + "\n", encoding="utf-8")
+    with pytest.raises(DataError, match="scored item .* twice"):
+        lb.build_leaderboard([path, medfact_run(tmp_path / "b", B)])
+
+
+@pytest.fixture(scope="module")
+def written(tmp_path_factory):
+    root = tmp_path_factory.mktemp("leaderboard")
+    hostile = "=HYPERLINK(\"x\")$\\frac{$<img src=x onerror=alert(1)>|"  # a formula, mathtext, markup
+    paths = [medfact_run(root / "a", A, model_name=hostile), medfact_run(root / "b", B, model_name="b"),
+             medfact_run(root / "c", C, model_name="c")]
+    files = lb.write_leaderboard(paths, root / "board")
+    return root / "board", files, hostile
+
+
+def test_written_files(written):
+    out, files, hostile = written
+    assert sorted(p.name for p in files) == [f"leaderboard.{ext}" for ext in ("csv", "html", "json", "md")]
+    board = json.loads((out / "leaderboard.json").read_text(encoding="utf-8"))
+    assert board["schema_version"] == "1.0" and board["runs"][0]["label"] == hostile
+    rows = list(csv.DictReader((out / "leaderboard.csv").open(encoding="utf-8")))
+    assert [r["kind"] for r in rows] == ["run"] * 3 + ["published"] * 9
+    assert rows[0]["label"] == "'" + hostile  # a spreadsheet would otherwise run the formula
+    assert float(rows[1]["medfact_bench"]) == 1.0 and rows[1]["medfact_bench_paper_comparable"] == "False"
+    assert [r["medfact_bench"] for r in rows if r["label"] == "GPT-4o"] == ["0.736"]
+    markdown = (out / "leaderboard.md").read_text(encoding="utf-8")
+    assert "$\\\\frac{$&lt;img src=x onerror=alert(1)&gt;\\|" in markdown and "<img" not in markdown
+    assert "| published | GPT-4o |  |  | 0.736 |" in markdown
+    assert "| run-2 | run-3 | 7 | 0.583 [" in markdown and "| 4 | 0 | 0.125 | 0.375 |" in markdown
+    page = (out / "leaderboard.html").read_text(encoding="utf-8")
+    assert "<img src=x" not in page and "&lt;img src=x onerror=alert(1)&gt;" in page
+    assert_self_contained(page)
+
+
+def test_leaderboard_in_a_real_browser(written):
+    chromium = browser.chromium_or_skip()
+    out = written[0]
+    board = json.loads((out / "leaderboard.json").read_text(encoding="utf-8"))
+    dom = browser.dump_dom(out / "leaderboard.html", chromium)
+    shown = {(attrs["data-run"], attrs["data-benchmark"]): (float(attrs["data-value"]), text)
+             for attrs, text in browser.elements(dom, "headline")}
+    expected = {(run_id, name): entry["estimate"]["value"] for name, bench in board["benchmarks"].items()
+                for run_id, entry in bench["runs"].items()}
+    assert {key: value for key, (value, _) in shown.items()} == expected
+    assert shown["run-2", "medfact_bench"][1].startswith("1.000 [")
+    holm = {(a["data-a"], a["data-b"]): float(a["data-value"]) for a, _ in browser.elements(dom, "holm")}
+    assert holm == {(c["a"], c["b"]): c["holm_p_value"] for c in board["benchmarks"]["medfact_bench"]["comparisons"]}
+    assert "<img src=\"x\"" not in dom and "onerror=alert(1)&gt;" in dom  # the hostile name stayed text
+    png = browser.screenshot(out / "leaderboard.html", out / "leaderboard.png", binary=chromium)
+    data = png.read_bytes()
+    assert data[:8] == browser.PNG_SIGNATURE and int.from_bytes(data[16:20], "big") == 1280
+    assert int.from_bytes(data[20:24], "big") == 2000

@@ -1,0 +1,140 @@
+import json
+
+import pytest
+
+from lm_eval_tasks.utils import factcheck, scorecard
+from lm_eval_tasks.utils import report as report_mod
+from tests import browser
+from tests import test_factcheck as worked
+from tests.test_leaderboard import assert_self_contained
+from tests.test_report import HEALTHVER, SCIFACT, write_run
+
+HOSTILE = "<script>alert(1)</script>$\\frac{$"  # markup, and mathtext that matplotlib would fail to parse
+
+
+@pytest.fixture(scope="module")
+def medfact_report(tmp_path_factory):
+    folder = write_run(tmp_path_factory.mktemp("scorecard") / "model",
+                       {"medfact_bench_scifact": SCIFACT, "medfact_bench_healthver": HEALTHVER},
+                       model_args={"pretrained": HOSTILE, "dtype": "bfloat16", "api_key": "sk-secret"})
+    report = report_mod.build_report(folder)
+    report["benchmarks"]["medfact_bench"]["settings"] = {"model_label": HOSTILE, "dataset_revision": "a1b2c3",
+                                                         "shuffle_seed": 42}
+    return report
+
+
+def _cells(page):
+    return {text for _, text in browser.elements(page, tag="td")}
+
+
+def test_headline_numbers_and_comparability(medfact_report):
+    page = scorecard.render_html(medfact_report)
+    bench = medfact_report["benchmarks"]["medfact_bench"]
+    ((attrs, text),) = browser.elements(page, "headline")
+    assert attrs["id"] == "headline-medfact_bench" and attrs["data-metric"] == "accuracy_macro"
+    assert float(attrs["data-value"]) == bench["accuracy_macro"]["value"] == pytest.approx((2 / 4 + 2 / 3) / 2)
+    assert (float(attrs["data-low"]), float(attrs["data-high"])) == (bench["accuracy_macro"]["low"],
+                                                                    bench["accuracy_macro"]["high"])
+    assert text == f"0.583 [{bench['accuracy_macro']['low']:.3f}, {bench['accuracy_macro']['high']:.3f}]"
+    ((comparable, verdict),) = browser.elements(page, "comparable")
+    assert comparable["data-comparable"] == "false" and verdict == "no"
+    assert "not every published item was scored" in page
+
+
+def test_every_setting_and_table_is_shown(medfact_report):
+    page = scorecard.render_html(medfact_report)
+    cells = _cells(page)
+    assert set(medfact_report["run"]) <= cells  # every key of the run, by name
+    assert {"dtype", "bfloat16", "dataset_revision", "a1b2c3", "shuffle_seed", "42", "abc", "0.4.13"} <= cells
+    assert "sk-secret" not in page and "***" in cells
+    # coverage row, per-class row, confusion-matrix row (rows gold, columns predicted)
+    assert {"medaesqa", "9106", "SUPPORT", "CONTRADICT", "parseable_score"} <= cells
+    assert "<th>INVALID</th>" in page
+    assert any(c.startswith("0.857 [") for c in cells)  # 6 of 7 replies have a parseable score
+    rows = {text for _, text in browser.elements(page, tag="tr")}
+    assert any(row.startswith("macro_f10.611 [") for row in rows)  # (0.5 + 2/3 + 2/3) / 3, as in test_report
+    # the published numbers beside this run's: scifact 2/4, healthver 2/3, macro (the headline)
+    assert "<tr class=\"this-run\"><td>this run</td><td class=\"num\">0.500</td><td class=\"num\">0.667</td>" in page
+    assert ">0.583</td></tr>" in page and "<td>GPT-4o</td><td class=\"num\">0.832</td>" in page
+    assert page.count("<img ") == 2  # accuracy per component with published markers, confusion matrix
+
+
+def test_hostile_strings_are_text(medfact_report):
+    report = json.loads(json.dumps(medfact_report))
+    report["benchmarks"]["medfact_bench"]["notes"].append(HOSTILE)
+    report["run"]["model_name"] = HOSTILE
+    page = scorecard.render_html(report)
+    assert "<script" not in page and "&lt;script&gt;alert(1)&lt;/script&gt;" in page
+    assert f"<title>Scorecard: {scorecard.esc(HOSTILE)}</title>" in page
+    assert_self_contained(page)
+
+
+def test_other_benchmarks_are_rendered_from_the_schema(tmp_path):
+    from lm_eval_tasks.utils.report import INVALID, BenchmarkSpec, ScoredItem
+
+    def item(component, i, pred, correct):
+        return ScoredItem(task=f"bench_{component}", doc_id=i, doc_hash=f"{component}{i}", component=component,
+                          gold="1", pred=pred, correct=correct)
+
+    # a: 1 of 2 answered items right; c: nothing answered (accuracy over answered items: none); c's name is mathtext
+    c = "c $\\frac{$"
+    items = [item("a", 0, "1", 1.0), item("a", 1, "0", 0.0), item("a", 2, INVALID, 0.0), item(c, 0, INVALID, 0.0)]
+    spec = BenchmarkSpec(name="bench", title="Answered-only bench", task_prefix="bench", score_sample=None,
+                         expected_counts={"a": 3, c: 1}, accuracy_over="answered", component_groups={"g": ("a", c)})
+    answered_only = report_mod.benchmark_report(items, spec, report_mod.Run(tmp_path / "r.json", {}, {}, {}))
+    report = {"run": {"model": "hf", "model_args": "pretrained=m,dtype=float32"}, "benchmarks": {"bench": answered_only}}
+    page = scorecard.render_html(report)
+    ((headline, _),) = browser.elements(page, "headline")
+    assert headline["data-benchmark"] == "bench" and float(headline["data-value"]) == 0.5
+    cells = _cells(page)
+    assert {"accuracy_all_macro", "answered", "g", c, "pretrained=m,dtype=float32"} <= cells
+    rows = {text for _, text in browser.elements(page, tag="tr")}
+    assert f"{c}1n/a0.000 [0.000, 0.000]0.000 [0.000, 0.000]" in rows  # component, n, accuracy, accuracy_all, answered
+    assert any(text.startswith("0.167 [") for text in cells)  # accuracy_all_macro: (1/3 + 0) / 2
+    assert "<title>Scorecard: m</title>" in page
+
+
+def test_the_fact_check_table_is_rendered(medfact_report):
+    """FActBench's fact-check report (utils.factcheck), as a benchmark entry: its table, every cell, is on the page."""
+    checker = factcheck.FactChecker(worked.ScriptedChat(worked.decomposer_reply), worked.ScriptedChat(worked.judge_reply),
+                                    worked.StubNli(), worked.StubStore(), k=5)
+    result = checker.check(worked.GENERATIONS)  # the worked example of test_factcheck
+    factcheck_report = factcheck.build_report(result, run={"model_name": "m"})[0]
+    page = scorecard.render_html({**medfact_report, "benchmarks": {"factbench": factcheck_report}})
+    headlines = browser.elements(page, "headline")
+    assert [(a["data-benchmark"], a["data-value"]) for a, _ in headlines] == [("factbench", "")]
+    assert "no headline metric in this report entry" in page
+    cells = _cells(page)
+    # the worked example of test_factcheck: CoT over the grounding document 0.75 [0.5, 1.0] over generations A and E
+    assert {"cot_intrinsic", "0.750 [0.500, 1.000]", "nli_extrinsic", "rag", "stub"} <= cells
+    rows = [text for _, text in browser.elements(page, tag="tr")]
+    for key, cell in factcheck_report["table"]["rag"]["cells"].items():
+        shown = f"{key}ok{cell['n_scored']}{cell['n_incomplete']}{scorecard.fmt_estimate(cell['estimate'])}"
+        assert any(row.startswith(shown) for row in rows)
+
+
+@pytest.fixture(scope="module")
+def report_page(medfact_report, tmp_path_factory):
+    out = tmp_path_factory.mktemp("report")
+    (out / "report.html").write_text(scorecard.render_html(medfact_report), encoding="utf-8")
+    return out / "report.html"
+
+
+def test_report_page_in_a_real_browser(medfact_report, report_page):
+    chromium = browser.chromium_or_skip()
+    dom = browser.dump_dom(report_page, chromium)
+    shown = {attrs["data-benchmark"]: (float(attrs["data-value"]), text)
+             for attrs, text in browser.elements(dom, "headline")}
+    headline = medfact_report["benchmarks"]["medfact_bench"]["accuracy_macro"]
+    assert shown == {"medfact_bench": (headline["value"], scorecard.fmt_estimate(headline))}
+    assert "<script" not in dom and "&lt;script&gt;alert(1)&lt;/script&gt;" in dom
+    png = browser.screenshot(report_page, report_page.with_suffix(".png"), binary=chromium).read_bytes()
+    assert png[:8] == browser.PNG_SIGNATURE and int.from_bytes(png[16:20], "big") == 1280
+    assert int.from_bytes(png[20:24], "big") == 2000
+
+
+def test_no_browser_is_a_skip_that_says_how_to_install_one(monkeypatch, tmp_path):
+    monkeypatch.setenv("PATH", str(tmp_path))
+    assert browser.find_chromium() is None
+    with pytest.raises(pytest.skip.Exception, match="apt-get install -y chromium"):
+        browser.chromium_or_skip()

@@ -1,0 +1,103 @@
+"""Figures shared by the scorecard and the leaderboard (matplotlib, Agg backend, PNG bytes).
+
+Every label may come from a run (model names, component names): mathtext is switched off so a
+``$`` in a name is drawn as text instead of being parsed, and long labels are shortened (the
+tables beside each figure carry the full text).
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import textwrap
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+LABEL_CHARS = 48
+_PLAIN_TEXT = {"text.parse_math": False, "text.usetex": False}
+# Distinguishable marker styles for published models; beyond these all are drawn alike (the table names them).
+_MARKERS = ("D", "s", "^", "v", "P", "X", "<", ">", "p", "h")
+
+
+@dataclass(frozen=True)
+class Row:
+    """One line of a dot-and-whisker plot: a point, with its CI when it has one."""
+
+    label: str
+    value: float | None
+    low: float | None = None
+    high: float | None = None
+
+
+def short(label: str, limit: int = LABEL_CHARS) -> str:
+    text = " ".join(str(label).split())
+    return text if len(text) <= limit else text[:limit - 1] + "…"
+
+
+def data_uri(png: bytes) -> str:
+    return "data:image/png;base64," + base64.b64encode(png).decode("ascii")
+
+
+def plain_text_png(draw: Callable[..., bytes], *args: Any) -> bytes:
+    """``draw(*args)`` (a function returning PNG bytes) with mathtext off, e.g. ``report.confusion_png``."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    with matplotlib.rc_context(_PLAIN_TEXT):
+        return draw(*args)
+
+
+def dot_whisker_png(rows: Sequence[Row], title: str, xlabel: str,
+                    markers: Mapping[str, Sequence[float | None]] | None = None,
+                    xlim: tuple[float, float] = (0.0, 1.0)) -> bytes:
+    """Rows top to bottom, each a dot with its CI whisker (a hollow diamond when it has no CI);
+    ``markers`` adds, per name, one value per row (None: none on that row), e.g. published numbers."""
+    return plain_text_png(_dot_whisker, rows, title, xlabel, markers or {}, xlim)
+
+
+def _dot_whisker(rows: Sequence[Row], title: str, xlabel: str, markers: Mapping[str, Sequence[float | None]],
+                 xlim: tuple[float, float]) -> bytes:
+    import matplotlib.pyplot as plt
+
+    distinct = len(markers) <= len(_MARKERS)
+    legend_lines = ((len(markers) if distinct else 1) + 1) if markers else 0  # published models, this run
+    height = 1.3 + 0.38 * max(len(rows), 1) + 0.15 * legend_lines
+    fig, ax = plt.subplots(figsize=(8.0 if markers else 6.5, height))
+    positions = list(range(len(rows)))[::-1]
+    labelled = False
+    for y, row in zip(positions, rows, strict=True):
+        if row.value is None:
+            ax.text(xlim[0], y, "  n/a", va="center", ha="left", color="grey", fontsize=8)
+        elif row.low is None or row.high is None:
+            ax.plot(row.value, y, marker="D", markerfacecolor="white", markeredgecolor="black", linestyle="none")
+        else:
+            ax.errorbar(row.value, y, xerr=[[row.value - row.low], [row.high - row.value]], fmt="o", color="tab:blue",
+                        ecolor="tab:blue", capsize=3, markersize=7, zorder=3,
+                        label=None if labelled else "this run (95% CI)")
+            labelled = True
+    colours = plt.get_cmap("tab10")
+    for index, (name, values) in enumerate(markers.items()):
+        points = [(v, y) for v, y in zip(values, positions, strict=True) if v is not None]
+        if not points:
+            continue
+        xs, ys = zip(*points, strict=True)
+        ax.plot(xs, ys, linestyle="none", marker=_MARKERS[index] if distinct else "x",
+                color=colours(index % 10) if distinct else "grey", alpha=0.8, markersize=5,
+                label=short(name, 32) if distinct else None)
+    if markers and not distinct:
+        ax.plot([], [], linestyle="none", marker="x", color="grey", label="published models (see table)")
+    ax.set_yticks(positions, [short(row.label) for row in rows])
+    pad = 0.04 * (xlim[1] - xlim[0])  # points on the limits stay whole
+    ax.set_xlim(xlim[0] - pad, xlim[1] + pad)
+    ax.set_ylim(-0.7, len(rows) - 0.3)
+    ax.set_xlabel(xlabel)
+    fig.suptitle(textwrap.fill(short(title, 140), 70), fontsize=11)  # over the figure: long labels leave room
+    ax.grid(axis="x", alpha=0.3)
+    if markers:
+        ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=7, frameon=False)
+    fig.tight_layout()
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=110, metadata={"Software": None})
+    plt.close(fig)
+    return buffer.getvalue()
