@@ -1,4 +1,4 @@
-"""Commands shared by every benchmark: report, compare, models, local server, demo data."""
+"""Commands shared by every benchmark: report, compare, leaderboard, models, local server, demo data."""
 
 from __future__ import annotations
 
@@ -48,6 +48,14 @@ def _compare(args: argparse.Namespace) -> int:
     return 0
 
 
+def _leaderboard(args: argparse.Namespace) -> int:
+    from lm_eval_tasks.utils.leaderboard import write_leaderboard
+
+    for path in write_leaderboard(args.runs, args.out):
+        print(path)
+    return 0
+
+
 def _prepare_model(args: argparse.Namespace) -> int:
     from lm_eval_tasks.utils.models import choose_dtype, dtype_reason, prepare_smollm2
 
@@ -93,6 +101,19 @@ def register(commands: argparse._SubParsersAction) -> None:
     compare.add_argument("run_b")
     compare.add_argument("--out", help="also write the comparison JSON here")
     compare.set_defaults(func=_compare)
+
+    leaderboard = commands.add_parser(
+        "leaderboard",
+        help="leaderboard over runs (JSON, Markdown, CSV, HTML): headlines with CIs, published models, paired comparisons",
+    )
+    leaderboard.add_argument(
+        "runs",
+        nargs="+",
+        metavar="RUN_DIR",
+        help="lm_eval --output_path folder (each results_*.json under it is a run)",
+    )
+    leaderboard.add_argument("--out", required=True, help="folder for leaderboard.json/.md/.csv/.html")
+    leaderboard.set_defaults(func=_leaderboard)
 
     prepare = commands.add_parser("prepare-model", help="convert a packaged small model for --model hf")
     prepare.add_argument("model", choices=["smollm2"])

@@ -38,9 +38,20 @@ def chromium_or_skip() -> str:
 def _run(binary: str, page: Path, extra: list[str], timeout: float) -> subprocess.CompletedProcess:
     # A fresh profile per call: parallel runs never share (or lock) one; the page is a local file, no network is used.
     with tempfile.TemporaryDirectory(prefix="chromium-profile-") as profile:
-        command = [binary, "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run",
-                   "--disable-extensions", "--disable-background-networking", "--hide-scrollbars",
-                   f"--user-data-dir={profile}", *extra, Path(page).resolve().as_uri()]
+        command = [
+            binary,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-dev-shm-usage",
+            "--no-first-run",
+            "--disable-extensions",
+            "--disable-background-networking",
+            "--hide-scrollbars",
+            f"--user-data-dir={profile}",
+            *extra,
+            Path(page).resolve().as_uri(),
+        ]
         result = subprocess.run(command, capture_output=True, timeout=timeout, check=False)
     if result.returncode != 0:
         raise RuntimeError(f"{binary} failed ({result.returncode}): {result.stderr.decode(errors='replace')[-2000:]}")
@@ -55,8 +66,9 @@ def dump_dom(page: str | Path, binary: str | None = None, timeout: float = 120) 
     return _run(binary, Path(page), ["--dump-dom"], timeout).stdout.decode("utf-8")
 
 
-def screenshot(page: str | Path, out: str | Path, window_size: str = "1280,2000", binary: str | None = None,
-               timeout: float = 120) -> Path:
+def screenshot(
+    page: str | Path, out: str | Path, window_size: str = "1280,2000", binary: str | None = None, timeout: float = 120
+) -> Path:
     """A PNG of the top ``window_size`` (width,height in pixels) of ``page``."""
     binary = binary or find_chromium()
     if binary is None:
@@ -83,8 +95,9 @@ class _Collector(html.parser.HTMLParser):
         for entry in self.open:
             entry[1] += entry[0] == tag
         values = dict(attributes)
-        if ((self.tag is None or tag == self.tag)
-                and (self.css_class is None or self.css_class in (values.get("class") or "").split())):
+        if (self.tag is None or tag == self.tag) and (
+            self.css_class is None or self.css_class in (values.get("class") or "").split()
+        ):
             self.found.append((values, []))
             self.open.append([tag, 0, self.found[-1][1]])
 

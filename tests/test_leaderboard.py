@@ -4,16 +4,19 @@ import json
 import re
 
 import pytest
-
 from lm_eval_tasks.utils import leaderboard as lb
-from lm_eval_tasks.utils import report as report_mod
 from lm_eval_tasks.utils.data import DataError
+from lm_eval_tasks.utils.runs import find_all_results
+
 from tests import browser
+from tests.conftest import build_report
 from tests.test_report import STAMP, STRICT, write_run
 
 # The 7 MedFact-Bench items of test_report; a run is a string of 1 (the right score) / 0 (no answer, INVALID) per item.
-GOLDS = {"medfact_bench_scifact": ["SUPPORT", "NEI", "CONTRADICT", "SUPPORT"],
-         "medfact_bench_healthver": ["NEI", "CONTRADICT", "CONTRADICT"]}
+GOLDS = {
+    "medfact_bench_scifact": ["SUPPORT", "NEI", "CONTRADICT", "SUPPORT"],
+    "medfact_bench_healthver": ["NEI", "CONTRADICT", "CONTRADICT"],
+}
 RIGHT_SCORE = {"SUPPORT": 2, "NEI": 0, "CONTRADICT": -2}
 STAMP_2 = "2026-11-30T08-00-00.000000"
 # Hand-worked (scifact | healthver): A 1100|011, B 1111|111, C 0101|001.
@@ -23,8 +26,13 @@ A, B, C = "1100011", "1111111", "0101001"
 def medfact_run(folder, correct, stamp=STAMP, tasks=tuple(GOLDS), **results):
     """A MedFact-Bench run of ``tasks`` (items in GOLDS order, ``correct`` one flag per item) in ``folder``."""
     flags = iter(correct)
-    rows = {task: [(gold, STRICT.format(RIGHT_SCORE[gold]) if next(flags) == "1" else "I cannot decide.")
-                   for gold in GOLDS[task]] for task in tasks}
+    rows = {
+        task: [
+            (gold, STRICT.format(RIGHT_SCORE[gold]) if next(flags) == "1" else "I cannot decide.")
+            for gold in GOLDS[task]
+        ]
+        for task in tasks
+    }
     staging = write_run(folder.parent / f".{folder.name}-{stamp}", rows)
     folder.mkdir(parents=True, exist_ok=True)
     for path in staging.iterdir():
@@ -69,7 +77,7 @@ def test_three_runs_on_the_same_seven_items(tmp_path):
     assert bench["runs"]["run-2"]["estimate"]["value"] == 1.0
     assert bench["runs"]["run-3"]["estimate"]["value"] == pytest.approx((2 / 4 + 1 / 3) / 2)
     for run, path in zip(board["runs"], paths, strict=True):  # one computation: the run's own report
-        own = report_mod.build_report(path)["benchmarks"]["medfact_bench"]["accuracy_macro"]
+        own = build_report(path)["benchmarks"]["medfact_bench"]["accuracy_macro"]
         assert bench["runs"][run["id"]]["estimate"] == own
     pairs = _pairs(board)
     ab, ac, bc = pairs["run-1", "run-2"], pairs["run-1", "run-3"], pairs["run-2", "run-3"]
@@ -98,19 +106,26 @@ def test_different_items_tasks_template_or_versions_are_not_comparable(tmp_path)
     pairs = _pairs(board)
     d = pairs["run-1", "run-2"]
     assert d["comparable"] is False and (d["only_in_a"], d["only_in_b"], d["n_paired_items"]) == (3, 0, 4)
-    assert d["reasons"] == ["different items: 3 only in run-1, 0 only in run-2",
-                            ("different tasks (protocol): run-1 ran medfact_bench_healthver, medfact_bench_scifact; "
-                             "run-2 ran medfact_bench_scifact")]
+    assert d["reasons"] == [
+        "different items: 3 only in run-1, 0 only in run-2",
+        (
+            "different tasks (protocol): run-1 ran medfact_bench_healthver, medfact_bench_scifact; "
+            "run-2 ran medfact_bench_scifact"
+        ),
+    ]
     # descriptive only, on the 4 shared scifact items (macro over one component): 2/4 - 4/4; no test
     assert d["difference"]["value"] == pytest.approx(-0.5)
     assert d["mcnemar_p_value"] is None and d["holm_p_value"] is None and d["bootstrap_p_value"] is None
     assert pairs["run-1", "run-3"]["reasons"] == ["chat template applied: True in run-1, False in run-3"]
-    assert pairs["run-1", "run-4"]["reasons"] == [("different task versions: medfact_bench_healthver 1.0 vs 2.0, "
-                                                   "medfact_bench_scifact 1.0 vs 2.0")]
+    assert pairs["run-1", "run-4"]["reasons"] == [
+        ("different task versions: medfact_bench_healthver 1.0 vs 2.0, medfact_bench_scifact 1.0 vs 2.0")
+    ]
     assert [key for key, c in pairs.items() if c["comparable"]] == []
     markdown = lb.to_markdown(board)
-    assert ("| run-1 | run-3 | 7 | 0.000 [0.000, 0.000] | chat template applied: True in run-1, False in run-3 |"
-            in markdown)
+    assert (
+        "| run-1 | run-3 | 7 | 0.000 [0.000, 0.000] | chat template applied: True in run-1, False in run-3 |"
+        in markdown
+    )
 
 
 def test_holm_family_is_the_comparable_pairs(tmp_path):
@@ -125,8 +140,11 @@ def test_a_folder_contributes_every_run_under_it(tmp_path):
     medfact_run(tmp_path / "out" / "model", A, model_name="m")
     medfact_run(tmp_path / "out" / "model", B, stamp=STAMP_2, model_name="m")
     medfact_run(tmp_path / "out" / "other", C, model_name="o")
-    assert [p.name for p in lb.results_files(tmp_path / "out")] == [f"results_{STAMP}.json", f"results_{STAMP_2}.json",
-                                                                    f"results_{STAMP}.json"]
+    assert [p.name for p in find_all_results(tmp_path / "out")] == [
+        f"results_{STAMP}.json",
+        f"results_{STAMP_2}.json",
+        f"results_{STAMP}.json",
+    ]
     board = lb.build_leaderboard([tmp_path / "out", tmp_path / "out" / "model"])  # the same runs twice: counted once
     labels = [run["label"] for run in board["runs"]]
     assert labels == [f"m (model/results_{STAMP})", f"m (model/results_{STAMP_2})", "o"]
@@ -134,26 +152,30 @@ def test_a_folder_contributes_every_run_under_it(tmp_path):
     assert values == pytest.approx([7 / 12, 1.0, 5 / 12])
     (tmp_path / "empty").mkdir()
     with pytest.raises(DataError, match="no results_"):
-        lb.results_files(tmp_path / "empty")
+        find_all_results(tmp_path / "empty")
     with pytest.raises(DataError, match="no such file"):
-        lb.results_files(tmp_path / "missing")
+        find_all_results(tmp_path / "missing")
 
 
-def test_the_same_item_twice_is_an_error(tmp_path):
+def test_a_sample_logged_twice_counts_once_as_in_the_report(tmp_path):
     path = medfact_run(tmp_path / "a", A)
     samples = path.parent / f"samples_medfact_bench_scifact_{STAMP}.jsonl"
     rows = samples.read_text(encoding="utf-8").splitlines()
     samples.write_text("\n".join(rows + rows[:1]) + "\n", encoding="utf-8")
-    with pytest.raises(DataError, match="scored item .* twice"):
-        lb.build_leaderboard([path, medfact_run(tmp_path / "b", B)])
+    board = lb.build_leaderboard([path, medfact_run(tmp_path / "b", B)])
+    values = [entry["estimate"]["value"] for entry in board["benchmarks"]["medfact_bench"]["runs"].values()]
+    assert values == pytest.approx([7 / 12, 1.0])
 
 
 @pytest.fixture(scope="module")
 def written(tmp_path_factory):
     root = tmp_path_factory.mktemp("leaderboard")
-    hostile = "=HYPERLINK(\"x\")$\\frac{$<img src=x onerror=alert(1)>|"  # a formula, mathtext, markup
-    paths = [medfact_run(root / "a", A, model_name=hostile), medfact_run(root / "b", B, model_name="b"),
-             medfact_run(root / "c", C, model_name="c")]
+    hostile = '=HYPERLINK("x")$\\frac{$<img src=x onerror=alert(1)>|'  # a formula, mathtext, markup
+    paths = [
+        medfact_run(root / "a", A, model_name=hostile),
+        medfact_run(root / "b", B, model_name="b"),
+        medfact_run(root / "c", C, model_name="c"),
+    ]
     files = lb.write_leaderboard(paths, root / "board")
     return root / "board", files, hostile
 
@@ -182,15 +204,20 @@ def test_leaderboard_in_a_real_browser(written):
     out = written[0]
     board = json.loads((out / "leaderboard.json").read_text(encoding="utf-8"))
     dom = browser.dump_dom(out / "leaderboard.html", chromium)
-    shown = {(attrs["data-run"], attrs["data-benchmark"]): (float(attrs["data-value"]), text)
-             for attrs, text in browser.elements(dom, "headline")}
-    expected = {(run_id, name): entry["estimate"]["value"] for name, bench in board["benchmarks"].items()
-                for run_id, entry in bench["runs"].items()}
+    shown = {
+        (attrs["data-run"], attrs["data-benchmark"]): (float(attrs["data-value"]), text)
+        for attrs, text in browser.elements(dom, "headline")
+    }
+    expected = {
+        (run_id, name): entry["estimate"]["value"]
+        for name, bench in board["benchmarks"].items()
+        for run_id, entry in bench["runs"].items()
+    }
     assert {key: value for key, (value, _) in shown.items()} == expected
     assert shown["run-2", "medfact_bench"][1].startswith("1.000 [")
     holm = {(a["data-a"], a["data-b"]): float(a["data-value"]) for a, _ in browser.elements(dom, "holm")}
     assert holm == {(c["a"], c["b"]): c["holm_p_value"] for c in board["benchmarks"]["medfact_bench"]["comparisons"]}
-    assert "<img src=\"x\"" not in dom and "onerror=alert(1)&gt;" in dom  # the hostile name stayed text
+    assert '<img src="x"' not in dom and "onerror=alert(1)&gt;" in dom  # the hostile name stayed text
     png = browser.screenshot(out / "leaderboard.html", out / "leaderboard.png", binary=chromium)
     data = png.read_bytes()
     assert data[:8] == browser.PNG_SIGNATURE and int.from_bytes(data[16:20], "big") == 1280

@@ -1,11 +1,14 @@
 import json
 
 import pytest
-
-from lm_eval_tasks.utils import factcheck, scorecard
 from lm_eval_tasks.utils import report as report_mod
+from lm_eval_tasks.utils import scorecard
+from lm_eval_tasks.utils.factbench import factcheck
+from lm_eval_tasks.utils.runs import Run
+
 from tests import browser
 from tests import test_factcheck as worked
+from tests.conftest import build_report
 from tests.test_leaderboard import assert_self_contained
 from tests.test_report import HEALTHVER, SCIFACT, write_run
 
@@ -14,12 +17,17 @@ HOSTILE = "<script>alert(1)</script>$\\frac{$"  # markup, and mathtext that matp
 
 @pytest.fixture(scope="module")
 def medfact_report(tmp_path_factory):
-    folder = write_run(tmp_path_factory.mktemp("scorecard") / "model",
-                       {"medfact_bench_scifact": SCIFACT, "medfact_bench_healthver": HEALTHVER},
-                       model_args={"pretrained": HOSTILE, "dtype": "bfloat16", "api_key": "sk-secret"})
-    report = report_mod.build_report(folder)
-    report["benchmarks"]["medfact_bench"]["settings"] = {"model_label": HOSTILE, "dataset_revision": "a1b2c3",
-                                                         "shuffle_seed": 42}
+    folder = write_run(
+        tmp_path_factory.mktemp("scorecard") / "model",
+        {"medfact_bench_scifact": SCIFACT, "medfact_bench_healthver": HEALTHVER},
+        model_args={"pretrained": HOSTILE, "dtype": "bfloat16", "api_key": "sk-secret"},
+    )
+    report = build_report(folder)
+    report["benchmarks"]["medfact_bench"]["settings"] = {
+        "model_label": HOSTILE,
+        "dataset_revision": "a1b2c3",
+        "shuffle_seed": 42,
+    }
     return report
 
 
@@ -33,8 +41,10 @@ def test_headline_numbers_and_comparability(medfact_report):
     ((attrs, text),) = browser.elements(page, "headline")
     assert attrs["id"] == "headline-medfact_bench" and attrs["data-metric"] == "accuracy_macro"
     assert float(attrs["data-value"]) == bench["accuracy_macro"]["value"] == pytest.approx((2 / 4 + 2 / 3) / 2)
-    assert (float(attrs["data-low"]), float(attrs["data-high"])) == (bench["accuracy_macro"]["low"],
-                                                                    bench["accuracy_macro"]["high"])
+    assert (float(attrs["data-low"]), float(attrs["data-high"])) == (
+        bench["accuracy_macro"]["low"],
+        bench["accuracy_macro"]["high"],
+    )
     assert text == f"0.583 [{bench['accuracy_macro']['low']:.3f}, {bench['accuracy_macro']['high']:.3f}]"
     ((comparable, verdict),) = browser.elements(page, "comparable")
     assert comparable["data-comparable"] == "false" and verdict == "no"
@@ -54,8 +64,8 @@ def test_every_setting_and_table_is_shown(medfact_report):
     rows = {text for _, text in browser.elements(page, tag="tr")}
     assert any(row.startswith("macro_f10.611 [") for row in rows)  # (0.5 + 2/3 + 2/3) / 3, as in test_report
     # the published numbers beside this run's: scifact 2/4, healthver 2/3, macro (the headline)
-    assert "<tr class=\"this-run\"><td>this run</td><td class=\"num\">0.500</td><td class=\"num\">0.667</td>" in page
-    assert ">0.583</td></tr>" in page and "<td>GPT-4o</td><td class=\"num\">0.832</td>" in page
+    assert '<tr class="this-run"><td>this run</td><td class="num">0.500</td><td class="num">0.667</td>' in page
+    assert ">0.583</td></tr>" in page and '<td>GPT-4o</td><td class="num">0.832</td>' in page
     assert page.count("<img ") == 2  # accuracy per component with published markers, confusion matrix
 
 
@@ -70,19 +80,36 @@ def test_hostile_strings_are_text(medfact_report):
 
 
 def test_other_benchmarks_are_rendered_from_the_schema(tmp_path):
-    from lm_eval_tasks.utils.report import INVALID, BenchmarkSpec, ScoredItem
+    from lm_eval_tasks.utils.scoring import INVALID, AccuracyOver, BenchmarkSpec, ScoredItem
 
     def item(component, i, pred, correct):
-        return ScoredItem(task=f"bench_{component}", doc_id=i, doc_hash=f"{component}{i}", component=component,
-                          gold="1", pred=pred, correct=correct)
+        return ScoredItem(
+            task=f"bench_{component}",
+            doc_id=i,
+            doc_hash=f"{component}{i}",
+            component=component,
+            gold="1",
+            pred=pred,
+            correct=correct,
+        )
 
     # a: 1 of 2 answered items right; c: nothing answered (accuracy over answered items: none); c's name is mathtext
     c = "c $\\frac{$"
     items = [item("a", 0, "1", 1.0), item("a", 1, "0", 0.0), item("a", 2, INVALID, 0.0), item(c, 0, INVALID, 0.0)]
-    spec = BenchmarkSpec(name="bench", title="Answered-only bench", task_prefix="bench", score_sample=None,
-                         expected_counts={"a": 3, c: 1}, accuracy_over="answered", component_groups={"g": ("a", c)})
-    answered_only = report_mod.benchmark_report(items, spec, report_mod.Run(tmp_path / "r.json", {}, {}, {}))
-    report = {"run": {"model": "hf", "model_args": "pretrained=m,dtype=float32"}, "benchmarks": {"bench": answered_only}}
+    spec = BenchmarkSpec(
+        name="bench",
+        title="Answered-only bench",
+        task_prefix="bench",
+        score_sample=None,
+        expected_counts={"a": 3, c: 1},
+        accuracy_over=AccuracyOver.ANSWERED,
+        component_groups={"g": ("a", c)},
+    )
+    answered_only = report_mod.benchmark_report(items, spec, Run(tmp_path / "r.json", {}, {}, {}))
+    report = {
+        "run": {"model": "hf", "model_args": "pretrained=m,dtype=float32"},
+        "benchmarks": {"bench": answered_only},
+    }
     page = scorecard.render_html(report)
     ((headline, _),) = browser.elements(page, "headline")
     assert headline["data-benchmark"] == "bench" and float(headline["data-value"]) == 0.5
@@ -96,8 +123,13 @@ def test_other_benchmarks_are_rendered_from_the_schema(tmp_path):
 
 def test_the_fact_check_table_is_rendered(medfact_report):
     """FActBench's fact-check report (utils.factcheck), as a benchmark entry: its table, every cell, is on the page."""
-    checker = factcheck.FactChecker(worked.ScriptedChat(worked.decomposer_reply), worked.ScriptedChat(worked.judge_reply),
-                                    worked.StubNli(), worked.StubStore(), k=5)
+    checker = factcheck.FactChecker(
+        worked.ScriptedChat(worked.decomposer_reply),
+        worked.ScriptedChat(worked.judge_reply),
+        worked.StubNli(),
+        worked.StubStore(),
+        k=5,
+    )
     result = checker.check(worked.GENERATIONS)  # the worked example of test_factcheck
     factcheck_report = factcheck.build_report(result, run={"model_name": "m"})[0]
     page = scorecard.render_html({**medfact_report, "benchmarks": {"factbench": factcheck_report}})
@@ -123,8 +155,9 @@ def report_page(medfact_report, tmp_path_factory):
 def test_report_page_in_a_real_browser(medfact_report, report_page):
     chromium = browser.chromium_or_skip()
     dom = browser.dump_dom(report_page, chromium)
-    shown = {attrs["data-benchmark"]: (float(attrs["data-value"]), text)
-             for attrs, text in browser.elements(dom, "headline")}
+    shown = {
+        attrs["data-benchmark"]: (float(attrs["data-value"]), text) for attrs, text in browser.elements(dom, "headline")
+    }
     headline = medfact_report["benchmarks"]["medfact_bench"]["accuracy_macro"]
     assert shown == {"medfact_bench": (headline["value"], scorecard.fmt_estimate(headline))}
     assert "<script" not in dom and "&lt;script&gt;alert(1)&lt;/script&gt;" in dom

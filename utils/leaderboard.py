@@ -29,7 +29,8 @@ from typing import Any
 
 from . import plots, stats
 from .data import DataError
-from .report import write_atomically
+from .files import write_atomically
+from .runs import find_all_results
 from .scorecard import (
     Html,
     attrs,
@@ -53,12 +54,10 @@ _COMPARED_METRICS = ("accuracy_micro", "accuracy_macro")
 
 def _load(results_path: Path) -> tuple[dict[str, Any], dict[str, list[Any]]]:
     """One run's report, exactly as the report command builds it, and its scored items per benchmark."""
-    from . import report as report_module
+    from .report import build_with_items
+    from .runs import load_run
 
-    report, _details = report_module._build(results_path)
-    run = report_module.load_run(results_path)
-    items = {spec.name: report_module.score_run(run, spec) for spec in report_module.benchmark_specs()
-             if spec.name in report["benchmarks"]}
+    report, _details, items = build_with_items(load_run(results_path))
     return report, items
 
 
@@ -72,19 +71,6 @@ class LoadedRun:
     results_path: Path
     report: dict[str, Any]
     items: dict[str, list[Any]]  # benchmark -> scored items
-
-
-def results_files(path: str | os.PathLike) -> list[Path]:
-    """Every run under ``path``: the file itself, or each ``results_*.json`` below the folder, in path order."""
-    path = Path(path)
-    if path.is_file():
-        return [path]
-    if not path.is_dir():
-        raise DataError(f"{path}: no such file or directory")
-    found = sorted(path.rglob("results_*.json"), key=str)
-    if not found:
-        raise DataError(f"{path}: no results_*.json; pass lm_eval's --output_path (run with --log_samples)")
-    return found
 
 
 def _item_key(item: Any) -> tuple:
@@ -105,15 +91,22 @@ def _keyed(run: LoadedRun, benchmark: str) -> dict[tuple, Any]:
 
 
 def load_runs(run_paths: Sequence[str | os.PathLike]) -> list[LoadedRun]:
-    paths = list(dict.fromkeys(p.resolve() for path in run_paths for p in results_files(path)))
+    paths = list(dict.fromkeys(p.resolve() for path in run_paths for p in find_all_results(path)))
     if not paths:
         raise DataError("no runs given")
     loaded = [(path, *_load(path)) for path in paths]
     bases = [run_label(report["run"]) for _, report, _ in loaded]
     repeated = Counter(bases)
-    return [LoadedRun(f"run-{index}", base if repeated[base] == 1 else f"{base} ({path.parent.name}/{path.stem})",
-                      path, report, items)
-            for index, ((path, report, items), base) in enumerate(zip(loaded, bases, strict=True), start=1)]
+    return [
+        LoadedRun(
+            f"run-{index}",
+            base if repeated[base] == 1 else f"{base} ({path.parent.name}/{path.stem})",
+            path,
+            report,
+            items,
+        )
+        for index, ((path, report, items), base) in enumerate(zip(loaded, bases, strict=True), start=1)
+    ]
 
 
 # ----------------------------------------------------------------------------- statistics
@@ -148,13 +141,16 @@ def _reasons(a: LoadedRun, b: LoadedRun, benchmark: str, only_a: int, only_b: in
     if tasks_a != tasks_b:
         reasons.append(f"different tasks (protocol): {a.id} ran {', '.join(tasks_a)}; {b.id} ran {', '.join(tasks_b)}")
     if run_a.get("chat_template_applied") != run_b.get("chat_template_applied"):
-        reasons.append(f"chat template applied: {run_a.get('chat_template_applied')} in {a.id}, "
-                       f"{run_b.get('chat_template_applied')} in {b.id}")
+        reasons.append(
+            f"chat template applied: {run_a.get('chat_template_applied')} in {a.id}, "
+            f"{run_b.get('chat_template_applied')} in {b.id}"
+        )
     versions_a, versions_b = run_a.get("task_versions") or {}, run_b.get("task_versions") or {}
     changed = [t for t in sorted(set(tasks_a) & set(tasks_b)) if versions_a.get(t) != versions_b.get(t)]
     if changed:
-        reasons.append("different task versions: " + ", ".join(f"{t} {versions_a.get(t)} vs {versions_b.get(t)}"
-                                                                 for t in changed))
+        reasons.append(
+            "different task versions: " + ", ".join(f"{t} {versions_a.get(t)} vs {versions_b.get(t)}" for t in changed)
+        )
     return reasons
 
 
@@ -168,10 +164,22 @@ def compare_pair(a: LoadedRun, b: LoadedRun, benchmark: str) -> dict[str, Any]:
     metric = compared_metric(bench)
     if metric is None:
         raise ValueError(f"{benchmark}: no paired comparison for the headline metric {bench.get('headline_metric')!r}")
-    out: dict[str, Any] = {"a": a.id, "b": b.id, "metric": metric, "comparable": not reasons, "reasons": reasons,
-                           "n_paired_items": len(shared), "only_in_a": only_a, "only_in_b": only_b, "difference": None,
-                           "bootstrap_p_value": None, "mcnemar_p_value": None, "a_only_correct": None,
-                           "b_only_correct": None, "holm_p_value": None}
+    out: dict[str, Any] = {
+        "a": a.id,
+        "b": b.id,
+        "metric": metric,
+        "comparable": not reasons,
+        "reasons": reasons,
+        "n_paired_items": len(shared),
+        "only_in_a": only_a,
+        "only_in_b": only_b,
+        "difference": None,
+        "bootstrap_p_value": None,
+        "mcnemar_p_value": None,
+        "a_only_correct": None,
+        "b_only_correct": None,
+        "holm_p_value": None,
+    }
     if not shared:
         return out
     items_a, items_b = [keyed_a[k] for k in shared], [keyed_b[k] for k in shared]
@@ -182,14 +190,21 @@ def compare_pair(a: LoadedRun, b: LoadedRun, benchmark: str) -> dict[str, Any]:
         statistic_a, statistic_b = stats.mean_of(correct_a), stats.mean_of(correct_b)
     else:
         components = [i.component for i in items_a]
-        statistic_a, statistic_b = (stats.macro_mean_of(correct_a, components),
-                                    stats.macro_mean_of(correct_b, components))
-    result = stats.paired_comparison(statistic_a, statistic_b, len(shared), strata,
-                                     binary_a=correct_a, binary_b=correct_b)
+        statistic_a, statistic_b = (
+            stats.macro_mean_of(correct_a, components),
+            stats.macro_mean_of(correct_b, components),
+        )
+    result = stats.paired_comparison(
+        statistic_a, statistic_b, len(shared), strata, binary_a=correct_a, binary_b=correct_b
+    )
     out["difference"] = result.difference.as_dict()
     if not reasons:
-        out.update(bootstrap_p_value=result.p_value, mcnemar_p_value=result.mcnemar_p_value,
-                   a_only_correct=result.a_only_correct, b_only_correct=result.b_only_correct)
+        out.update(
+            bootstrap_p_value=result.p_value,
+            mcnemar_p_value=result.mcnemar_p_value,
+            a_only_correct=result.a_only_correct,
+            b_only_correct=result.b_only_correct,
+        )
     return out
 
 
@@ -204,43 +219,69 @@ def build_leaderboard(run_paths: Sequence[str | os.PathLike]) -> dict[str, Any]:
         present = [run for run in runs if name in run.report["benchmarks"]]
         first = present[0].report["benchmarks"][name]
         metric = first.get("headline_metric")
-        unavailable = (f"no paired comparison for the headline metric {metric!r}" if compared_metric(first) is None
-                       else "no per-item scores" if not any(run.items.get(name) for run in present) else None)
-        pairs = [(a, b) for i, a in enumerate(present) for b in present[i + 1:]]
+        unavailable = (
+            f"no paired comparison for the headline metric {metric!r}"
+            if compared_metric(first) is None
+            else "no per-item scores"
+            if not any(run.items.get(name) for run in present)
+            else None
+        )
+        pairs = [(a, b) for i, a in enumerate(present) for b in present[i + 1 :]]
         comparisons = [] if unavailable else [compare_pair(a, b, name) for a, b in pairs]
         tested = [c for c in comparisons if c["mcnemar_p_value"] is not None]
         for comparison, adjusted in zip(tested, holm([c["mcnemar_p_value"] for c in tested]), strict=True):
             comparison["holm_p_value"] = adjusted
         benchmarks[name] = {
-            "title": first.get("title", name), "headline_metric": metric, "compared_metric": compared_metric(first),
+            "title": first.get("title", name),
+            "headline_metric": metric,
+            "compared_metric": compared_metric(first),
             "comparisons_unavailable": unavailable,
             "runs": {run.id: _headline(run.report["benchmarks"][name]) for run in present},
-            "published": {str(model): published_headline(numbers, str(metric))
-                          for model, numbers in (first.get("reference") or {}).items() if isinstance(numbers, Mapping)},
+            "published": {
+                str(model): published_headline(numbers, str(metric))
+                for model, numbers in (first.get("reference") or {}).items()
+                if isinstance(numbers, Mapping)
+            },
             "comparisons": comparisons,
         }
     from lm_eval_tasks import __version__
 
-    return {"schema_version": SCHEMA_VERSION, "generated_by": f"lm-eval-medical-tasks {__version__}",
-            "runs": [{"id": run.id, "label": run.label, "results_file": str(run.results_path),
-                      "report_schema_version": run.report.get("schema_version"), "run": run.report["run"]}
-                     for run in runs],
-            "benchmarks": benchmarks}
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "generated_by": f"lm-eval-medical-tasks {__version__}",
+        "runs": [
+            {
+                "id": run.id,
+                "label": run.label,
+                "results_file": str(run.results_path),
+                "report_schema_version": run.report.get("schema_version"),
+                "run": run.report["run"],
+            }
+            for run in runs
+        ],
+        "benchmarks": benchmarks,
+    }
 
 
 def _headline(bench: Mapping[str, Any]) -> dict[str, Any]:
     comparable = bench.get("paper_comparable") or {}
-    return {"estimate": bench.get(bench.get("headline_metric", "")), "n_items": bench.get("n_items"),
-            "full_coverage": bench.get("full_coverage"), "paper_comparable": comparable.get("value") is not None,
-            "paper_comparable_reason": comparable.get("reason")}
+    return {
+        "estimate": bench.get(bench.get("headline_metric", "")),
+        "n_items": bench.get("n_items"),
+        "full_coverage": bench.get("full_coverage"),
+        "paper_comparable": comparable.get("value") is not None,
+        "paper_comparable_reason": comparable.get("reason"),
+    }
 
 
 # ----------------------------------------------------------------------------- rendering
 
 
 _SETTINGS = ("model", "model_args", "chat_template_applied", "limit", "lm_eval_version", "date")
-_INTRO = ("{n} runs; headline numbers with 95% percentile bootstrap CIs, copied from each run's report. *: partial "
-          "coverage, not comparable with the paper. Published models have no CI.")
+_INTRO = (
+    "{n} runs; headline numbers with 95% percentile bootstrap CIs, copied from each run's report. *: partial "
+    "coverage, not comparable with the paper. Published models have no CI."
+)
 _PAIR_HEADER = ("A", "B", "items", "difference [95% CI]", "A only correct", "B only correct", "McNemar p", "Holm p")
 _FLAGGED_HEADER = ("A", "B", "shared items", "difference [95% CI]", "reasons")
 _FLAGGED_NOTE = "Not comparable: no test; the difference is on the shared items only, not a ranking."
@@ -280,13 +321,23 @@ def _count(value: int | None) -> str:
 
 def _comparison_intro(bench: Mapping[str, Any]) -> str:
     tested = sum(c["comparable"] for c in bench["comparisons"])
-    return (f"A minus B in {bench['compared_metric']} on the items both scored; exact McNemar test on per-item "
-            f"correctness, Holm-adjusted over the {tested} comparable pairs.")
+    return (
+        f"A minus B in {bench['compared_metric']} on the items both scored; exact McNemar test on per-item "
+        f"correctness, Holm-adjusted over the {tested} comparable pairs."
+    )
 
 
 def _pair_row(c: Mapping[str, Any]) -> list[str]:
-    return [c["a"], c["b"], str(c["n_paired_items"]), fmt_estimate(c["difference"]), _count(c["a_only_correct"]),
-            _count(c["b_only_correct"]), _p(c["mcnemar_p_value"]), _p(c["holm_p_value"])]
+    return [
+        c["a"],
+        c["b"],
+        str(c["n_paired_items"]),
+        fmt_estimate(c["difference"]),
+        _count(c["a_only_correct"]),
+        _count(c["b_only_correct"]),
+        _p(c["mcnemar_p_value"]),
+        _p(c["holm_p_value"]),
+    ]
 
 
 def _flagged_row(c: Mapping[str, Any]) -> list[str]:
@@ -298,14 +349,27 @@ def to_csv(board: Mapping[str, Any]) -> str:
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
     suffixes = ("", "_low", "_high", "_n_items", "_paper_comparable")
-    writer.writerow(["kind", "id", "label", *_SETTINGS, "results_file",
-                     *(f"{name}{suffix}" for name in board["benchmarks"] for suffix in suffixes)])
+    writer.writerow(
+        [
+            "kind",
+            "id",
+            "label",
+            *_SETTINGS,
+            "results_file",
+            *(f"{name}{suffix}" for name in board["benchmarks"] for suffix in suffixes),
+        ]
+    )
     for run in board["runs"]:
         cells = []
         for entry in _entries(board, run["id"]):
             estimate = (entry or {}).get("estimate") or {}
-            cells += [estimate.get("value", ""), estimate.get("low", ""), estimate.get("high", ""),
-                      (entry or {}).get("n_items", ""), (entry or {}).get("paper_comparable", "")]
+            cells += [
+                estimate.get("value", ""),
+                estimate.get("low", ""),
+                estimate.get("high", ""),
+                (entry or {}).get("n_items", ""),
+                (entry or {}).get("paper_comparable", ""),
+            ]
         settings = [_defuse(_setting(run["run"], key)) for key in _SETTINGS]
         writer.writerow(["run", run["id"], _defuse(run["label"]), *settings, _defuse(run["results_file"]), *cells])
     for model, values in _published(board).items():
@@ -324,19 +388,33 @@ def _md(text: Any) -> str:
 
 
 def _md_table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> list[str]:
-    return (["| " + " | ".join(map(_md, header)) + " |", "|" + "---|" * len(header)]
-            + ["| " + " | ".join(map(_md, row)) + " |" for row in rows])
+    return ["| " + " | ".join(map(_md, header)) + " |", "|" + "---|" * len(header)] + [
+        "| " + " | ".join(map(_md, row)) + " |" for row in rows
+    ]
 
 
 def to_markdown(board: Mapping[str, Any]) -> str:
     header = ["id", "run", "chat template", "limit", *map(_column, board["benchmarks"].values())]
-    rows = [[run["id"], run["label"], run["run"].get("chat_template_applied"), run["run"].get("limit"),
-             *map(_headline_text, _entries(board, run["id"]))] for run in board["runs"]]
-    rows += [["published", model, "", "", *("-" if v is None else f"{v:.3f}" for v in values)]
-             for model, values in _published(board).items()]
+    rows = [
+        [
+            run["id"],
+            run["label"],
+            run["run"].get("chat_template_applied"),
+            run["run"].get("limit"),
+            *map(_headline_text, _entries(board, run["id"])),
+        ]
+        for run in board["runs"]
+    ]
+    rows += [
+        ["published", model, "", "", *("-" if v is None else f"{v:.3f}" for v in values)]
+        for model, values in _published(board).items()
+    ]
     lines = ["# Leaderboard", "", _INTRO.format(n=len(board["runs"])), "", *_md_table(header, rows), "", "Runs:", ""]
-    lines += [f"- {run['id']}: {_md(run['results_file'])}; model {_md(run['run'].get('model'))} "
-              f"{_md(_setting(run['run'], 'model_args'))}" for run in board["runs"]]
+    lines += [
+        f"- {run['id']}: {_md(run['results_file'])}; model {_md(run['run'].get('model'))} "
+        f"{_md(_setting(run['run'], 'model_args'))}"
+        for run in board["runs"]
+    ]
     for name, bench in board["benchmarks"].items():
         lines += ["", f"## {_md(bench['title'])} (`{name}`)", ""]
         if bench["comparisons_unavailable"]:
@@ -353,8 +431,10 @@ def to_markdown(board: Mapping[str, Any]) -> str:
 def forest_png(board: Mapping[str, Any], name: str) -> bytes:
     bench = board["benchmarks"][name]
     labels = {run["id"]: run["label"] for run in board["runs"]}
-    rows = [plots.Row(f"{run_id}: {plots.short(labels[run_id], 38)}", *interval(entry["estimate"]))
-            for run_id, entry in bench["runs"].items()]
+    rows = [
+        plots.Row(f"{run_id}: {plots.short(labels[run_id], 38)}", *interval(entry["estimate"]))
+        for run_id, entry in bench["runs"].items()
+    ]
     published = sorted(((v, m) for m, v in bench["published"].items() if v is not None), reverse=True)
     rows += [plots.Row(f"{plots.short(model, 36)} (published)", value) for value, model in published]
     metric = bench["headline_metric"]
@@ -371,60 +451,121 @@ def _repr(value: float | None) -> str | None:
 
 def to_html(board: Mapping[str, Any]) -> str:
     names = list(board["benchmarks"])
-    header = ["kind", "id", "run", "chat template", "limit",
-              *(Html(f'<a href="#benchmark-{esc(n)}" title="{esc(b["title"])}">{esc(n)}</a><br>'
-                     f'<span class="muted">{esc(b["headline_metric"])}</span>') for n, b in board["benchmarks"].items())]
+    header = [
+        "kind",
+        "id",
+        "run",
+        "chat template",
+        "limit",
+        *(
+            Html(
+                f'<a href="#benchmark-{esc(n)}" title="{esc(b["title"])}">{esc(n)}</a><br>'
+                f'<span class="muted">{esc(b["headline_metric"])}</span>'
+            )
+            for n, b in board["benchmarks"].items()
+        ),
+    ]
     rows, css = [], []
     for run in board["runs"]:
-        cells = ["-" if entry is None else Html(_span("headline", fmt_estimate(entry["estimate"]), run=run["id"],
-                                                      benchmark=name, **estimate_attrs(entry["estimate"]))
-                                                + ("" if entry["paper_comparable"] else " *"))
-                 for name, entry in zip(names, _entries(board, run["id"]), strict=True)]
-        rows.append(["run", run["id"], run["label"], run["run"].get("chat_template_applied"), run["run"].get("limit"),
-                     *cells])
+        cells = [
+            "-"
+            if entry is None
+            else Html(
+                _span(
+                    "headline",
+                    fmt_estimate(entry["estimate"]),
+                    run=run["id"],
+                    benchmark=name,
+                    **estimate_attrs(entry["estimate"]),
+                )
+                + ("" if entry["paper_comparable"] else " *")
+            )
+            for name, entry in zip(names, _entries(board, run["id"]), strict=True)
+        ]
+        rows.append(
+            ["run", run["id"], run["label"], run["run"].get("chat_template_applied"), run["run"].get("limit"), *cells]
+        )
         css.append("")
     for model, values in _published(board).items():
-        cells = ["-" if v is None else _span("published-value", f"{v:.3f}", model=model, benchmark=n, value=repr(v))
-                 for n, v in zip(names, values, strict=True)]
+        cells = [
+            "-" if v is None else _span("published-value", f"{v:.3f}", model=model, benchmark=n, value=repr(v))
+            for n, v in zip(names, values, strict=True)
+        ]
         rows.append(["published", "", model, "", "", *cells])
         css.append("published")
-    body = ["<h1>Leaderboard</h1>",
-            (f'<p class="muted">{esc(board["generated_by"])}; leaderboard schema {esc(board["schema_version"])}. '
-             f"{esc(_INTRO.format(n=len(board['runs'])))}</p>"),
-            '<div class="wide">', table(header, rows, numeric=tuple(range(5, 5 + len(names))), row_css=css), "</div>",
-            "<h2>Runs</h2>"]
-    body += [f"<details><summary>{esc(run['id'])}: {esc(run['label'])} <code>{esc(run['results_file'])}</code>"
-             f"</summary>{generic(run['run'])}</details>" for run in board["runs"]]
+    body = [
+        "<h1>Leaderboard</h1>",
+        (
+            f'<p class="muted">{esc(board["generated_by"])}; leaderboard schema {esc(board["schema_version"])}. '
+            f"{esc(_INTRO.format(n=len(board['runs'])))}</p>"
+        ),
+        '<div class="wide">',
+        table(header, rows, numeric=tuple(range(5, 5 + len(names))), row_css=css),
+        "</div>",
+        "<h2>Runs</h2>",
+    ]
+    body += [
+        f"<details><summary>{esc(run['id'])}: {esc(run['label'])} <code>{esc(run['results_file'])}</code>"
+        f"</summary>{generic(run['run'])}</details>"
+        for run in board["runs"]
+    ]
     for name, bench in board["benchmarks"].items():
         forest = plots.data_uri(forest_png(board, name))
-        body += [f'<section id="benchmark-{esc(name)}"{attrs(benchmark=name)}>',
-                 f"<h2>{esc(bench['title'])} <code>{esc(name)}</code></h2>",
-                 f'<img alt="forest plot of {esc(bench["title"])}" src="{forest}">']
+        body += [
+            f'<section id="benchmark-{esc(name)}"{attrs(benchmark=name)}>',
+            f"<h2>{esc(bench['title'])} <code>{esc(name)}</code></h2>",
+            f'<img alt="forest plot of {esc(bench["title"])}" src="{forest}">',
+        ]
         if bench["comparisons_unavailable"]:
             body.append(f"<p>Runs not compared: {esc(bench['comparisons_unavailable'])}.</p>")
         if bench["comparisons"]:
             body.append(f"<p>{esc(_comparison_intro(bench))}</p>")
         comparable = [c for c in bench["comparisons"] if c["comparable"]]
         if comparable:
-            body.append(table(_PAIR_HEADER, [
-                [*_pair_row(c)[:6], _span("mcnemar", _p(c["mcnemar_p_value"]), a=c["a"], b=c["b"],
-                                          value=_repr(c["mcnemar_p_value"])),
-                 _span("holm", _p(c["holm_p_value"]), a=c["a"], b=c["b"], value=_repr(c["holm_p_value"]))]
-                for c in comparable], numeric=(2, 4, 5, 6, 7)))
+            body.append(
+                table(
+                    _PAIR_HEADER,
+                    [
+                        [
+                            *_pair_row(c)[:6],
+                            _span(
+                                "mcnemar",
+                                _p(c["mcnemar_p_value"]),
+                                a=c["a"],
+                                b=c["b"],
+                                value=_repr(c["mcnemar_p_value"]),
+                            ),
+                            _span("holm", _p(c["holm_p_value"]), a=c["a"], b=c["b"], value=_repr(c["holm_p_value"])),
+                        ]
+                        for c in comparable
+                    ],
+                    numeric=(2, 4, 5, 6, 7),
+                )
+            )
         flagged = [c for c in bench["comparisons"] if not c["comparable"]]
         if flagged:
-            body += [f"<p>{esc(_FLAGGED_NOTE)}</p>", table(_FLAGGED_HEADER, [
-                [*_flagged_row(c)[:4], _span("not-comparable", "; ".join(c["reasons"]), a=c["a"], b=c["b"])]
-                for c in flagged], numeric=(2,))]
+            body += [
+                f"<p>{esc(_FLAGGED_NOTE)}</p>",
+                table(
+                    _FLAGGED_HEADER,
+                    [
+                        [*_flagged_row(c)[:4], _span("not-comparable", "; ".join(c["reasons"]), a=c["a"], b=c["b"])]
+                        for c in flagged
+                    ],
+                    numeric=(2,),
+                ),
+            ]
         body.append("</section>")
     return page("Leaderboard", "\n".join(body))
 
 
 def render(board: Mapping[str, Any]) -> dict[str, bytes]:
-    return {"leaderboard.json": (json.dumps(board, indent=2, ensure_ascii=False) + "\n").encode("utf-8"),
-            "leaderboard.md": to_markdown(board).encode("utf-8"),
-            "leaderboard.csv": to_csv(board).encode("utf-8"),
-            "leaderboard.html": to_html(board).encode("utf-8")}
+    return {
+        "leaderboard.json": (json.dumps(board, indent=2, ensure_ascii=False) + "\n").encode("utf-8"),
+        "leaderboard.md": to_markdown(board).encode("utf-8"),
+        "leaderboard.csv": to_csv(board).encode("utf-8"),
+        "leaderboard.html": to_html(board).encode("utf-8"),
+    }
 
 
 def write_leaderboard(run_paths: Sequence[str | os.PathLike], out_dir: str | os.PathLike) -> list[Path]:

@@ -32,7 +32,7 @@ class Row:
 
 def short(label: str, limit: int = LABEL_CHARS) -> str:
     text = " ".join(str(label).split())
-    return text if len(text) <= limit else text[:limit - 1] + "…"
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def data_uri(png: bytes) -> str:
@@ -48,16 +48,25 @@ def plain_text_png(draw: Callable[..., bytes], *args: Any) -> bytes:
         return draw(*args)
 
 
-def dot_whisker_png(rows: Sequence[Row], title: str, xlabel: str,
-                    markers: Mapping[str, Sequence[float | None]] | None = None,
-                    xlim: tuple[float, float] = (0.0, 1.0)) -> bytes:
+def dot_whisker_png(
+    rows: Sequence[Row],
+    title: str,
+    xlabel: str,
+    markers: Mapping[str, Sequence[float | None]] | None = None,
+    xlim: tuple[float, float] = (0.0, 1.0),
+) -> bytes:
     """Rows top to bottom, each a dot with its CI whisker (a hollow diamond when it has no CI);
     ``markers`` adds, per name, one value per row (None: none on that row), e.g. published numbers."""
     return plain_text_png(_dot_whisker, rows, title, xlabel, markers or {}, xlim)
 
 
-def _dot_whisker(rows: Sequence[Row], title: str, xlabel: str, markers: Mapping[str, Sequence[float | None]],
-                 xlim: tuple[float, float]) -> bytes:
+def _dot_whisker(
+    rows: Sequence[Row],
+    title: str,
+    xlabel: str,
+    markers: Mapping[str, Sequence[float | None]],
+    xlim: tuple[float, float],
+) -> bytes:
     import matplotlib.pyplot as plt
 
     distinct = len(markers) <= len(_MARKERS)
@@ -72,9 +81,18 @@ def _dot_whisker(rows: Sequence[Row], title: str, xlabel: str, markers: Mapping[
         elif row.low is None or row.high is None:
             ax.plot(row.value, y, marker="D", markerfacecolor="white", markeredgecolor="black", linestyle="none")
         else:
-            ax.errorbar(row.value, y, xerr=[[row.value - row.low], [row.high - row.value]], fmt="o", color="tab:blue",
-                        ecolor="tab:blue", capsize=3, markersize=7, zorder=3,
-                        label=None if labelled else "this run (95% CI)")
+            ax.errorbar(
+                row.value,
+                y,
+                xerr=[[row.value - row.low], [row.high - row.value]],
+                fmt="o",
+                color="tab:blue",
+                ecolor="tab:blue",
+                capsize=3,
+                markersize=7,
+                zorder=3,
+                label=None if labelled else "this run (95% CI)",
+            )
             labelled = True
     colours = plt.get_cmap("tab10")
     for index, (name, values) in enumerate(markers.items()):
@@ -82,9 +100,16 @@ def _dot_whisker(rows: Sequence[Row], title: str, xlabel: str, markers: Mapping[
         if not points:
             continue
         xs, ys = zip(*points, strict=True)
-        ax.plot(xs, ys, linestyle="none", marker=_MARKERS[index] if distinct else "x",
-                color=colours(index % 10) if distinct else "grey", alpha=0.8, markersize=5,
-                label=short(name, 32) if distinct else None)
+        ax.plot(
+            xs,
+            ys,
+            linestyle="none",
+            marker=_MARKERS[index] if distinct else "x",
+            color=colours(index % 10) if distinct else "grey",
+            alpha=0.8,
+            markersize=5,
+            label=short(name, 32) if distinct else None,
+        )
     if markers and not distinct:
         ax.plot([], [], linestyle="none", marker="x", color="grey", label="published models (see table)")
     ax.set_yticks(positions, [short(row.label) for row in rows])
@@ -99,5 +124,32 @@ def _dot_whisker(rows: Sequence[Row], title: str, xlabel: str, markers: Mapping[
     fig.tight_layout()
     buffer = io.BytesIO()
     fig.savefig(buffer, format="png", dpi=110, metadata={"Software": None})
+    plt.close(fig)
+    return buffer.getvalue()
+
+
+def confusion_png(bench: Mapping[str, Any]) -> bytes:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    cm = bench["confusion_matrix"]
+    counts = cm["counts"]
+    fig, ax = plt.subplots(figsize=(1.4 + 1.1 * len(cm["predicted"]), 1.2 + 0.9 * len(cm["gold"])))
+    image = ax.imshow(counts, cmap="Blues")
+    ax.set_xticks(range(len(cm["predicted"])), cm["predicted"], rotation=30, ha="right")
+    ax.set_yticks(range(len(cm["gold"])), cm["gold"])
+    ax.set_xlabel("predicted")
+    ax.set_ylabel("gold")
+    peak = max((max(row) for row in counts), default=0)
+    for r, row in enumerate(counts):
+        for c, value in enumerate(row):
+            ax.text(c, r, str(value), ha="center", va="center", color="white" if value > peak / 2 else "black")
+    ax.set_title(bench["title"])
+    fig.colorbar(image, ax=ax, fraction=0.046)
+    fig.tight_layout()
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=120, metadata={"Software": None})
     plt.close(fig)
     return buffer.getvalue()

@@ -19,7 +19,6 @@ get accuracy over the answered items, the same with unanswered items counted wro
 
 from __future__ import annotations
 
-import io
 import json
 import os
 from collections import Counter
@@ -27,10 +26,11 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from . import stats
+from . import scorecard, stats
 from .benchmarks import report_specs
 from .data import DataError
 from .files import jsonl_bytes, utf8, write_atomically
+from .plots import confusion_png
 from .runs import Run, load_run, run_info
 from .scoring import INVALID, AccuracyOver, BenchmarkSpec, ScoredItem
 
@@ -218,10 +218,18 @@ def _distinct_settings(run: Run, spec: BenchmarkSpec) -> list[dict[str, Any]]:
 
 def build(run: Run) -> tuple[dict[str, Any], dict[str, list[Mapping[str, Any]]]]:
     """The report of a run, and the per-item details of each benchmark whose items carry them."""
+    report, details, _ = build_with_items(run)
+    return report, details
+
+
+def build_with_items(
+    run: Run,
+) -> tuple[dict[str, Any], dict[str, list[Mapping[str, Any]]], dict[str, list[ScoredItem]]]:
+    """:func:`build`, and the scored items of each reported benchmark (for comparisons across runs)."""
     from lm_eval_tasks import __version__
 
     specs = report_specs()
-    benchmarks, details, owned, settings = {}, {}, set(), {}
+    benchmarks, details, owned, settings, scored = {}, {}, set(), {}, {}
     for spec in specs:
         items = score_run(run, spec)
         owned |= {item.task for item in items}
@@ -229,6 +237,7 @@ def build(run: Run) -> tuple[dict[str, Any], dict[str, list[Mapping[str, Any]]]]
             settings[spec.name] = _distinct_settings(run, spec)
         if items:
             benchmarks[spec.name] = benchmark_report(items, spec, run)
+            scored[spec.name] = items
         if any(item.details for item in items):
             details[spec.name] = [{"task": item.task, "doc_id": item.doc_id, **item.details} for item in items]
     report = {
@@ -240,7 +249,7 @@ def build(run: Run) -> tuple[dict[str, Any], dict[str, list[Mapping[str, Any]]]]
         "empty_tasks": sorted(task for task, samples in run.samples.items() if not samples),
         "unreported_tasks": sorted(task for task, samples in run.samples.items() if samples and task not in owned),
     }
-    return report, details
+    return report, details, scored
 
 
 # ----------------------------------------------------------------------------- rendering
@@ -383,33 +392,6 @@ def to_markdown(report: Mapping[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def confusion_png(bench: Mapping[str, Any]) -> bytes:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    cm = bench["confusion_matrix"]
-    counts = cm["counts"]
-    fig, ax = plt.subplots(figsize=(1.4 + 1.1 * len(cm["predicted"]), 1.2 + 0.9 * len(cm["gold"])))
-    image = ax.imshow(counts, cmap="Blues")
-    ax.set_xticks(range(len(cm["predicted"])), cm["predicted"], rotation=30, ha="right")
-    ax.set_yticks(range(len(cm["gold"])), cm["gold"])
-    ax.set_xlabel("predicted")
-    ax.set_ylabel("gold")
-    peak = max((max(row) for row in counts), default=0)
-    for r, row in enumerate(counts):
-        for c, value in enumerate(row):
-            ax.text(c, r, str(value), ha="center", va="center", color="white" if value > peak / 2 else "black")
-    ax.set_title(bench["title"])
-    fig.colorbar(image, ax=ax, fraction=0.046)
-    fig.tight_layout()
-    buffer = io.BytesIO()
-    fig.savefig(buffer, format="png", dpi=120, metadata={"Software": None})
-    plt.close(fig)
-    return buffer.getvalue()
-
-
 def render(
     report: Mapping[str, Any], details: Mapping[str, Sequence[Mapping[str, Any]]] | None = None
 ) -> dict[str, bytes]:
@@ -422,6 +404,7 @@ def render(
             files[f"confusion_{name}.png"] = confusion_png(bench)
     for name, records in (details or {}).items():
         files[f"items_{name}.jsonl"] = jsonl_bytes(records)
+    files["report.html"] = utf8(scorecard.render_html(report))
     return files
 
 

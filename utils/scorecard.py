@@ -19,12 +19,37 @@ from typing import Any
 
 from . import plots
 
-ESTIMATE_ORDER = ("accuracy_micro", "accuracy_macro", "accuracy_all_micro", "accuracy_all_macro", "answered",
-                  "macro_f1")
+ESTIMATE_ORDER = (
+    "accuracy_micro",
+    "accuracy_macro",
+    "accuracy_all_micro",
+    "accuracy_all_macro",
+    "answered",
+    "macro_f1",
+)
 # Fields the benchmark sections render themselves; every other field goes to the generic "other fields" table.
-_SECTION_FIELDS = frozenset({"title", "tasks", "n_items", "n_invalid", "accuracy_over", "headline_metric", "rates",
-                             "components", "coverage", "full_coverage", "paper_comparable", "reference", "notes",
-                             "component_groups", "per_class", "confusion_matrix", "settings", "component_name"})
+_SECTION_FIELDS = frozenset(
+    {
+        "title",
+        "tasks",
+        "n_items",
+        "n_invalid",
+        "accuracy_over",
+        "headline_metric",
+        "rates",
+        "components",
+        "coverage",
+        "full_coverage",
+        "paper_comparable",
+        "reference",
+        "notes",
+        "component_groups",
+        "per_class",
+        "confusion_matrix",
+        "settings",
+        "component_name",
+    }
+)
 # How published tables name a headline metric (the papers say "macro" or "accuracy").
 _REFERENCE_KEYS = {"accuracy_macro": ("accuracy_macro", "macro"), "accuracy_micro": ("accuracy_micro", "accuracy")}
 
@@ -62,12 +87,17 @@ def cell(value: Any) -> str:
 
 def attrs(**values: Any) -> str:
     """``data-*`` attributes (underscores become dashes); None values are left out."""
-    return "".join(f' data-{name.replace("_", "-")}="{esc(value)}"'
-                   for name, value in values.items() if value is not None)
+    return "".join(
+        f' data-{name.replace("_", "-")}="{esc(value)}"' for name, value in values.items() if value is not None
+    )
 
 
-def table(header: Sequence[Any], rows: Iterable[Sequence[Any]], numeric: Sequence[int] = (),
-          row_css: Sequence[str] | None = None) -> Html:
+def table(
+    header: Sequence[Any],
+    rows: Iterable[Sequence[Any]],
+    numeric: Sequence[int] = (),
+    row_css: Sequence[str] | None = None,
+) -> Html:
     """A table of cells (escaped unless :class:`Html`); ``numeric`` columns are right-aligned."""
     head = "".join(f"<th>{cell(h)}</th>" for h in header)
     body = []
@@ -83,9 +113,11 @@ def image(png: bytes, alt: str) -> Html:
 
 
 def page(title: str, body: str) -> str:
-    return (f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>{esc(title)}</title>'
-            f'<meta name="viewport" content="width=device-width, initial-scale=1"><style>{STYLE}</style></head>'
-            f"<body>\n{body}\n</body></html>\n")
+    return (
+        f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>{esc(title)}</title>'
+        f'<meta name="viewport" content="width=device-width, initial-scale=1"><style>{STYLE}</style></head>'
+        f"<body>\n{body}\n</body></html>\n"
+    )
 
 
 def is_estimate(value: Any) -> bool:
@@ -109,8 +141,10 @@ def estimate_attrs(estimate: Any) -> dict[str, Any]:
     """The exact numbers of an estimate for data attributes (``repr`` of each float, as JSON writes it)."""
     if not is_estimate(estimate):
         return {"value": ""}
-    return {key: repr(number(estimate.get(key))) if number(estimate.get(key)) is not None else ""
-            for key in ("value", "low", "high")} | ({"n": estimate["n"]} if "n" in estimate else {})
+    return {
+        key: repr(number(estimate.get(key))) if number(estimate.get(key)) is not None else ""
+        for key in ("value", "low", "high")
+    } | ({"n": estimate["n"]} if "n" in estimate else {})
 
 
 def published_headline(numbers: Mapping[str, Any], metric: str) -> float | None:
@@ -138,8 +172,9 @@ def generic(value: Any) -> Html:
         if not value:
             return Html('<span class="muted">(empty)</span>')
         records = list(value.values())
-        if len(records) > 1 and all(isinstance(r, Mapping) and not is_estimate(r) and all(_flat(v) for v in r.values())
-                                    for r in records):
+        if len(records) > 1 and all(
+            isinstance(r, Mapping) and not is_estimate(r) and all(_flat(v) for v in r.values()) for r in records
+        ):
             columns = list(dict.fromkeys(key for r in records for key in r))
             return table(["", *columns], ([key, *(generic(r.get(c, "")) for c in columns)] for key, r in value.items()))
         return table(["field", "value"], ([key, generic(v)] for key, v in value.items()))
@@ -187,20 +222,32 @@ def _headline_box(name: str, bench: Mapping[str, Any]) -> str:
     headline = f'<span class="headline" id="headline-{esc(name)}"{numbers}>{esc(fmt_estimate(estimate))}</span>'
     what = f"{esc(metric)} (the paper's number), 95% CI:" if metric else "no headline metric in this report entry"
     reason = f" ({esc(comparable['reason'])})" if comparable.get("reason") else ""
-    known = {"n_items": "items scored: {}", "n_invalid": "no usable answer (INVALID): {}",
-             "accuracy_over": "accuracy over: {} items", "tasks": "tasks: {}"}
-    facts = "; ".join(text.format(", ".join(map(str, bench[key])) if key == "tasks" else bench[key])
-                      for key, text in known.items() if key in bench)
+    known = {
+        "n_items": "items scored: {}",
+        "n_invalid": "no usable answer (INVALID): {}",
+        "accuracy_over": "accuracy over: {} items",
+        "tasks": "tasks: {}",
+    }
+    facts = "; ".join(
+        text.format(", ".join(map(str, bench[key])) if key == "tasks" else bench[key])
+        for key, text in known.items()
+        if key in bench
+    )
     flag = attrs(benchmark=name, comparable="true" if verdict == "yes" else "false")
-    return (f'<div class="headline-box"><div>{what} {headline}</div>'
-            f'<div>paper-comparable: <span class="comparable {verdict}"{flag}>{verdict}</span>{reason}</div>'
-            f'<div class="muted">{esc(facts)}</div></div>')
+    return (
+        f'<div class="headline-box"><div>{what} {headline}</div>'
+        f'<div>paper-comparable: <span class="comparable {verdict}"{flag}>{verdict}</span>{reason}</div>'
+        f'<div class="muted">{esc(facts)}</div></div>'
+    )
 
 
 def _estimates(bench: Mapping[str, Any]) -> list[tuple[str, Any]]:
     known = [(key, bench[key]) for key in ESTIMATE_ORDER if key in bench]
-    return known + [(key, value) for key, value in bench.items()
-                    if key not in ESTIMATE_ORDER and key not in _SECTION_FIELDS and is_estimate(value)]
+    return known + [
+        (key, value)
+        for key, value in bench.items()
+        if key not in ESTIMATE_ORDER and key not in _SECTION_FIELDS and is_estimate(value)
+    ]
 
 
 def _run_value(bench: Mapping[str, Any], key: str) -> float | None:
@@ -220,9 +267,12 @@ def _component_plot(bench: Mapping[str, Any], published: Mapping[str, Mapping[st
     estimate = bench.get(metric) if isinstance(metric, str) else None
     rows = [plots.Row(f"overall ({metric})", *interval(estimate))] + [
         plots.Row(str(c), *interval(entry.get("accuracy") if isinstance(entry, Mapping) else None))
-        for c, entry in components.items()]
-    markers = {model: [published_headline(numbers, str(metric))] + [number(numbers.get(c)) for c in components]
-               for model, numbers in published.items()}
+        for c, entry in components.items()
+    ]
+    markers = {
+        model: [published_headline(numbers, str(metric))] + [number(numbers.get(c)) for c in components]
+        for model, numbers in published.items()
+    }
     markers = {model: values for model, values in markers.items() if any(v is not None for v in values)}
     title = f"{bench.get('title', '')}: accuracy per {bench.get('component_name', 'component')}"
     return image(plots.dot_whisker_png(rows, title, "accuracy (95% CI)", markers), f"{title}, with published numbers")
@@ -235,65 +285,115 @@ def interval(estimate: Any) -> tuple[float | None, float | None, float | None]:
 
 
 def benchmark_section(name: str, bench: Mapping[str, Any]) -> str:
-    from .report import confusion_png
-
     published = {str(m): n for m, n in (bench.get("reference") or {}).items() if isinstance(n, Mapping)}
-    parts = [f'<section id="benchmark-{esc(name)}"{attrs(benchmark=name)}>',
-             f"<h2>{esc(bench.get('title', name))} <code>{esc(name)}</code></h2>", _headline_box(name, bench)]
+    parts = [
+        f'<section id="benchmark-{esc(name)}"{attrs(benchmark=name)}>',
+        f"<h2>{esc(bench.get('title', name))} <code>{esc(name)}</code></h2>",
+        _headline_box(name, bench),
+    ]
     estimates = _estimates(bench)
     if estimates:
-        parts += ["<h3>Overall estimates (95% CI)</h3>",
-                  table(["metric", "value [95% CI]", "items"],
-                        ([k, fmt_estimate(e), e.get("n", "") if is_estimate(e) else ""] for k, e in estimates),
-                        numeric=(1, 2))]
+        parts += [
+            "<h3>Overall estimates (95% CI)</h3>",
+            table(
+                ["metric", "value [95% CI]", "items"],
+                ([k, fmt_estimate(e), e.get("n", "") if is_estimate(e) else ""] for k, e in estimates),
+                numeric=(1, 2),
+            ),
+        ]
     if bench.get("rates"):
-        parts += ["<h3>Rates (parse, format, answered, ...)</h3>",
-                  table(["rate", "mean [95% CI]"], ([k, fmt_estimate(e)] for k, e in bench["rates"].items()),
-                        numeric=(1,))]
+        parts += [
+            "<h3>Rates (parse, format, answered, ...)</h3>",
+            table(["rate", "mean [95% CI]"], ([k, fmt_estimate(e)] for k, e in bench["rates"].items()), numeric=(1,)),
+        ]
     components = bench.get("components") or {}
     if components:
         columns = list(dict.fromkeys(k for entry in components.values() if isinstance(entry, Mapping) for k in entry))
-        parts += [f"<h3>Per {esc(bench.get('component_name', 'component'))}</h3>", _component_plot(bench, published),
-                  table([bench.get("component_name", "component"), *columns],
-                        ([c, *(_value_cell(entry.get(k, "")) for k in columns)] for c, entry in components.items()),
-                        numeric=tuple(range(1, len(columns) + 1)))]
+        parts += [
+            f"<h3>Per {esc(bench.get('component_name', 'component'))}</h3>",
+            _component_plot(bench, published),
+            table(
+                [bench.get("component_name", "component"), *columns],
+                ([c, *(_value_cell(entry.get(k, "")) for k in columns)] for c, entry in components.items()),
+                numeric=tuple(range(1, len(columns) + 1)),
+            ),
+        ]
     if bench.get("component_groups"):
         group_columns = list(dict.fromkeys(k for entry in bench["component_groups"].values() for k in entry))
-        parts += ["<h3>Component groups</h3>",
-                  table(["group", *group_columns], ([g, *(generic(entry.get(k, "")) for k in group_columns)]
-                                                     for g, entry in bench["component_groups"].items()))]
+        parts += [
+            "<h3>Component groups</h3>",
+            table(
+                ["group", *group_columns],
+                (
+                    [g, *(generic(entry.get(k, "")) for k in group_columns)]
+                    for g, entry in bench["component_groups"].items()
+                ),
+            ),
+        ]
     if bench.get("coverage"):
-        parts += ["<h3>Coverage (published vs loaded vs scored items)</h3>",
-                  table(["component", "expected (published)", "loaded", "scored", "complete"],
-                        ([c, generic(cov.get("expected")), generic(cov.get("loaded")), generic(cov.get("scored")),
-                          "yes" if cov.get("complete") else "no"] for c, cov in bench["coverage"].items()),
-                        numeric=(1, 2, 3)),
-                  f"<p>full coverage: {'yes' if bench.get('full_coverage') else 'no'}</p>"]
+        parts += [
+            "<h3>Coverage (published vs loaded vs scored items)</h3>",
+            table(
+                ["component", "expected (published)", "loaded", "scored", "complete"],
+                (
+                    [
+                        c,
+                        generic(cov.get("expected")),
+                        generic(cov.get("loaded")),
+                        generic(cov.get("scored")),
+                        "yes" if cov.get("complete") else "no",
+                    ]
+                    for c, cov in bench["coverage"].items()
+                ),
+                numeric=(1, 2, 3),
+            ),
+            f"<p>full coverage: {'yes' if bench.get('full_coverage') else 'no'}</p>",
+        ]
     if bench.get("per_class"):
-        parts += ["<h3>Per class</h3>",
-                  table(["class", "precision", "recall", "F1", "support"],
-                        ([label, *(_value_cell(s.get(k)) for k in ("precision", "recall", "f1", "support"))]
-                         for label, s in bench["per_class"].items()), numeric=(1, 2, 3, 4))]
+        parts += [
+            "<h3>Per class</h3>",
+            table(
+                ["class", "precision", "recall", "F1", "support"],
+                (
+                    [label, *(_value_cell(s.get(k)) for k in ("precision", "recall", "f1", "support"))]
+                    for label, s in bench["per_class"].items()
+                ),
+                numeric=(1, 2, 3, 4),
+            ),
+        ]
     matrix = bench.get("confusion_matrix")
     if isinstance(matrix, Mapping) and matrix.get("counts"):
-        parts += ["<h3>Confusion matrix (rows gold, columns predicted)</h3>",
-                  image(plots.plain_text_png(confusion_png, {**bench, "title": str(bench.get("title", name))}),
-                        f"confusion matrix of {bench.get('title', name)}"),
-                  table(["gold \\ predicted", *matrix.get("predicted", [])],
-                        ([gold, *row] for gold, row in zip(matrix.get("gold", []), matrix["counts"], strict=True)),
-                        numeric=tuple(range(1, len(matrix.get("predicted", [])) + 1)))]
+        parts += [
+            "<h3>Confusion matrix (rows gold, columns predicted)</h3>",
+            image(
+                plots.plain_text_png(plots.confusion_png, {**bench, "title": str(bench.get("title", name))}),
+                f"confusion matrix of {bench.get('title', name)}",
+            ),
+            table(
+                ["gold \\ predicted", *matrix.get("predicted", [])],
+                ([gold, *row] for gold, row in zip(matrix.get("gold", []), matrix["counts"], strict=True)),
+                numeric=tuple(range(1, len(matrix.get("predicted", [])) + 1)),
+            ),
+        ]
     if published:
         keys = list(dict.fromkeys(k for numbers in published.values() for k in numbers))
         mine = [_run_value(bench, k) for k in keys]
         run_row = ["this run", *("-" if value is None else _value_cell(value) for value in mine)]
-        parts += ["<h3>Published numbers beside this run</h3>",
-                  table(["model", *keys], [run_row] + [[m, *(_value_cell(n.get(k)) if k in n else "-" for k in keys)]
-                                                      for m, n in published.items()],
-                        numeric=tuple(range(1, len(keys) + 1)), row_css=["this-run"] + ["published"] * len(published))]
+        parts += [
+            "<h3>Published numbers beside this run</h3>",
+            table(
+                ["model", *keys],
+                [run_row]
+                + [[m, *(_value_cell(n.get(k)) if k in n else "-" for k in keys)] for m, n in published.items()],
+                numeric=tuple(range(1, len(keys) + 1)),
+                row_css=["this-run"] + ["published"] * len(published),
+            ),
+        ]
     if bench.get("settings"):
         parts += ["<h3>Benchmark settings</h3>", generic(bench["settings"])]
-    others = {k: v for k, v in bench.items()
-              if k not in _SECTION_FIELDS and k not in ESTIMATE_ORDER and not is_estimate(v)}
+    others = {
+        k: v for k, v in bench.items() if k not in _SECTION_FIELDS and k not in ESTIMATE_ORDER and not is_estimate(v)
+    }
     if others:
         parts += ["<h3>Other fields</h3>", generic(others)]
     if bench.get("notes"):
@@ -309,20 +409,39 @@ def render_html(report: Mapping[str, Any]) -> str:
     run = report.get("run") or {}
     benchmarks = report.get("benchmarks") or {}
     label = run_label(run)
-    summary = table(["benchmark", "headline metric", "value [95% CI]", "items", "full coverage", "paper-comparable"],
-                    ([Html(f'<a href="#benchmark-{esc(name)}">{esc(bench.get("title", name))}</a>'),
-                      bench.get("headline_metric", "n/a"), fmt_estimate(bench.get(bench.get("headline_metric", ""))),
-                      bench.get("n_items", "n/a"), "yes" if bench.get("full_coverage") else "no",
-                      "yes" if (bench.get("paper_comparable") or {}).get("value") is not None else "no"]
-                     for name, bench in benchmarks.items()), numeric=(2, 3))
+    summary = table(
+        ["benchmark", "headline metric", "value [95% CI]", "items", "full coverage", "paper-comparable"],
+        (
+            [
+                Html(f'<a href="#benchmark-{esc(name)}">{esc(bench.get("title", name))}</a>'),
+                bench.get("headline_metric", "n/a"),
+                fmt_estimate(bench.get(bench.get("headline_metric", ""))),
+                bench.get("n_items", "n/a"),
+                "yes" if bench.get("full_coverage") else "no",
+                "yes" if (bench.get("paper_comparable") or {}).get("value") is not None else "no",
+            ]
+            for name, bench in benchmarks.items()
+        ),
+        numeric=(2, 3),
+    )
     about = {k: v for k, v in report.items() if k not in ("run", "benchmarks")}
-    origin = "; ".join(filter(None, [report.get("generated_by"), report.get("schema_version")
-                                     and f"report schema {report['schema_version']}"]))
-    body = [f"<h1>Evaluation scorecard: {esc(label)}</h1>",
-            f'<p class="muted">{esc(origin)}'
-            + (f' <code>{esc(run["results_file"])}</code>' if run.get("results_file") else "") + "</p>",
-            "<h2>Summary</h2>", summary if benchmarks else "<p>No benchmark in this report.</p>",
-            '<h2 id="run-settings">Run settings</h2>', generic(run),
-            *(benchmark_section(name, bench) for name, bench in benchmarks.items()),
-            '<h2 id="about">About this report</h2>', generic(about)]
+    origin = "; ".join(
+        filter(
+            None,
+            [report.get("generated_by"), report.get("schema_version") and f"report schema {report['schema_version']}"],
+        )
+    )
+    body = [
+        f"<h1>Evaluation scorecard: {esc(label)}</h1>",
+        f'<p class="muted">{esc(origin)}'
+        + (f" <code>{esc(run['results_file'])}</code>" if run.get("results_file") else "")
+        + "</p>",
+        "<h2>Summary</h2>",
+        summary if benchmarks else "<p>No benchmark in this report.</p>",
+        '<h2 id="run-settings">Run settings</h2>',
+        generic(run),
+        *(benchmark_section(name, bench) for name, bench in benchmarks.items()),
+        '<h2 id="about">About this report</h2>',
+        generic(about),
+    ]
     return page(f"Scorecard: {label}", "\n".join(body))
