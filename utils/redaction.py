@@ -330,3 +330,22 @@ def _apply(text: str, spans: Iterable[Span]) -> str:
         pieces += [text[position : current[0]], MASK]
         position = current[1]
     return "".join(pieces) + text[position:]
+
+
+def model_args_value(model_args: Any, key: str) -> Any:
+    """The value of ``key`` in lm-eval ``model_args`` (a dict, a JSON string or ``key=value,...``), or None."""
+    if isinstance(model_args, Mapping):
+        return model_args.get(key)
+    if not isinstance(model_args, str):
+        return None
+    try:
+        parsed = json.loads(model_args)
+    except ValueError:
+        parsed = None
+    if isinstance(parsed, dict):
+        return parsed.get(key)
+    for start, end in _top_level_parts(model_args):
+        name, equals, value = model_args[start:end].partition("=")
+        if equals and name.strip() == key:
+            return _unquote(value.strip())
+    return None

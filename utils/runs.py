@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from .data import DataError, iter_jsonl, read_json
-from .redaction import redact
+from .redaction import model_args_value, redact
 
 
 @dataclass(frozen=True)
@@ -97,6 +97,23 @@ def load_run(path: str | os.PathLike) -> Run:
     return Run(results_path, results, samples, files, repeated)
 
 
+def model_dtype(model_args: Any) -> str | None:
+    """The dtype the model ran in: ``dtype=`` of its arguments, or, for ``auto`` or none, the saved config of a
+    local ``pretrained=`` folder (what transformers then loads)."""
+    dtype = model_args_value(model_args, "dtype") or model_args_value(model_args, "torch_dtype")
+    if dtype not in (None, "auto"):
+        return str(dtype)
+    folder = model_args_value(model_args, "pretrained")
+    config = Path(str(folder)) / "config.json" if folder else None
+    if config is None or not config.is_file():
+        return dtype
+    try:
+        saved = read_json(config)
+    except DataError:
+        return dtype
+    return saved.get("dtype") or saved.get("torch_dtype") or dtype
+
+
 def run_info(run: Run) -> dict[str, Any]:
     """The run's settings as every report states them (credentials masked)."""
     results = run.results
@@ -105,6 +122,7 @@ def run_info(run: Run) -> dict[str, Any]:
         "results_file": str(run.results_path),
         "model": config.get("model"),
         "model_args": redact(config.get("model_args")),
+        "dtype": model_dtype(config.get("model_args")),
         "model_name": results.get("model_name"),
         "lm_eval_version": results.get("lm_eval_version"),
         "date": results.get("date"),

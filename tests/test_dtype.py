@@ -1,0 +1,45 @@
+"""The model dtype is chosen from the hardware (bfloat16 only where native) and recorded in the report."""
+
+import json
+
+import pytest
+
+from lm_eval_tasks.utils import models
+from lm_eval_tasks.utils.runs import model_dtype
+
+
+@pytest.mark.parametrize(
+    ("flags", "expected"),
+    [
+        ({"fpu", "avx2", "avx512f"}, "float32"),  # AVX-512 without its BF16 extension: emulated bf16
+        ({"avx2", "avx512_bf16"}, "bfloat16"),
+        ({"amx_bf16", "amx_tile"}, "bfloat16"),
+        (set(), "float32"),  # flags unknown (not Linux): the safe choice
+    ],
+)
+def test_auto_picks_bfloat16_only_where_the_cpu_has_it_natively(monkeypatch, flags, expected):
+    monkeypatch.setattr(models, "_cpu_flags", lambda: frozenset(flags))
+    assert models.choose_dtype("auto") == expected
+    assert models.dtype_reason(expected).startswith(f"dtype {expected} (CPU has")
+
+
+def test_an_explicit_dtype_wins_and_a_wrong_one_is_refused(monkeypatch):
+    monkeypatch.setattr(models, "_cpu_flags", lambda: frozenset())
+    assert models.choose_dtype("bfloat16") == "bfloat16"
+    with pytest.raises(ValueError, match="expected auto or one of"):
+        models.choose_dtype("bf16")
+
+
+def test_cpu_flags_are_read_from_this_machine():
+    flags = models._cpu_flags()
+    assert isinstance(flags, frozenset) and all(" " not in flag for flag in flags)
+
+
+def test_the_report_records_the_dtype_from_the_arguments_or_the_saved_config(tmp_path):
+    (tmp_path / "config.json").write_text(json.dumps({"dtype": "float32"}), encoding="utf-8")
+    assert model_dtype(f"pretrained={tmp_path},dtype=auto") == "float32"
+    assert model_dtype({"pretrained": str(tmp_path)}) == "float32"
+    assert model_dtype("pretrained=m,dtype=bfloat16") == "bfloat16"
+    assert model_dtype('{"pretrained": "m", "torch_dtype": "float16"}') == "float16"
+    assert model_dtype("model=gpt-4o,base_url=http://x/v1") is None
+    assert model_dtype(None) is None
