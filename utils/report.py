@@ -34,7 +34,7 @@ from .plots import confusion_png
 from .runs import Run, load_run, run_info
 from .scoring import INVALID, AccuracyOver, BenchmarkSpec, ScoredItem
 
-SCHEMA_VERSION = "1.0"
+SCHEMA_VERSION = "1.1"
 _fmt = stats.format_estimate
 
 
