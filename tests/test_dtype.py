@@ -3,7 +3,6 @@
 import json
 
 import pytest
-
 from lm_eval_tasks.utils import models
 from lm_eval_tasks.utils.runs import model_dtype
 
