@@ -1,7 +1,9 @@
 import json
 
 import pytest
-from lm_eval_tasks.utils.medfact_bench import protocol as medfact
+from lm_eval_tasks.utils.medfact_bench.parsing import is_strict_format, parse_score, score_reply
+from lm_eval_tasks.utils.medfact_bench.prompts import user_prompt
+from lm_eval_tasks.utils.medfact_bench.tasks import process_results
 
 
 @pytest.mark.parametrize(
@@ -36,24 +38,27 @@ from lm_eval_tasks.utils.medfact_bench import protocol as medfact
     ],
 )
 def test_parse_label_and_strict_format(reply, score, label, strict):
-    assert medfact.parse_score(reply) == score
-    assert medfact.predicted_label(reply) == label
-    assert medfact.is_strict_format(reply) is strict
+    assert parse_score(reply) == score
+    assert score_reply(reply).label == label
+    assert is_strict_format(reply) is strict
 
 
-def test_score_reply_counts_invalid_as_wrong():
-    assert medfact.score_reply("no score here", "NEI") == {
+def test_process_results_counts_invalid_as_wrong():
+    assert process_results({"label": "NEI"}, ["no score here"]) == {
         "accuracy": 0.0,
+        "accuracy_micro": 0.0,
         "parseable_score": 0.0,
         "strict_format": 0.0,
     }
-    assert medfact.score_reply("<think>t</think><score>0</score>", "NEI") == {
+    assert process_results({"label": "NEI"}, ["<think>t</think><score>0</score>"]) == {
         "accuracy": 1.0,
+        "accuracy_micro": 1.0,
         "parseable_score": 1.0,
         "strict_format": 1.0,
     }
-    assert medfact.score_reply("<score>-1</score>", "NEI") == {
+    assert process_results({"label": "NEI"}, ["<score>-1</score>"]) == {
         "accuracy": 0.0,
+        "accuracy_micro": 0.0,
         "parseable_score": 1.0,
         "strict_format": 0.0,
     }
@@ -64,15 +69,15 @@ def test_agrees_with_med_v1_extracted_scores_on_all_340_scifact_outputs(shared_d
     rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
     assert len(rows) == 340
     disagreements = [
-        (i, r["extracted_score"], medfact.parse_score(r["raw_output"]))
+        (i, r["extracted_score"], parse_score(r["raw_output"]))
         for i, r in enumerate(rows)
-        if medfact.parse_score(r["raw_output"]) != r["extracted_score"]
+        if parse_score(r["raw_output"]) != r["extracted_score"]
     ]
     assert disagreements == []
     # Med-V1's own score counts, from PROVENANCE.md: 2->91, 1->51, 0->125, -1->8, -2->65
-    counts = {s: sum(medfact.parse_score(r["raw_output"]) == s for r in rows) for s in (2, 1, 0, -1, -2)}
+    counts = {s: sum(parse_score(r["raw_output"]) == s for r in rows) for s in (2, 1, 0, -1, -2)}
     assert counts == {2: 91, 1: 51, 0: 125, -1: 8, -2: 65}
-    assert sum(medfact.is_strict_format(r["raw_output"]) for r in rows) == 340
+    assert sum(is_strict_format(r["raw_output"]) for r in rows) == 340
 
 
 def test_user_prompt_matches_the_published_prompts(shared_data):
@@ -82,4 +87,4 @@ def test_user_prompt_matches_the_published_prompts(shared_data):
         json.loads(line)
         for line in (base / "prompts_example_input_file.jsonl").read_text(encoding="utf-8").splitlines()
     ]
-    assert [medfact.user_prompt(p["source"], p["claim"]) for p in pairs] == [p["user_prompt"] for p in prompts]
+    assert [user_prompt(p["source"], p["claim"]) for p in pairs] == [p["user_prompt"] for p in prompts]

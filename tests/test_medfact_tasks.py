@@ -6,8 +6,9 @@ import pytest
 from lm_eval import simple_evaluate
 from lm_eval.tasks import TaskManager
 from lm_eval_tasks.utils.files import write_jsonl
-from lm_eval_tasks.utils.medfact_bench import protocol as medfact
 from lm_eval_tasks.utils.medfact_bench.demo_data import synthetic_medfact_rows
+from lm_eval_tasks.utils.medfact_bench.loader import load
+from lm_eval_tasks.utils.medfact_bench.report_spec import score_sample
 
 from lm_eval_tasks import tasks_dir
 from tests.scripted_lm import ScriptedLM
@@ -39,7 +40,7 @@ def test_every_task_and_the_group_are_registered(tmp_path):
 def test_chat_prompt_is_the_dataset_system_prompt_then_the_user_prompt(demo_data_dir):
     lm = ScriptedLM(reply=lambda prompt: "<think>t</think><score>0</score>")
     evaluate(lm, demo_data_dir, ["medfact_bench_scifact"], limit=2, apply_chat_template=True)
-    rows = [r for r in medfact.load(str(demo_data_dir)).rows if r["dataset"] == "scifact"][:2]
+    rows = [r for r in load(str(demo_data_dir)).rows if r["dataset"] == "scifact"][:2]
     for prompt, row in zip(lm.prompts, rows):
         messages = json.loads(prompt)
         assert messages == [
@@ -52,7 +53,7 @@ def test_chat_prompt_is_the_dataset_system_prompt_then_the_user_prompt(demo_data
 def test_plain_prompt_puts_a_blank_line_after_the_system_prompt(demo_data_dir):
     lm = ScriptedLM(reply=lambda prompt: "")
     evaluate(lm, demo_data_dir, ["medfact_bench_healthver"], limit=1)
-    row = [r for r in medfact.load(str(demo_data_dir)).rows if r["dataset"] == "healthver"][0]
+    row = [r for r in load(str(demo_data_dir)).rows if r["dataset"] == "healthver"][0]
     assert lm.prompts == [row["system_prompt"] + "\n\n" + row["user_prompt"]]
 
 
@@ -74,7 +75,7 @@ def five_component_dir(shared_data, tmp_path_factory):
 
 def scripted_replies(data_dir, wrong_rows, invalid_rows, cut_rows):
     """Reply by source row: correct score unless listed as wrong/invalid; cut = no closing tag."""
-    rows = medfact.load(str(data_dir)).rows
+    rows = load(str(data_dir)).rows
     by_prompt = {}
     correct_score = {"SUPPORT": 2, "NEI": 0, "CONTRADICT": -1}
     wrong_score = {"SUPPORT": -2, "NEI": 1, "CONTRADICT": 0}
@@ -112,5 +113,5 @@ def test_scripted_group_run_gives_exact_macro_and_micro(five_component_dir):
     assert group["strict_format,none"] == pytest.approx(19 / 20)  # cut replies still count as strict
     # the report recomputes the same numbers from the logged samples
     logged = out["samples"]["medfact_bench_scifact"]
-    items = [medfact.score_sample("medfact_bench_scifact", s) for s in logged]
+    items = [score_sample("medfact_bench_scifact", s) for s in logged]
     assert sum(i.correct for i in items) == 3
