@@ -15,9 +15,22 @@ from lm_eval_tasks.utils.medfact_bench.tasks import process_results
         ("<think>x</think><score>-2</score>", -2, "CONTRADICT", True),
         ("<think>x</think><score>0</score>", 0, "NEI", True),
         ("<think>x</think><score>+2</score>", 2, "SUPPORT", True),
-        # cut at the stop string </score>: the integer is complete, so it parses
-        ("<think>x</think>\n<score>1", 1, "SUPPORT", True),
+        # the closing tag is required, as in the reference: a reply cut before it has no score
+        ("<think>x</think>\n<score>1", None, "INVALID", False),
         ("<think>x</think>\n<score>-", None, "INVALID", False),
+        ("<think>x</think><score>2</score", None, "INVALID", False),
+        # sign, leading zeros and Unicode whitespace around the integer are allowed (as int() allows them)
+        ("<think>x</think><score>-0</score>", 0, "NEI", True),
+        ("<think>x</think><score>002</score>", 2, "SUPPORT", True),
+        ("\u00a0<think>x</think>\u2003<score>\t1\n</score>\u3000", 1, "SUPPORT", True),
+        # ... but not what only int() allows: underscores, non-ASCII digits, two signs
+        ("<think>x</think><score>0_1</score>", None, "INVALID", False),
+        ("<think>x</think><score>\u0662</score>", None, "INVALID", False),  # Arabic-Indic two
+        ("<think>x</think><score>+-1</score>", None, "INVALID", False),
+        # more digits than int() reads (4,300): a verdict, not a ValueError
+        ("<think>x</think><score>" + "0" * 5000 + "1</score>", 1, "SUPPORT", True),
+        ("<think>x</think><score>" + "9" * 5000 + "</score>", None, "INVALID", False),
+        ("<think>x</think><score>-" + "0" * 5000 + "2</score>", -2, "CONTRADICT", True),
         # no think block: parseable, but not the requested format
         ("<score>0</score>", 0, "NEI", False),
         # out of range, not an integer, empty, absent
@@ -35,6 +48,19 @@ from lm_eval_tasks.utils.medfact_bench.tasks import process_results
         ("<think>x</think><score>1</score> Anything else.", 1, "SUPPORT", False),
         ("<think>x</think><score>1 and more", None, "INVALID", False),
         ("Answer: <think>x</think><score>1</score>", 1, "SUPPORT", False),
+        ("<think>x</think><score>1</score>\n\nThe article supports the claim.", 1, "SUPPORT", False),
+        # the whole reply is read: a </score> mentioned before the first <score> does not hide it
+        ("<think>I must end with </score>.</think><score>2</score>", 2, "SUPPORT", False),
+        ("</score><think>x</think><score>-1</score>", -1, "CONTRADICT", False),
+        # the first <score> opens the block and the first </score> after it closes it
+        ("<think>x</think><score>1<score>2</score>", None, "INVALID", False),
+        ("<think>x</think><score><score>1</score></score>", None, "INVALID", False),
+        ("<score>1</score><think>x</think>", 1, "SUPPORT", False),  # blocks in the wrong order
+        ("<think>x</think><score>1</score></score>", 1, "SUPPORT", False),
+        ("<think>x<think></think></think><score>1</score>", 1, "SUPPORT", False),
+        ("<think>x</think>\x00<score>1</score>", 1, "SUPPORT", False),  # NUL is not whitespace
+        ("<think>\ud800</think><score>1</score>", 1, "SUPPORT", True),  # a lone surrogate is just text
+        ("<think>x</think><score>1</score>" + " " * 8000, 1, "SUPPORT", True),
     ],
 )
 def test_parse_label_and_strict_format(reply, score, label, strict):
@@ -78,6 +104,8 @@ def test_agrees_with_med_v1_extracted_scores_on_all_340_scifact_outputs(shared_d
     counts = {s: sum(parse_score(r["raw_output"]) == s for r in rows) for s in (2, 1, 0, -1, -2)}
     assert counts == {2: 91, 1: 51, 0: 125, -1: 8, -2: 65}
     assert sum(is_strict_format(r["raw_output"]) for r in rows) == 340
+    # A stop string at </score> returns each reply cut before the tag: none of them holds a score block.
+    assert [parse_score(r["raw_output"].split("</score>")[0]) for r in rows] == [None] * 340
 
 
 def test_user_prompt_matches_the_published_prompts(shared_data):
@@ -88,3 +116,42 @@ def test_user_prompt_matches_the_published_prompts(shared_data):
         for line in (base / "prompts_example_input_file.jsonl").read_text(encoding="utf-8").splitlines()
     ]
     assert [user_prompt(p["source"], p["claim"]) for p in pairs] == [p["user_prompt"] for p in prompts]
+
+
+def stop_string_cut(reply: str) -> str:
+    """What a stop string at </score> returns: the reply before its first </score> (HF and vLLM strip the stop)."""
+    return reply.split("</score>")[0]
+
+
+@pytest.mark.parametrize(
+    "reply, whole, cut, version_1",
+    [
+        # (score, strict_format) of the whole reply (this task), of the stop-string cut read with the closing
+        # tag required, and of the cut as version 1.0 read it (stop at </score>, missing closing tag accepted).
+        ("<think>t</think><score>-2</score>", (-2, True), (None, False), (-2, True)),
+        # text after </score> was never generated under the stop, so version 1.0 called this reply strict
+        (
+            "<think>t</think><score>1</score>\nIn summary, the article supports it.",
+            (1, False),
+            (None, False),
+            (1, True),
+        ),
+        # a </score> before the first <score>: the stop cut the reply there and version 1.0 found no score
+        (
+            "<think>I end with </score> after the number.</think><score>2</score>",
+            (2, False),
+            (None, False),
+            (None, False),
+        ),
+    ],
+)
+def test_the_whole_reply_is_scored_not_a_stop_string_cut(reply, whole, cut, version_1):
+    def verdict(text):
+        scored = score_reply(text)
+        return scored.score, scored.strict_format
+
+    assert verdict(reply) == whole
+    assert verdict(stop_string_cut(reply)) == cut
+    # version 1.0's tolerance of a missing closing tag is the same as putting the stripped tag back
+    # (examples/medfact_stop_string_comparison.py reads the cut replies that way)
+    assert verdict(stop_string_cut(reply) + "</score>") == version_1
