@@ -1,4 +1,5 @@
 import csv
+import re
 import time
 
 import pyarrow as pa
@@ -60,6 +61,8 @@ def test_jsonl_csv_and_parquet_give_identical_rows(tmp_path, small_rows):
         (3, "system_prompt", "You are helpful.", "row 4, field 'system_prompt': differs from row 1"),
         (6, "user_prompt", "Claim: x", "row 7, field 'user_prompt': is not 'Article:"),
         (0, "source", None, "row 1, field 'source': expected a string, got NoneType"),
+        (5, "claim", 17, "row 6, field 'claim': expected a string, got int 17"),
+        (8, "label", ["SUPPORT"], "row 9, field 'label': expected a string, got list ['SUPPORT']"),
     ],
 )
 def test_bad_rows_are_named_by_file_row_and_field(tmp_path, small_rows, row_index, field, value, message):
@@ -83,6 +86,58 @@ def test_malformed_jsonl_line_is_named(tmp_path, small_rows):
     path.write_text(path.read_text(encoding="utf-8") + "{not json\n", encoding="utf-8")
     with pytest.raises(DataError, match=r"x\.jsonl, line 11: invalid JSON"):
         loader.load(str(tmp_path))
+
+
+def write_csv(path, rows, encoding="utf-8"):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w", newline="", encoding=encoding) as handle:
+        writer = csv.DictWriter(handle, fieldnames=constants.COLUMNS)
+        writer.writeheader()
+        writer.writerows(rows)
+    return path
+
+
+def test_a_byte_order_mark_is_not_part_of_the_first_column(tmp_path, small_rows):
+    write_csv(tmp_path / "plain" / "medfact_bench" / "x.csv", small_rows)
+    write_csv(tmp_path / "bom" / "medfact_bench" / "x.csv", small_rows, encoding="utf-8-sig")
+    jsonl = write_jsonl(small_rows, tmp_path / "bom_jsonl" / "medfact_bench" / "x.jsonl")
+    jsonl.write_bytes(b"\xef\xbb\xbf" + jsonl.read_bytes())
+    assert (tmp_path / "bom" / "medfact_bench" / "x.csv").read_bytes()[:3] == b"\xef\xbb\xbf"
+    plain = loader.load(str(tmp_path / "plain")).rows
+    assert loader.load(str(tmp_path / "bom")).rows == plain == loader.load(str(tmp_path / "bom_jsonl")).rows
+
+
+@pytest.mark.parametrize("suffix", ["jsonl", "csv"])
+def test_a_non_utf8_byte_is_named_by_file_and_line(tmp_path, small_rows, suffix):
+    path = tmp_path / "medfact_bench" / f"x.{suffix}"
+    if suffix == "jsonl":
+        write_jsonl(small_rows, path)
+    else:
+        write_csv(path, small_rows)
+    lines = path.read_bytes().split(b"\n")
+    lines[3] = b"\xff" + lines[3]  # a Latin-1 byte opening the fourth line of the file
+    path.write_bytes(b"\n".join(lines))
+    with pytest.raises(DataError, match=rf"{re.escape(str(path))}, line 4: not UTF-8 \(byte 0xff"):
+        loader.load(str(tmp_path))
+
+
+def test_a_key_given_twice_in_a_jsonl_line_is_named(tmp_path, small_rows):
+    path = write_jsonl(small_rows, tmp_path / "medfact_bench" / "x.jsonl")
+    lines = path.read_text(encoding="utf-8").splitlines()
+    lines[1] = lines[1][:-1] + ', "label": "NEI"}'
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    with pytest.raises(DataError, match=r"x\.jsonl, line 2: key 'label' appears twice"):
+        loader.load(str(tmp_path))
+
+
+def test_a_full_size_file_missing_500_rows_loads_with_a_warning_naming_the_counts(tmp_path, shared_data, caplog):
+    rows = synthetic_medfact_rows(shared_data, constants.PUBLISHED_COUNTS, constants.LABEL_TOTALS)
+    partial = [row for row in rows if row["dataset"] != "pubmedqa-fact"]  # the 500 PubMedQA-Fact rows
+    with caplog.at_level("WARNING"):
+        loaded = loader.load(str(data_dir_with(tmp_path, partial)))
+    assert len(loaded.rows) == 13774 and loaded.is_full_set is False
+    assert "holds 13774 of the 14274 MedFact-Bench rows" in caplog.text
+    assert "medaesqa 9106/9106, pubmedqa-fact 0/500, bioasq-fact 3425/3425" in caplog.text
 
 
 def test_full_size_file_must_match_published_counts(tmp_path, shared_data):
