@@ -105,8 +105,10 @@ def scripted_replies(data_dir, shapes):
 
 
 # file rows: scifact 0-3, healthver 4-5, medaesqa 6-11, pubmedqa-fact 12-14, bioasq-fact 15-19
-SCRIPT = {0: "wrong", 4: "wrong", 6: "wrong", 7: "wrong", 8: "wrong", 12: "invalid", 1: "unclosed", 15: "unclosed"}
-SCRIPT |= {2: "trailing", 16: "early_tag"}
+SCRIPT = {
+    **{row: "wrong" for row in (0, 4, 6, 7, 8)},
+    **{12: "invalid", 1: "unclosed", 15: "unclosed", 2: "trailing", 16: "early_tag"},
+}
 
 
 @pytest.fixture(scope="module")
