@@ -16,7 +16,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 from lm_eval_tasks.utils.files import write_jsonl
-from lm_eval_tasks.utils.medfact_bench import protocol as medfact
+from lm_eval_tasks.utils.medfact_bench import constants, loader, tasks
 from lm_eval_tasks.utils.medfact_bench.demo_data import synthetic_medfact_rows
 
 
@@ -25,7 +25,7 @@ def main() -> None:
     parser.add_argument("--shared", default=str(Path(__file__).resolve().parents[2] / "shared" / "data"))
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
-    rows = synthetic_medfact_rows(args.shared, medfact.COMPONENT_COUNTS, medfact.LABEL_TOTALS)
+    rows = synthetic_medfact_rows(args.shared, constants.PUBLISHED_COUNTS, constants.LABEL_TOTALS)
     with tempfile.TemporaryDirectory() as tmp:
         files = {"jsonl": write_jsonl(rows, Path(tmp) / "jsonl" / "medfact_bench" / "m.jsonl")}
         parquet = Path(tmp) / "parquet" / "medfact_bench" / "m.parquet"
@@ -35,16 +35,16 @@ def main() -> None:
         for kind, path in files.items():
             data_dir = str(path.parent.parent)
             for repeat in range(args.repeats):
-                medfact.load_file.cache_clear()
+                loader.load_file.cache_clear()
                 start = time.perf_counter()
-                loaded = medfact.load(data_dir)
+                loaded = loader.load(data_dir)
                 validated = time.perf_counter()
                 sizes = {
-                    c: len(medfact.custom_dataset(component=c, data_dir=data_dir)["test"])
-                    for c in medfact.COMPONENT_COUNTS
+                    c: len(tasks.custom_dataset(component=c, data_dir=data_dir)["test"])
+                    for c in constants.PUBLISHED_COUNTS
                 }
                 built = time.perf_counter()
-                assert len(loaded.rows) == 14274 and sizes == medfact.COMPONENT_COUNTS
+                assert len(loaded.rows) == 14274 and sizes == constants.PUBLISHED_COUNTS
                 print(
                     f"{kind:8s} run {repeat + 1}: read+validate {validated - start:.2f} s, "
                     f"+ five task datasets {built - validated:.2f} s, total {built - start:.2f} s"

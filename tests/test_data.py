@@ -1,4 +1,5 @@
 import csv
+import re
 import time
 
 import pyarrow as pa
@@ -7,7 +8,7 @@ import pytest
 from lm_eval_tasks.utils import data as data_layer
 from lm_eval_tasks.utils.data import DataError
 from lm_eval_tasks.utils.files import write_jsonl
-from lm_eval_tasks.utils.medfact_bench import protocol as medfact
+from lm_eval_tasks.utils.medfact_bench import constants, loader, tasks
 from lm_eval_tasks.utils.medfact_bench.demo_data import synthetic_medfact_rows
 
 SMALL_COUNTS = {"scifact": 3, "healthver": 2, "medaesqa": 2, "pubmedqa-fact": 1, "bioasq-fact": 2}
@@ -20,7 +21,7 @@ def small_rows(shared_data):
 
 @pytest.fixture(autouse=True)
 def fresh_cache():
-    medfact.load_file.cache_clear()
+    loader.load_file.cache_clear()
 
 
 def data_dir_with(tmp_path, rows, name="medfact.jsonl"):
@@ -29,7 +30,7 @@ def data_dir_with(tmp_path, rows, name="medfact.jsonl"):
 
 
 def test_loads_rows_in_order_with_their_file_position(tmp_path, small_rows):
-    loaded = medfact.load(str(data_dir_with(tmp_path, small_rows)))
+    loaded = loader.load(str(data_dir_with(tmp_path, small_rows)))
     assert [r["claim"] for r in loaded.rows] == [r["claim"] for r in small_rows]
     assert [r["row"] for r in loaded.rows] == list(range(10))
     assert loaded.is_full_set is False
@@ -40,15 +41,15 @@ def test_jsonl_csv_and_parquet_give_identical_rows(tmp_path, small_rows):
     write_jsonl(small_rows, tmp_path / "a" / "medfact_bench" / "x.jsonl")
     (tmp_path / "b" / "medfact_bench").mkdir(parents=True)
     with (tmp_path / "b" / "medfact_bench" / "x.csv").open("w", newline="", encoding="utf-8") as handle:
-        writer = csv.DictWriter(handle, fieldnames=medfact.COLUMNS)
+        writer = csv.DictWriter(handle, fieldnames=constants.COLUMNS)
         writer.writeheader()
         writer.writerows(small_rows)
     (tmp_path / "c" / "medfact_bench").mkdir(parents=True)
     pq.write_table(pa.Table.from_pylist(small_rows), tmp_path / "c" / "medfact_bench" / "x.parquet")
-    loaded = [medfact.load(str(tmp_path / d)).rows for d in "abc"]
+    loaded = [loader.load(str(tmp_path / d)).rows for d in "abc"]
     assert loaded[0] == loaded[1] == loaded[2]
     # the tabs, en dashes, U+2010 hyphen and trailing space of the system prompt survive every format
-    assert all(medfact.load(str(tmp_path / d)).system_prompt == small_rows[0]["system_prompt"] for d in "abc")
+    assert all(loader.load(str(tmp_path / d)).system_prompt == small_rows[0]["system_prompt"] for d in "abc")
 
 
 @pytest.mark.parametrize(
@@ -60,6 +61,8 @@ def test_jsonl_csv_and_parquet_give_identical_rows(tmp_path, small_rows):
         (3, "system_prompt", "You are helpful.", "row 4, field 'system_prompt': differs from row 1"),
         (6, "user_prompt", "Claim: x", "row 7, field 'user_prompt': is not 'Article:"),
         (0, "source", None, "row 1, field 'source': expected a string, got NoneType"),
+        (5, "claim", 17, "row 6, field 'claim': expected a string, got int 17"),
+        (8, "label", ["SUPPORT"], "row 9, field 'label': expected a string, got list ['SUPPORT']"),
     ],
 )
 def test_bad_rows_are_named_by_file_row_and_field(tmp_path, small_rows, row_index, field, value, message):
@@ -67,7 +70,7 @@ def test_bad_rows_are_named_by_file_row_and_field(tmp_path, small_rows, row_inde
     rows[row_index][field] = value
     folder = data_dir_with(tmp_path, rows)
     with pytest.raises(DataError) as error:
-        medfact.load(str(folder))
+        loader.load(str(folder))
     assert str(tmp_path / "medfact_bench" / "medfact.jsonl") in str(error.value)
     assert message in str(error.value)
 
@@ -75,61 +78,113 @@ def test_bad_rows_are_named_by_file_row_and_field(tmp_path, small_rows, row_inde
 def test_missing_column_is_named(tmp_path, small_rows):
     rows = [{k: v for k, v in r.items() if k != "label"} for r in small_rows]
     with pytest.raises(DataError, match=r"row 1, field 'label': missing column\(s\) label"):
-        medfact.load(str(data_dir_with(tmp_path, rows)))
+        loader.load(str(data_dir_with(tmp_path, rows)))
 
 
 def test_malformed_jsonl_line_is_named(tmp_path, small_rows):
     path = write_jsonl(small_rows, tmp_path / "medfact_bench" / "x.jsonl")
     path.write_text(path.read_text(encoding="utf-8") + "{not json\n", encoding="utf-8")
     with pytest.raises(DataError, match=r"x\.jsonl, line 11: invalid JSON"):
-        medfact.load(str(tmp_path))
+        loader.load(str(tmp_path))
+
+
+def write_csv(path, rows, encoding="utf-8"):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w", newline="", encoding=encoding) as handle:
+        writer = csv.DictWriter(handle, fieldnames=constants.COLUMNS)
+        writer.writeheader()
+        writer.writerows(rows)
+    return path
+
+
+def test_a_byte_order_mark_is_not_part_of_the_first_column(tmp_path, small_rows):
+    write_csv(tmp_path / "plain" / "medfact_bench" / "x.csv", small_rows)
+    write_csv(tmp_path / "bom" / "medfact_bench" / "x.csv", small_rows, encoding="utf-8-sig")
+    jsonl = write_jsonl(small_rows, tmp_path / "bom_jsonl" / "medfact_bench" / "x.jsonl")
+    jsonl.write_bytes(b"\xef\xbb\xbf" + jsonl.read_bytes())
+    assert (tmp_path / "bom" / "medfact_bench" / "x.csv").read_bytes()[:3] == b"\xef\xbb\xbf"
+    plain = loader.load(str(tmp_path / "plain")).rows
+    assert loader.load(str(tmp_path / "bom")).rows == plain == loader.load(str(tmp_path / "bom_jsonl")).rows
+
+
+@pytest.mark.parametrize("suffix", ["jsonl", "csv"])
+def test_a_non_utf8_byte_is_named_by_file_and_line(tmp_path, small_rows, suffix):
+    path = tmp_path / "medfact_bench" / f"x.{suffix}"
+    if suffix == "jsonl":
+        write_jsonl(small_rows, path)
+    else:
+        write_csv(path, small_rows)
+    lines = path.read_bytes().split(b"\n")
+    lines[3] = b"\xff" + lines[3]  # a Latin-1 byte opening the fourth line of the file
+    path.write_bytes(b"\n".join(lines))
+    with pytest.raises(DataError, match=rf"{re.escape(str(path))}, line 4: not UTF-8 \(byte 0xff"):
+        loader.load(str(tmp_path))
+
+
+def test_a_key_given_twice_in_a_jsonl_line_is_named(tmp_path, small_rows):
+    path = write_jsonl(small_rows, tmp_path / "medfact_bench" / "x.jsonl")
+    lines = path.read_text(encoding="utf-8").splitlines()
+    lines[1] = lines[1][:-1] + ', "label": "NEI"}'
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    with pytest.raises(DataError, match=r"x\.jsonl, line 2: key 'label' appears twice"):
+        loader.load(str(tmp_path))
+
+
+def test_a_full_size_file_missing_500_rows_loads_with_a_warning_naming_the_counts(tmp_path, shared_data, caplog):
+    rows = synthetic_medfact_rows(shared_data, constants.PUBLISHED_COUNTS, constants.LABEL_TOTALS)
+    partial = [row for row in rows if row["dataset"] != "pubmedqa-fact"]  # the 500 PubMedQA-Fact rows
+    with caplog.at_level("WARNING"):
+        loaded = loader.load(str(data_dir_with(tmp_path, partial)))
+    assert len(loaded.rows) == 13774 and loaded.is_full_set is False
+    assert "holds 13774 of the 14274 MedFact-Bench rows" in caplog.text
+    assert "medaesqa 9106/9106, pubmedqa-fact 0/500, bioasq-fact 3425/3425" in caplog.text
 
 
 def test_full_size_file_must_match_published_counts(tmp_path, shared_data):
-    rows = synthetic_medfact_rows(shared_data, medfact.COMPONENT_COUNTS, medfact.LABEL_TOTALS)
+    rows = synthetic_medfact_rows(shared_data, constants.PUBLISHED_COUNTS, constants.LABEL_TOTALS)
     assert len(rows) == 14274
-    loaded = medfact.load(str(data_dir_with(tmp_path, rows)))
+    loaded = loader.load(str(data_dir_with(tmp_path, rows)))
     assert loaded.is_full_set and len(loaded.rows) == 14274
     wrong = [dict(r) for r in rows]
     wrong[0]["dataset"] = "healthver"  # scifact 339, healthver 904
-    medfact.load_file.cache_clear()
+    loader.load_file.cache_clear()
     with pytest.raises(
         DataError,
         match="component counts differ .*healthver: expected 903, found 904; scifact: expected 340, found 339",
     ):
-        medfact.load(str(data_dir_with(tmp_path / "wrong", wrong)))
+        loader.load(str(data_dir_with(tmp_path / "wrong", wrong)))
 
 
 def test_hub_copy_must_be_complete(shared_data, small_rows):
     with pytest.raises(DataError, match="component counts differ"):
-        medfact.validate_rows([dict(r) for r in small_rows], medfact.HUB.label, require_full_set=True)
+        loader.validate_rows([dict(r) for r in small_rows], constants.HUB.label, require_full_set=True)
 
 
 def test_data_dir_beats_environment_variable(tmp_path, small_rows, monkeypatch):
     folder_a = data_dir_with(tmp_path / "a", small_rows[:5])
     folder_b = data_dir_with(tmp_path / "b", small_rows)
     monkeypatch.setenv(data_layer.DATA_DIR_ENV, str(folder_b))
-    assert len(medfact.load(str(folder_a)).rows) == 5
-    assert len(medfact.load().rows) == 10
+    assert len(loader.load(str(folder_a)).rows) == 5
+    assert len(loader.load().rows) == 10
 
 
 def test_data_dir_without_benchmark_folder(tmp_path):
     with pytest.raises(DataError, match=r"--metadata data_dir=.* has no folder 'medfact_bench'"):
-        medfact.load(str(tmp_path))
+        loader.load(str(tmp_path))
 
 
 def test_several_files_are_ambiguous(tmp_path, small_rows):
     data_dir_with(tmp_path, small_rows, "a.jsonl")
     data_dir_with(tmp_path, small_rows, "b.jsonl")
     with pytest.raises(DataError, match=r"several data files for 'medfact_bench' \(a.jsonl, b.jsonl\)"):
-        medfact.load(str(tmp_path))
+        loader.load(str(tmp_path))
 
 
 def test_offline_without_local_data_fails_fast_with_instructions(monkeypatch):
     monkeypatch.delenv(data_layer.DATA_DIR_ENV, raising=False)
     start = time.monotonic()
     with pytest.raises(DataError) as error:
-        medfact.custom_dataset(component="scifact")
+        tasks.custom_dataset(component="scifact")
     assert time.monotonic() - start < 2.0
     text = str(error.value)
     assert "hf://datasets/ncbi/MedFact-Bench@249028caf7ad5a3e63331269a606f4b2696693ed" in text
@@ -148,12 +203,12 @@ def test_unreachable_hub_is_detected_quickly(monkeypatch):
 
 def test_training_split_is_refused(tmp_path, small_rows):
     with pytest.raises(DataError, match="evaluation-only benchmark"):
-        medfact.custom_dataset(component="scifact", data_dir=str(data_dir_with(tmp_path, small_rows)), split="train")
+        tasks.custom_dataset(component="scifact", data_dir=str(data_dir_with(tmp_path, small_rows)), split="train")
 
 
 def test_custom_dataset_selects_one_component_and_ignores_model_args(tmp_path, small_rows):
     folder = str(data_dir_with(tmp_path, small_rows))
-    dataset = medfact.custom_dataset(
+    dataset = tasks.custom_dataset(
         component="healthver", data_dir=folder, pretrained="x", dtype="bfloat16", config_source="y.yaml", version=1.0
     )
     assert list(dataset) == ["test"]
@@ -163,28 +218,28 @@ def test_custom_dataset_selects_one_component_and_ignores_model_args(tmp_path, s
 
 def test_missing_component_says_which_tasks_can_run(demo_data_dir):
     with pytest.raises(DataError) as error:
-        medfact.custom_dataset(component="medaesqa", data_dir=str(demo_data_dir))
+        tasks.custom_dataset(component="medaesqa", data_dir=str(demo_data_dir))
     assert "holds: scifact 340, healthver 1823" in str(error.value)
     assert "--tasks medfact_bench_scifact,medfact_bench_healthver" in str(error.value)
 
 
 def test_demo_file_is_valid_and_labelled_from_its_sources(demo_data_dir, shared_data):
-    loaded = medfact.load(str(demo_data_dir))
+    loaded = loader.load(str(demo_data_dir))
     scifact = [r for r in loaded.rows if r["dataset"] == "scifact"]
     healthver = [r for r in loaded.rows if r["dataset"] == "healthver"]
     assert len(scifact) == 340 and len(healthver) == 1823
     # Med-V1-L3B's predictions as stand-in labels: 2->91, 1->51 SUPPORT; 0->125 NEI; -1->8, -2->65 CONTRADICT
-    assert {label: sum(r["label"] == label for r in scifact) for label in medfact.LABELS} == {
+    assert {label: sum(r["label"] == label for r in scifact) for label in constants.LABELS} == {
         "SUPPORT": 142,
         "NEI": 125,
         "CONTRADICT": 73,
     }
     # HealthVer test: Supports 671 / Refutes 425 / Neutral 727 (PROVENANCE.md)
-    assert {label: sum(r["label"] == label for r in healthver) for label in medfact.LABELS} == {
+    assert {label: sum(r["label"] == label for r in healthver) for label in constants.LABELS} == {
         "SUPPORT": 671,
         "NEI": 727,
         "CONTRADICT": 425,
     }
     import hashlib
 
-    assert hashlib.sha256(loaded.system_prompt.encode()).hexdigest() == medfact.SYSTEM_PROMPT_SHA256
+    assert hashlib.sha256(loaded.system_prompt.encode()).hexdigest() == constants.SYSTEM_PROMPT_SHA256

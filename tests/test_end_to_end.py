@@ -6,7 +6,7 @@ import sys
 import zipfile
 
 import pytest
-from lm_eval_tasks.utils.medfact_bench import protocol as medfact
+from lm_eval_tasks.utils.medfact_bench.loader import load
 
 from tests.conftest import REPO, logged_messages, read_results, read_samples, run_lm_eval
 
@@ -49,7 +49,7 @@ def test_smollm2_through_the_cli_then_the_report(smollm2_dir, demo_data_dir, tmp
         cwd=tmp_path,
     )
     results = read_results(out)["results"]
-    system_prompt = medfact.load(str(demo_data_dir)).system_prompt
+    system_prompt = load(str(demo_data_dir)).system_prompt
     for task in ("medfact_bench_scifact", "medfact_bench_healthver"):
         samples = read_samples(out, task)
         assert len(samples) == 3
@@ -99,7 +99,7 @@ def test_local_chat_completions_against_a_real_server(llama_server, demo_data_di
     )
     samples = read_samples(out, "medfact_bench_scifact")
     messages = logged_messages(samples[0])
-    assert messages[0] == {"role": "system", "content": medfact.load(str(demo_data_dir)).system_prompt}
+    assert messages[0] == {"role": "system", "content": load(str(demo_data_dir)).system_prompt}
     assert all(s["filtered_resps"][0].strip() for s in samples)  # the server answered with text
     report = report_cli(out, tmp_path / "report")["benchmarks"]["medfact_bench"]
     assert report["n_items"] == 2
@@ -135,7 +135,7 @@ def test_smoke_group_with_the_tiny_model(tiny_model_dir, demo_data_dir, tmp_path
     smoke_tasks = results["group_subtasks"]["medeval_smoke"]
     assert smoke_tasks and all(results["n-samples"][task]["effective"] == 2 for task in smoke_tasks)
     prompt = read_samples(out, "medfact_bench_scifact")[0]["arguments"]["gen_args_0"]["arg_0"]
-    system_prompt = medfact.load(str(demo_data_dir)).system_prompt
+    system_prompt = load(str(demo_data_dir)).system_prompt
     expected_start = (
         f"<|system|>\n{system_prompt}</s>\n<|user|>\nArticle:\n" if chat else f"{system_prompt}\n\nArticle:\n"
     )

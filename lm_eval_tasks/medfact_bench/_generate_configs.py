@@ -4,7 +4,7 @@ import sys
 from pathlib import Path
 
 import yaml
-from lm_eval_tasks.utils.medfact_bench.protocol import TASK_COMPONENTS
+from lm_eval_tasks.utils.medfact_bench.constants import TASK_COMPONENTS
 
 HERE = Path(__file__).parent
 

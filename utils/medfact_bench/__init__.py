@@ -1,13 +1,15 @@
 """MedFact-Bench (Med-V1 paper): claim verification over five components; see lm_eval_tasks/medfact_bench/README.md."""
 
 from ..benchmarks import Benchmark
-from . import demo_data, protocol
+from . import demo_data
+from .constants import BENCHMARK as NAME
+from .report_spec import REPORT_SPECS
 
 BENCHMARK = Benchmark(
-    name="medfact_bench",
+    name=NAME,
     title="MedFact-Bench",
-    data_folder=protocol.BENCHMARK,
-    report_specs=protocol.REPORT_SPECS,
+    data_folder=NAME,
+    report_specs=REPORT_SPECS,
     smoke_tasks=("medfact_bench_scifact", "medfact_bench_healthver"),
     build_demo_data=demo_data.build_demo_data,
 )

@@ -19,7 +19,10 @@ from pathlib import Path
 
 from .. import data as data_layer
 from ..files import write_jsonl
-from . import protocol as medfact
+from ..scoring import INVALID
+from .constants import LABELS, PUBLISHED_COUNTS
+from .parsing import score_to_label
+from .prompts import user_prompt
 
 HEALTHVER_LABELS = {"Supports": "SUPPORT", "Refutes": "CONTRADICT", "Neutral": "NEI"}
 MEDFACT_DEMO_FILE = "medfact_demo.jsonl"
@@ -32,8 +35,8 @@ def medfact_demo_rows(shared_data: Path) -> list[dict[str, str]]:
     system_prompt = data_layer.require_single_value(medv1, "system_prompt", medv1_file)
     rows = []
     for number, item in enumerate(medv1, start=1):
-        label = medfact.score_to_label(item["extracted_score"] if isinstance(item["extracted_score"], int) else None)
-        if label == medfact.INVALID:
+        label = score_to_label(item["extracted_score"])
+        if label == INVALID:
             raise data_layer.row_error(
                 medv1_file, number, "extracted_score", f"not a score: {item['extracted_score']!r}"
             )
@@ -55,7 +58,7 @@ def _row(component: str, claim: str, source: str, label: str, system_prompt: str
         "source": source,
         "label": label,
         "system_prompt": system_prompt,
-        "user_prompt": medfact.user_prompt(source, claim),
+        "user_prompt": user_prompt(source, claim),
     }
 
 
@@ -71,7 +74,7 @@ def synthetic_medfact_rows(
     Text is real (the SciFact claim/article pairs, reused in turn) but labels are assigned in
     turn, SUPPORT/NEI/CONTRADICT, or in blocks matching ``label_totals``: never score these.
     """
-    counts = counts or medfact.COMPONENT_COUNTS
+    counts = counts or PUBLISHED_COUNTS
     pairs = [row for row in medfact_demo_rows(Path(shared_data)) if row["dataset"] == "scifact"]
     total = sum(counts.values())
     if label_totals:
@@ -79,7 +82,7 @@ def synthetic_medfact_rows(
             raise ValueError(f"label totals {label_totals} do not add up to {total} rows")
         labels = [label for label, n in label_totals.items() for _ in range(n)]
     else:
-        labels = [medfact.LABELS[i % len(medfact.LABELS)] for i in range(total)]
+        labels = [LABELS[i % len(LABELS)] for i in range(total)]
     rows = []
     for component, n in counts.items():
         for _ in range(n):

@@ -1,0 +1,76 @@
+"""What the report needs from MedFact-Bench: a logged sample re-scored by the tasks' own scoring function."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from ..scoring import BenchmarkSpec, Headline, ScoredItem, Stratum, logged_reply, scored_item
+from .constants import BENCHMARK, LABELS, MAX_NEW_TOKENS, PUBLISHED_COUNTS, PUBLISHED_NUMBERS
+from .parsing import score_reply
+
+
+def score_sample(task: str, sample: Mapping[str, Any]) -> ScoredItem:
+    """A logged lm-eval sample re-scored from its raw reply (a reply that is not text is a TypeError)."""
+    reply = logged_reply(sample)
+    if not isinstance(reply, str):
+        raise TypeError(f"the logged reply is {type(reply).__name__}, not text")
+    scored = score_reply(reply)
+    doc = sample["doc"]
+    return scored_item(
+        task, sample, component=doc["dataset"], gold=doc["label"], pred=scored.label, extras=scored.rates()
+    )
+
+
+def _logged_generation_kwargs(sample: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """The generation settings of a logged request: ``arguments`` is ``{"gen_args_0": {"arg_0": prompt, "arg_1":
+    settings}}`` in a samples file, ``[(prompt, settings)]`` in lm-eval's in-memory results."""
+    arguments = sample.get("arguments")
+    try:
+        settings = arguments["gen_args_0"]["arg_1"] if isinstance(arguments, Mapping) else arguments[0][1]
+    except (KeyError, IndexError, TypeError):
+        return None
+    return settings if isinstance(settings, Mapping) else None
+
+
+def generation_settings(sample: Mapping[str, Any]) -> dict[str, Any]:
+    """The score-moving generation settings of a logged sample, and whether they are the paper's.
+
+    The paper generates greedily to end of sequence or 1,024 tokens; a stop string (e.g. a CLI
+    ``--gen_kwargs until=...``) cuts the reply before it is scored.
+    """
+    settings = _logged_generation_kwargs(sample)
+    if settings is None:
+        return {"generation": "not logged"}
+    until = settings.get("until")
+    stop_strings = [until] if isinstance(until, str) else until
+    max_gen_toks, do_sample = settings.get("max_gen_toks"), settings.get("do_sample")
+    return {
+        "stop_strings": stop_strings,
+        "max_gen_toks": max_gen_toks,
+        "do_sample": do_sample,
+        "paper_generation": stop_strings == [] and max_gen_toks == MAX_NEW_TOKENS and do_sample is False,
+    }
+
+
+REPORT_SPECS = (
+    BenchmarkSpec(
+        name=BENCHMARK,
+        title="MedFact-Bench",
+        task_prefix=BENCHMARK,
+        score_sample=score_sample,
+        expected_counts=PUBLISHED_COUNTS,
+        labels=LABELS,
+        stratify_by=Stratum.COMPONENT,
+        headline=Headline.ACCURACY_MACRO,
+        reference=PUBLISHED_NUMBERS,
+        notes=(
+            "accuracy_macro is the paper's primary metric: the unweighted mean of the five component accuracies.",
+            "INVALID (no valid <score>...</score>) is counted wrong and kept in every denominator.",
+            "The whole reply is scored; paper_generation in the run section is false when the logged requests had a "
+            "stop string, another token budget or sampling (a stop at </score> makes every reply INVALID: backends "
+            "strip the stop string and the closing tag is required).",
+        ),
+        settings_of=generation_settings,
+    ),
+)
