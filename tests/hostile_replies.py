@@ -1,13 +1,22 @@
 """Hostile reply shapes: the ones that made earlier parsers quadratic or crash (tests and examples/parse_timing.py)."""
 
-# Each built to about ``size`` characters.
+
+def pad(prefix: str, filler: str, suffix: str, size: int) -> str:
+    """``prefix + filler * k + suffix`` of about ``size`` characters."""
+    return prefix + filler * max(1, (size - len(prefix) - len(suffix)) // len(filler)) + suffix
+
+
 SHAPES = {
-    "think tags": lambda size: "<think>" * (size // 7),
-    "open braces": lambda size: "{" * size,
-    "nested json": lambda size: '{"a":' * (size // 5),
-    "digits": lambda size: "<score>" + "9" * size + "</score>",
-    "spaces after a score": lambda size: "<think>x</think><score>1</score>" + " " * size,
-    "list markers": lambda size: "- " + " " * size,
-    "answer words": lambda size: "the answer is " * (size // 14),
-    "letters and punctuation": lambda size: "A) B. (C) D: " * (size // 13),
+    "think tags": lambda size: pad("", "<think>", "", size),
+    "<think>, then spaces": lambda size: pad("<think>", " ", "", size),
+    "open braces": lambda size: pad("", "{", "", size),
+    "nested json": lambda size: pad("", '{"a":', "", size),
+    "score block, then spaces": lambda size: pad("<think>t</think><score>1</score>", " ", ".", size),
+    "open score block, then spaces": lambda size: pad("<think>t</think><score>1", " ", ".", size),
+    "many <score> tags": lambda size: pad("", "<score>", "", size),
+    "score of many digits": lambda size: pad("<think>t</think><score>", "0", "1</score>", size),
+    "many think/score pairs": lambda size: pad("", "<think>t</think><score>1</score>", "", size),
+    "list markers": lambda size: pad("- ", " ", "", size),
+    "answer words": lambda size: pad("", "the answer is ", "", size),
+    "letters and punctuation": lambda size: pad("", "A) B. (C) D: ", "", size),
 }
