@@ -1,8 +1,10 @@
 """FActBench data: the paper's prompts, the fixed article sample, the BioASQ loader, source errors."""
 
+import codecs
 import hashlib
 import json
 import random
+import re
 import time
 
 import pytest
@@ -173,3 +175,113 @@ def test_hub_route_reads_the_pinned_folder(monkeypatch):
     # a HubDataset without data_dir calls the hub exactly as before the field existed
     data_layer.load_hub_rows(data_layer.HubDataset("org/set", "c0ffee", config="cfg"), "x", "layout")
     assert calls[-1] == ("org/set", "cfg", "c0ffee", "train", {})
+
+
+# ----------------------------------------------------------------------------- hostile files
+
+
+def write_bytes(path, content: bytes):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(content)
+    return path
+
+
+def jsonl_bytes(rows):
+    return "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows).encode("utf-8")
+
+
+ARTICLES = [{"id": f"a{i}", "article": f"Article {i}.", "abstract": f"Abstract {i}."} for i in range(3)]
+
+
+@pytest.mark.parametrize(
+    "name, content",
+    [
+        ("pubmed_summ.jsonl", codecs.BOM_UTF8 + jsonl_bytes(ARTICLES)),
+        ("pubmed_summ.json", codecs.BOM_UTF8 + json.dumps(ARTICLES).encode("utf-8")),
+        (
+            "pubmed_summ.csv",
+            codecs.BOM_UTF8 + b"id,article,abstract\na0,Article 0.,Abstract 0.\na1,Article 1.,Abstract 1.\n"
+            b"a2,Article 2.,Abstract 2.\n",
+        ),
+    ],
+)
+def test_a_byte_order_mark_is_not_part_of_the_first_column(tmp_path, name, content):
+    write_bytes(tmp_path / "factbench" / name, content)
+    docs = loader.load("summ", str(tmp_path))
+    assert sorted(d["id"] for d in docs) == ["a0", "a1", "a2"] and docs[0]["document"].startswith("Article ")
+
+
+@pytest.mark.parametrize(
+    "name, content, where",
+    [
+        ("pubmed_summ.jsonl", jsonl_bytes(ARTICLES[:1]) + b'{"article": "Caf\xe9", "abstract": "x"}\n', "line 2"),
+        ("pubmed_summ.csv", b"article,abstract\nA.,B.\nCaf\xe9,x\n", "line 3"),
+        (
+            "pubmed_summ.json",
+            b'[{"article": "A.", "abstract": "B."},\n {"article": "Caf\xe9", "abstract": "x"}]',
+            "line 2",
+        ),
+        ("bioasq/training.json", b'{"questions": [\n{"id": "q1", "type": "summary", "body": "Caf\xe9?"}]}', "line 2"),
+    ],
+)
+def test_a_byte_that_is_not_utf8_is_named_with_its_line(tmp_path, name, content, where):
+    write_bytes(tmp_path / "factbench" / name, content)
+    task = "rag" if name.startswith("bioasq") else "summ"
+    with pytest.raises(DataError, match=f"{re.escape(name.split('/')[-1])}, {where}: not UTF-8"):
+        loader.load(task, str(tmp_path))
+
+
+@pytest.mark.parametrize(
+    "name, content",
+    [
+        ("pubmed_summ.jsonl", jsonl_bytes([*ARTICLES, {**ARTICLES[1], "article": "Another article."}])),
+        ("pubmed_summ.csv", b"id,article,abstract\na0,A.,B.\na1,C.,D.\na0,E.,F.\n"),
+    ],
+)
+def test_a_duplicate_article_id_names_both_rows(tmp_path, name, content):
+    write_bytes(tmp_path / "factbench" / name, content)
+    duplicate = "a1" if name.endswith("jsonl") else "a0"
+    first, second = (2, 4) if name.endswith("jsonl") else (1, 3)
+    with pytest.raises(
+        DataError, match=rf"{name}, row {second}, field 'id': '{duplicate}' is also the id of row {first}"
+    ):
+        loader.load("summ", str(tmp_path))
+
+
+def test_an_article_id_of_the_wrong_type_is_named(tmp_path):
+    write_bytes(tmp_path / "factbench" / "pubmed_summ.jsonl", jsonl_bytes([ARTICLES[0], {**ARTICLES[1], "id": [1]}]))
+    with pytest.raises(DataError, match=r"pubmed_summ.jsonl, row 2, field 'id': expected a string or an integer"):
+        loader.load("summ", str(tmp_path))
+
+
+def test_bioasq_bom_is_read(tmp_path):
+    path = write_bytes(tmp_path / "training.json", codecs.BOM_UTF8 + json.dumps({"questions": [SUMMARY]}).encode())
+    assert [d["id"] for d in loader.load("rag", bioasq_path=str(path))] == ["q1"]
+
+
+@pytest.mark.parametrize(
+    "questions, message",
+    [
+        # a list where the official format has a string: was "TypeError: unhashable type: 'list'"
+        ([{**SUMMARY, "type": ["summary"]}], r"training.json, row 1, field 'type': expected a string, got list"),
+        ([{**SUMMARY, "type": None}], r"training.json, row 1, field 'type': expected a string, got NoneType"),
+        ([{**SUMMARY, "id": 7}], r"training.json, row 1, field 'id': expected a string, got int"),
+        ([{**SUMMARY, "ideal_answer": {"text": "x"}}], r"row 1, field 'ideal_answer': expected a string, got dict"),
+        ([{**SUMMARY, "ideal_answer": ["", 3]}], r"row 1, field 'ideal_answer\[2\]': expected a string, got int"),
+        # the same id twice in one file: both rows are named (it was silently dropped)
+        (
+            [SUMMARY, {"id": "q2", "type": "yesno", "body": "?"}, SUMMARY],
+            r"row 3, field 'id': 'q1' is also the id of row 1",
+        ),
+    ],
+)
+def test_bad_bioasq_fields_are_named(tmp_path, questions, message):
+    path = bioasq_file(tmp_path, questions)
+    with pytest.raises(DataError, match=message):
+        loader.load("rag", bioasq_path=str(path))
+
+
+def test_a_bioasq_key_given_twice_is_refused(tmp_path):
+    path = write_bytes(tmp_path / "training.json", b'{"questions": [{"id": "q1", "id": "q2", "type": "summary"}]}')
+    with pytest.raises(DataError, match=r"training.json: key 'id' appears twice"):
+        loader.load("rag", bioasq_path=str(path))

@@ -9,7 +9,7 @@ from lm_eval_tasks.utils.factbench import factcheck_prompts, scores, tables
 from lm_eval_tasks.utils.factbench.nli import NliResult
 from lm_eval_tasks.utils.factbench.passage_store import Passage
 from lm_eval_tasks.utils.factbench.pipeline import FactChecker, split_sentences
-from lm_eval_tasks.utils.factbench.records import CheckResult, Generation, NliVerdict
+from lm_eval_tasks.utils.factbench.records import CheckResult, Generation, NliVerdict, read_check_folder
 from lm_eval_tasks.utils.openai_client import ChatCache, ChatClient, ChatEndpoint, ChatResult
 
 from tests.fake_openai import FakeChatServer
@@ -382,6 +382,80 @@ def test_bad_human_scores_name_the_row(tmp_path):
     bad.write_text("task,doc_id,score\nrag,0,40\nmedqa,1,3\n", encoding="utf-8")
     with pytest.raises(DataError, match=r"h.csv, row 2, field 'task'"):
         scores.read_human_scores(bad)
+    bad.write_text("task,doc_id,score\nrag,0,40\nrag,1,50\nfactbench_rag,0,45\n", encoding="utf-8")
+    with pytest.raises(DataError, match=r"h.csv, row 3, field 'doc_id': rag doc 0 was already scored in row 1"):
+        scores.read_human_scores(bad)
+    bad.write_text("task,doc_id,score\nrag,0,nan\n", encoding="utf-8")
+    with pytest.raises(DataError, match=r"h.csv, row 1, field 'score': not a finite number"):
+        scores.read_human_scores(bad)
+
+
+def test_the_saved_folder_reads_back_as_written(checked, tmp_path):
+    result, *_ = checked
+    tables.write_outputs(result, tmp_path / "fc")
+    again, run = read_check_folder(tmp_path / "fc")
+    assert again.facts == result.facts and again.generations == result.generations and run == {}
+    # facts.jsonl keeps its schema: the keys of a re-checked fact and of both kinds of verdict
+    saved = [json.loads(line) for line in (tmp_path / "fc" / "facts.jsonl").read_text().splitlines()]
+    f4 = saved[3]
+    assert list(f4) == [
+        "task",
+        "doc_id",
+        "sentence_index",
+        "fact_index",
+        "sentence",
+        "fact",
+        "origin",
+        "cot",
+        "nli",
+        "passages",
+    ]
+    assert list(f4["cot"]["intrinsic"]) == ["supported", "reply", "error", "cached"]
+    assert list(f4["nli"]["extrinsic"]) == [
+        "label",
+        "supported",
+        "probabilities",
+        "window",
+        "n_windows",
+        "passage",
+        "cached",
+    ]
+    assert (f4["fact"], f4["nli"]["extrinsic"]["passage"], f4["passages"]) == ("f4", 0, ["f4#0"])
+    assert "passages" not in saved[0] and saved[0]["nli"]["intrinsic"]["passage"] is None
+
+
+@pytest.mark.parametrize(
+    "edit, message",
+    [
+        (lambda row: row.update(doc_id="0"), r"facts.jsonl, line 2, field 'doc_id': expected int, got '0'"),
+        (
+            lambda row: row["cot"]["intrinsic"].update(supported="yes"),
+            r"line 2, field 'cot', field 'intrinsic', "
+            r"field 'supported': expected bool",
+        ),
+        (lambda row: row["nli"].update(later={}), r"line 2, field 'nli': unknown setting\(s\) later"),
+        (lambda row: row.update(doc_id=99), r"facts.jsonl, line 2: a fact of rag doc 99, which generations.jsonl"),
+    ],
+)
+def test_a_damaged_saved_folder_is_named(checked, tmp_path, edit, message):
+    result, *_ = checked
+    tables.write_outputs(result, tmp_path / "fc")
+    path = tmp_path / "fc" / "facts.jsonl"
+    rows = [json.loads(line) for line in path.read_text().splitlines()]
+    edit(rows[1])
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+    with pytest.raises(DataError, match=message):
+        tables.rescore(tmp_path / "fc")
+
+
+def test_a_generation_saved_twice_is_named(checked, tmp_path):
+    result, *_ = checked
+    tables.write_outputs(result, tmp_path / "fc")
+    path = tmp_path / "fc" / "generations.jsonl"
+    lines = path.read_text().splitlines()
+    path.write_text("\n".join([*lines, lines[0]]) + "\n", encoding="utf-8")
+    with pytest.raises(DataError, match=r"generations.jsonl, line 6: rag doc 0 was already saved on line 1"):
+        read_check_folder(tmp_path / "fc")
 
 
 # ----------------------------------------------------------------------------- the real client: cache
