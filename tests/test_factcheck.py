@@ -448,6 +448,17 @@ def test_a_damaged_saved_folder_is_named(checked, tmp_path, edit, message):
         tables.rescore(tmp_path / "fc")
 
 
+def test_a_check_without_its_configuration_is_named(checked, tmp_path):
+    result, *_ = checked
+    tables.write_outputs(result, tmp_path / "fc")
+    path = tmp_path / "fc" / "check.json"
+    check = json.loads(path.read_text())
+    del check["config"]["nli"]
+    path.write_text(json.dumps(check), encoding="utf-8")
+    with pytest.raises(DataError, match=r"check.json, field 'config', field 'nli': missing"):
+        read_check_folder(tmp_path / "fc")
+
+
 def test_a_generation_saved_twice_is_named(checked, tmp_path):
     result, *_ = checked
     tables.write_outputs(result, tmp_path / "fc")

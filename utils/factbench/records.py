@@ -354,10 +354,13 @@ def read_check_folder(folder: str | Path) -> tuple[CheckResult, dict[str, Any]]:
                 f"{folder / FACTS_FILE}, line {number}: a fact of {fact.task} doc {fact.doc_id}, which "
                 f"{GENERATIONS_FILE} does not hold"
             )
+    config = check.child("config")
+    for part in ("decomposer", "cot", "nli", "passage_store"):  # what each technique ran with, or why it did not
+        config.get(part, dict)
     result = CheckResult(
         [g for _, g in generations],
         [f for _, f in facts],
-        check.get("config", dict),
+        config.row,
         check.get("timing", dict),
         check.get("calls", dict),
     )
