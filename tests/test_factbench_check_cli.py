@@ -8,8 +8,8 @@ import pytest
 from lm_eval import simple_evaluate
 from lm_eval.loggers import EvaluationTracker
 from lm_eval.tasks import TaskManager
-from lm_eval_tasks.utils.factbench import factcheck
 from lm_eval_tasks.utils.factbench.demo_data import FACTBENCH_PASSAGES
+from lm_eval_tasks.utils.factbench.pipeline import split_sentences
 
 from lm_eval_tasks import tasks_dir
 from tests.fake_openai import FakeChatServer
@@ -22,9 +22,9 @@ GEN_REPLY = "I am not sure. Regular coffee cures every cancer."
 def scripted_reply(prompt):
     """Summaries and RAG answers copy the first sentence of their article or context; open answers invent."""
     if "CONTEXT: " in prompt:
-        return factcheck.split_sentences(prompt.split("CONTEXT: ", 1)[1])[0]
+        return split_sentences(prompt.split("CONTEXT: ", 1)[1])[0]
     if "Scientific Article: " in prompt:
-        return factcheck.split_sentences(prompt.split("Scientific Article: ", 1)[1])[0]
+        return split_sentences(prompt.split("Scientific Article: ", 1)[1])[0]
     return GEN_REPLY
 
 

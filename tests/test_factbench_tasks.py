@@ -5,7 +5,7 @@ import json
 import pytest
 from lm_eval import simple_evaluate
 from lm_eval.tasks import TaskManager
-from lm_eval_tasks.utils.factbench import protocol as factbench
+from lm_eval_tasks.utils.factbench import constants, loader, prompts
 
 from lm_eval_tasks import tasks_dir
 from tests.scripted_lm import ScriptedLM
@@ -26,9 +26,7 @@ def test_tasks_and_group_are_registered():
 def test_prompts_budgets_and_metrics(demo_data_dir, chat):
     lm = ScriptedLM(reply=lambda prompt: "Aspirin helps.\n\nIt is cheap." if "QUESTION" in prompt else "")
     out = evaluate(lm, demo_data_dir, ["factbench"], limit=2, apply_chat_template=chat)
-    expected = [
-        factbench.prompt(doc) for task in factbench.TASKS for doc in factbench.load(task, str(demo_data_dir))[:2]
-    ]
+    expected = [prompts.prompt(doc) for task in constants.TASKS for doc in loader.load(task, str(demo_data_dir))[:2]]
     seen = [json.loads(p) if chat else p for p in lm.prompts]
     if chat:
         assert sorted(m[0]["content"] for m in seen) == sorted(expected) and all(

@@ -83,3 +83,19 @@ def test_index_command(corpus, tmp_path):
     )
     assert "from 1000 documents" in out.stdout
     assert PassageStore(tmp_path / "s.sqlite").record()["passage_words"] == 200
+
+
+def test_a_document_id_given_twice_names_both_places(tmp_path):
+    first = tmp_path / "a.jsonl"
+    first.write_text('{"id": "d1", "text": "one"}\n{"id": "d2", "text": "two"}\n', encoding="utf-8")
+    second = tmp_path / "b.jsonl"
+    second.write_text('\n{"id": "d2", "text": "again"}\n', encoding="utf-8")
+    with pytest.raises(
+        DataError, match=r"b.jsonl, row 2, field 'id': document id 'd2' is also the id at .*a.jsonl, row 2"
+    ):
+        PassageStore.build([first, second], tmp_path / "s.sqlite")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.jsonl", "b.jsonl"]  # nothing half-written
+    wrong = tmp_path / "c.jsonl"
+    wrong.write_text('{"id": ["d3"], "text": "three"}\n', encoding="utf-8")
+    with pytest.raises(DataError, match=r"c.jsonl, row 1, field 'id': expected a string or an integer"):
+        PassageStore.build([wrong], tmp_path / "s.sqlite")

@@ -4,7 +4,7 @@ import sys
 from pathlib import Path
 
 import yaml
-from lm_eval_tasks.utils.factbench.protocol import MAX_GEN_TOKS, TASK_NAMES, TASK_TITLES
+from lm_eval_tasks.utils.factbench.constants import MAX_GEN_TOKS, TASK_NAMES, TASK_TITLES
 
 HERE = Path(__file__).parent
 

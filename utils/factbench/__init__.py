@@ -1,12 +1,20 @@
-"""FActBench: fact-checking model-written medical text; see lm_eval_tasks/factbench/README.md."""
+"""FActBench: fact-checking model-written medical text; see lm_eval_tasks/factbench/README.md.
+
+Modules: :mod:`.constants`, :mod:`.prompts`, :mod:`.parsing`, :mod:`.loader`, :mod:`.tasks` (lm-eval
+hooks), :mod:`.report_spec`; the fact-checker: :mod:`.records`, :mod:`.factcheck_prompts`,
+:mod:`.pipeline`, :mod:`.nli`, :mod:`.passage_store`, :mod:`.scores`, :mod:`.tables`; :mod:`.commands`,
+:mod:`.demo_data`.
+"""
 
 from ..benchmarks import Benchmark
-from . import commands, demo_data, protocol
+from . import commands, constants, demo_data
+from .report_spec import REPORT_SPECS
 
 BENCHMARK = Benchmark(
     name="factbench",
     title="FActBench",
-    data_folder=protocol.BENCHMARK,
+    data_folder=constants.BENCHMARK,
+    report_specs=REPORT_SPECS,
     register_commands=commands.register,
     smoke_tasks=("factbench_summ", "factbench_rag"),
     build_demo_data=demo_data.build_demo_data,

@@ -39,16 +39,17 @@ def _print_factcheck(report: dict, files: list) -> None:
 
 
 def _factbench_check(args: argparse.Namespace) -> int:
-    from lm_eval_tasks.utils.factbench import factcheck
+    from lm_eval_tasks.utils.factbench.pipeline import FactChecker, generations_from_run
+    from lm_eval_tasks.utils.factbench.records import CHECK_FOLDER
+    from lm_eval_tasks.utils.factbench.scores import read_human_scores
+    from lm_eval_tasks.utils.factbench.tables import write_outputs
     from lm_eval_tasks.utils.files import cache_dir
     from lm_eval_tasks.utils.openai_client import ChatCache, ChatClient, parse_endpoint_spec
 
     judge_endpoint = parse_endpoint_spec(args.judge, "--judge")
     decomposer_endpoint = parse_endpoint_spec(args.decomposer, "--decomposer") if args.decomposer else judge_endpoint
-    generations, run = factcheck.generations_from_run(
-        args.path, args.tasks.split(",") if args.tasks else None, args.limit
-    )
-    human = factcheck.read_human_scores(args.human) if args.human else None
+    generations, run = generations_from_run(args.path, args.tasks.split(",") if args.tasks else None, args.limit)
+    human = read_human_scores(args.human) if args.human else None
     cache = ChatCache(args.cache or cache_dir() / "factbench_calls.sqlite")
     judge = ChatClient(judge_endpoint, cache, concurrency=args.concurrency)
     # Its own client even on the judge's endpoint, so that calls are counted per role.
@@ -79,7 +80,7 @@ def _factbench_check(args: argparse.Namespace) -> int:
         from lm_eval_tasks.utils.factbench.passage_store import PassageStore
 
         store = PassageStore(args.passages)
-    checker = factcheck.FactChecker(
+    checker = FactChecker(
         decomposer,
         judge,
         nli,
@@ -89,17 +90,18 @@ def _factbench_check(args: argparse.Namespace) -> int:
         progress=lambda message: print(message, file=sys.stderr, flush=True),
     )
     result = checker.check(generations)
-    out = Path(args.out) if args.out else Path(run["results_file"]).parent / "factcheck"
-    report, files = factcheck.write_outputs(result, out, human, run)
+    out = Path(args.out) if args.out else Path(run["results_file"]).parent / CHECK_FOLDER
+    report, files = write_outputs(result, out, human, run)
     _print_factcheck(report, files)
     return 0
 
 
 def _factbench_table(args: argparse.Namespace) -> int:
-    from lm_eval_tasks.utils.factbench import factcheck
+    from lm_eval_tasks.utils.factbench.scores import read_human_scores
+    from lm_eval_tasks.utils.factbench.tables import rescore
 
-    human = factcheck.read_human_scores(args.human) if args.human else None
-    report, files = factcheck.rescore(args.folder, human, args.out)
+    human = read_human_scores(args.human) if args.human else None
+    report, files = rescore(args.folder, human, args.out)
     _print_factcheck(report, files)
     return 0
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from .. import data as data_layer
 from ..files import write_file_atomically, write_jsonl
-from . import protocol as factbench
+from .constants import BIOASQ_DIR, LAYSUMM, SOURCES, SUMM
 
 # PubMedQA items (in file order) per FActBench fixture: summ, laysumm, BioASQ summary, BioASQ yes/no.
 FACTBENCH_DEMO_COUNTS = {"summ": 30, "laysumm": 30, "bioasq_summary": 30, "bioasq_yesno": 10}
@@ -40,7 +40,7 @@ def build_demo_data(shared_data: str | os.PathLike, out_dir: str | os.PathLike) 
     summ, rest = items[: counts["summ"]], items[counts["summ"] :]
     laysumm, rest = rest[: counts["laysumm"]], rest[counts["laysumm"] :]
     questions = rest[: counts["bioasq_summary"] + counts["bioasq_yesno"]]
-    summ_file = out_dir / f"{factbench.SOURCES[factbench.SUMM].local_stem}.jsonl"
+    summ_file = out_dir / f"{SOURCES[SUMM].local_stem}.jsonl"
     write_jsonl(
         [
             {"id": f"pubmedqa-{pmid}", "article": _abstract(item), "abstract": item["LONG_ANSWER"]}
@@ -48,7 +48,7 @@ def build_demo_data(shared_data: str | os.PathLike, out_dir: str | os.PathLike) 
         ],
         summ_file,
     )
-    lay_file = out_dir / f"{factbench.SOURCES[factbench.LAYSUMM].local_stem}.jsonl"
+    lay_file = out_dir / f"{SOURCES[LAYSUMM].local_stem}.jsonl"
     write_jsonl(
         [
             {
@@ -80,7 +80,7 @@ def build_demo_data(shared_data: str | os.PathLike, out_dir: str | os.PathLike) 
             question.update(type="yesno", exact_answer=item["final_decision"])
         bioasq.append(question)
     write_file_atomically(
-        out_dir / factbench.BIOASQ_DIR / "bioasq_demo.json",
+        out_dir / BIOASQ_DIR / "bioasq_demo.json",
         json.dumps({"questions": bioasq}, ensure_ascii=False, indent=1).encode("utf-8"),
     )
     write_jsonl(

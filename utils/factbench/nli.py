@@ -4,7 +4,9 @@
   reference code swapped them; a fact cannot entail a whole article, so we do not).
 - Long documents: the premise is cut into overlapping token windows (``max_length`` tokens per
   premise+hypothesis pair, ``stride`` tokens of overlap) by the tokenizer itself; every window is
-  classified and the window with the highest entailment probability is kept. Its argmax label is
+  classified and the window with the highest entailment probability is kept. (The reference code
+  truncates instead: its NLI sees only the first 1,024 tokens of a document; README, "Differences
+  from the authors' code".) Its argmax label is
   the verdict: supported iff that label is the entailment label.
 - Labels are read from ``config.id2label`` (never assumed): the entailment label is the one whose
   name starts with "entail", contradiction "contradict"; anything else (neutral, not_entailment)
@@ -23,6 +25,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from ..models import tokenizer_limit
 from ..openai_client import ChatCache
 
 DEFAULT_MODEL = "tasksource/deberta-base-long-nli"
@@ -99,11 +102,8 @@ class NliVerifier:
         self.model = model
         self.name = name
         self.labels = label_names(model.config.id2label)
-        model_limit = getattr(tokenizer, "model_max_length", None)
-        # Tokenizers without a real limit report a huge sentinel (about 1e30).
-        self.max_length = (
-            min(max_length, model_limit) if isinstance(model_limit, int) and model_limit < 1_000_000 else max_length
-        )
+        model_limit = tokenizer_limit(tokenizer)
+        self.max_length = min(max_length, model_limit) if model_limit is not None else max_length
         if not 0 <= stride < self.max_length // 2:
             raise ValueError(f"stride {stride} must be below half of max_length {self.max_length}")
         self.stride = stride

@@ -61,7 +61,8 @@ def match_query(text: str) -> str | None:
 
 def _documents(
     path: Path, text_field: str, title_field: str | None, id_field: str | None
-) -> Iterator[tuple[str, str, str]]:
+) -> Iterator[tuple[int, str, str, str]]:
+    """``(line, document id, title, text)`` per line of a JSONL corpus, validated."""
     for number, row in iter_jsonl(path):
         text = row.get(text_field)
         if not isinstance(text, str) or not text.strip():
@@ -70,7 +71,17 @@ def _documents(
         if title is not None and not isinstance(title, str):
             raise row_error(path, number, title_field, f"expected a string, got {type(title).__name__}")
         doc_id = row.get(id_field) if id_field else None
-        yield (str(doc_id) if doc_id is not None else f"{path.name}:{number}"), title or "", text
+        if doc_id is not None and (isinstance(doc_id, bool) or not isinstance(doc_id, (str, int))):
+            raise row_error(path, number, id_field, f"expected a string or an integer, got {doc_id!r}")
+        yield number, (str(doc_id) if doc_id is not None else f"{path.name}:{number}"), title or "", text
+
+
+def _claim_id(db: sqlite3.Connection, doc_id: str, path: Path, line: int, id_field: str | None) -> None:
+    try:
+        db.execute("INSERT INTO documents VALUES (?, ?)", (doc_id, f"{path}, row {line}"))
+    except sqlite3.IntegrityError:
+        (first,) = db.execute("SELECT place FROM documents WHERE id = ?", (doc_id,)).fetchone()
+        raise row_error(path, line, id_field, f"document id {doc_id!r} is also the id at {first}") from None
 
 
 def _sha256(path: Path) -> str:
@@ -122,16 +133,19 @@ class PassageStore:
         out.parent.mkdir(parents=True, exist_ok=True)
         handle, temp = tempfile.mkstemp(prefix=f".{out.name}.", dir=out.parent)
         os.close(handle)
+        db = sqlite3.connect(temp)
         try:
-            db = sqlite3.connect(temp)
             db.execute("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
             db.execute(
                 "CREATE VIRTUAL TABLE passages USING fts5(title, text, pid UNINDEXED, tokenize='porter unicode61')"
             )
+            # Where each document id was first seen: two documents with one id would share passage ids.
+            db.execute("CREATE TABLE documents (id TEXT PRIMARY KEY, place TEXT NOT NULL)")
             n_documents = n_passages = 0
             pending: list[tuple[str, str, str]] = []
             for path in paths:
-                for doc_id, title, text in _documents(path, text_field, title_field, id_field):
+                for line, doc_id, title, text in _documents(path, text_field, title_field, id_field):
+                    _claim_id(db, doc_id, path, line, id_field)
                     n_documents += 1
                     for number, passage in enumerate(passages_of(text, passage_words)):
                         pending.append((title, passage, f"{doc_id}#{number}"))
@@ -169,6 +183,7 @@ class PassageStore:
             db.close()
             os.replace(temp, out)
         except BaseException:
+            db.close()  # rolls back, so that SQLite leaves no journal beside the removed file
             Path(temp).unlink(missing_ok=True)
             raise
         return cls(out)
