@@ -20,6 +20,7 @@ def _report_target(results: Path, out: str | None, each: bool) -> Path | None:
 def _report(args: argparse.Namespace) -> int:
     from lm_eval_tasks.utils.report import write_report
     from lm_eval_tasks.utils.runs import find_all_results
+    from lm_eval_tasks.utils.scoring import Headline
     from lm_eval_tasks.utils.stats import format_estimate
 
     runs = find_all_results(args.path) if args.each else [args.path]
@@ -28,6 +29,9 @@ def _report(args: argparse.Namespace) -> int:
         for path in files:
             print(path)
         for name, bench in report["benchmarks"].items():
+            if bench["headline_metric"] == Headline.NONE.value:
+                print(f"{name}: {bench['n_items']} items; its scores are in report.md (no accuracy headline)")
+                continue
             print(
                 f"{name}: {bench['headline_metric']} {format_estimate(bench[bench['headline_metric']], digits=4)} "
                 f"over {bench['n_items']} items"

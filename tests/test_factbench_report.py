@@ -1,6 +1,7 @@
 """FActBench in the shared report: a run on the demo fixtures, its generations as items, its saved fact-check."""
 
 import json
+import shutil
 
 import pytest
 from lm_eval_tasks.utils import report as report_mod
@@ -156,6 +157,24 @@ def test_a_fact_check_of_another_run_is_not_mixed_in(run_dir, tmp_path, monkeypa
     assert section["status"] == "other run" and "gen doc 0 (doc_hash 'another doc')" in section["reason"]
 
 
+def test_the_report_ends_its_factbench_section_with_the_fact_check(run_dir, tmp_path, monkeypatch):
+    from lm_eval_tasks.__main__ import main as cli
+
+    folder, _ = run_dir
+    monkeypatch.delenv(report_spec.CHECK_DIR_ENV, raising=False)
+    saved = check(folder, folder / "factcheck")
+    report = report_mod.build(load_run(folder))[0]
+    bench = report["benchmarks"]["factbench"]
+    assert bench["headline_metric"] == "none" and bench["paper_comparable"]["value"] is None
+    assert bench["extra"]["status"] == "ok" and bench["extra"]["table"] == saved["table"]
+    assert cli(["report", str(folder), "--out", str(tmp_path / "rep")]) == 0
+    markdown = (tmp_path / "rep" / "report.md").read_text(encoding="utf-8")
+    section = markdown.split("## FActBench (`factbench`)", 1)[1]
+    assert "- no accuracy is the paper's number" in section and "### Fact-check (" in section
+    assert "| Grounding document | 100.0 [100.0, 100.0] | unavailable" in section
+    assert json.loads((tmp_path / "rep" / "report.json").read_text())["benchmarks"]["factbench"]["extra"]["table"]
+
+
 # ----------------------------------------------------------------------------- the paper's numbers
 
 
@@ -210,3 +229,15 @@ def test_the_grounding_only_block_is_no_target():
             assert unvot <= min(cot, nli)
     for row in constants.PUBLISHED_NUMBERS["table3"].values():
         assert row["unvot_extrinsic"] <= min(row["cot_extrinsic"], row["nli_extrinsic"])
+
+
+def test_the_scorecard_and_the_leaderboard_take_a_factbench_run(run_dir, tmp_path):
+    from lm_eval_tasks.utils.leaderboard import build_leaderboard
+    from lm_eval_tasks.utils.scorecard import render_html
+
+    folder, _ = run_dir
+    page = render_html(report_mod.build(load_run(folder))[0])
+    assert "FActBench" in page and 'data-benchmark="factbench"' in page
+    twin = shutil.copytree(folder, tmp_path / "twin" / "model")
+    board = build_leaderboard([folder, twin])
+    assert len(board["runs"]) == 2 and "factbench" in board["benchmarks"]

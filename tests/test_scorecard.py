@@ -3,7 +3,8 @@ import json
 import pytest
 from lm_eval_tasks.utils import report as report_mod
 from lm_eval_tasks.utils import scorecard
-from lm_eval_tasks.utils.factbench import factcheck
+from lm_eval_tasks.utils.factbench.pipeline import FactChecker
+from lm_eval_tasks.utils.factbench.tables import build_report as build_factcheck_report
 from lm_eval_tasks.utils.runs import Run
 
 from tests import browser
@@ -123,7 +124,7 @@ def test_other_benchmarks_are_rendered_from_the_schema(tmp_path):
 
 def test_the_fact_check_table_is_rendered(medfact_report):
     """FActBench's fact-check report (utils.factcheck), as a benchmark entry: its table, every cell, is on the page."""
-    checker = factcheck.FactChecker(
+    checker = FactChecker(
         worked.ScriptedChat(worked.decomposer_reply),
         worked.ScriptedChat(worked.judge_reply),
         worked.StubNli(),
@@ -131,7 +132,7 @@ def test_the_fact_check_table_is_rendered(medfact_report):
         k=5,
     )
     result = checker.check(worked.GENERATIONS)  # the worked example of test_factcheck
-    factcheck_report = factcheck.build_report(result, run={"model_name": "m"})[0]
+    factcheck_report = build_factcheck_report(result, run={"model_name": "m"})[0]
     page = scorecard.render_html({**medfact_report, "benchmarks": {"factbench": factcheck_report}})
     headlines = browser.elements(page, "headline")
     assert [(a["data-benchmark"], a["data-value"]) for a, _ in headlines] == [("factbench", "")]

@@ -32,8 +32,9 @@ from .data import DataError
 from .files import jsonl_bytes, utf8, write_atomically
 from .plots import confusion_png
 from .runs import Run, load_run, run_info
-from .scoring import INVALID, AccuracyOver, BenchmarkSpec, ScoredItem
+from .scoring import INVALID, AccuracyOver, BenchmarkSpec, Headline, ScoredItem
 
+# 1.1: run.dtype, run.benchmark_settings, run.repeated_sample_lines, empty_tasks; Headline.NONE and "extra".
 SCHEMA_VERSION = "1.1"
 _fmt = stats.format_estimate
 
@@ -117,6 +118,12 @@ def _coverage(by_component: Mapping[str, Sequence[ScoredItem]], spec: BenchmarkS
 
 
 def _paper_comparable(report: Mapping[str, Any], spec: BenchmarkSpec) -> dict[str, Any]:
+    if spec.headline is Headline.NONE:
+        return {
+            "metric": None,
+            "value": None,
+            "reason": "the paper's numbers are not an accuracy: see this benchmark's own section",
+        }
     full = report["full_coverage"]
     headline = report[spec.headline.value]
     return {
@@ -203,6 +210,8 @@ def benchmark_report(items: Sequence[ScoredItem], spec: BenchmarkSpec, run: Run)
         report["component_groups"] = _component_groups(items, by_component, spec)
     if spec.labels:
         report.update(_classes(items, spec))
+    if spec.extra_section is not None:
+        report["extra"] = dict(spec.extra_section(run))
     return report
 
 
@@ -283,7 +292,9 @@ def _headline_lines(name: str, bench: Mapping[str, Any], answered_only: bool) ->
         f"## {bench['title']} (`{name}`)",
         "",
         f"- items scored: {bench['n_items']}; {invalid}: {bench['n_invalid']}",
-        f"- **{bench['headline_metric']}** (the paper's number): {_fmt(bench[bench['headline_metric']])}",
+        "- no accuracy is the paper's number: see this benchmark's own section below"
+        if bench["headline_metric"] == Headline.NONE.value
+        else f"- **{bench['headline_metric']}** (the paper's number): {_fmt(bench[bench['headline_metric']])}",
         f"- accuracy_micro: {_fmt(bench['accuracy_micro'])}; accuracy_macro: {_fmt(bench['accuracy_macro'])}"
         + (" (over answered items)" if answered_only else ""),
     ]
@@ -370,6 +381,13 @@ def _reference_lines(bench: Mapping[str, Any]) -> list[str]:
     return lines + [f"- note: {note}" for note in bench["notes"]]
 
 
+def _extra_lines(name: str, bench: Mapping[str, Any]) -> list[str]:
+    spec = next((s for s in report_specs() if s.name == name), None)
+    if spec is None or spec.extra_markdown is None or "extra" not in bench:
+        return []
+    return list(spec.extra_markdown(bench["extra"]))
+
+
 def to_markdown(report: Mapping[str, Any]) -> str:
     lines = _run_lines(report)
     for name, bench in report["benchmarks"].items():
@@ -379,6 +397,7 @@ def to_markdown(report: Mapping[str, Any]) -> str:
         lines += _coverage_lines(bench, answered_only)
         lines += _class_lines(bench)
         lines += _reference_lines(bench)
+        lines += _extra_lines(name, bench)
         lines.append("")
     if report.get("empty_tasks"):
         lines.append(f"Tasks whose samples file is empty (nothing to score): {', '.join(report['empty_tasks'])}")

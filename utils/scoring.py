@@ -10,7 +10,10 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .runs import Run
 
 INVALID = "INVALID"
 
@@ -23,10 +26,11 @@ class Stratum(Enum):
 
 
 class Headline(Enum):
-    """The paper's number."""
+    """The paper's number. NONE: it is no accuracy; the benchmark's own numbers are its ``extra_section``."""
 
     ACCURACY_MACRO = "accuracy_macro"
     ACCURACY_MICRO = "accuracy_micro"
+    NONE = "none"
 
 
 class AccuracyOver(Enum):
@@ -71,6 +75,11 @@ class BenchmarkSpec:
     # The settings that can move a score, read from one logged sample (e.g. the shuffle seed and model
     # label its doc was built with); the report lists every distinct value in its run section.
     settings_of: Callable[[Mapping[str, Any]], Mapping[str, Any]] | None = None
+    # Numbers the report cannot form from ScoredItems (e.g. FActBench's fact-check table, rebuilt from the
+    # factbench-check folder beside the run): extra_section(run) is kept as the benchmark's "extra" in
+    # report.json, and extra_markdown(extra) gives the lines its Markdown section ends with.
+    extra_section: Callable[[Run], Mapping[str, Any]] | None = None
+    extra_markdown: Callable[[Mapping[str, Any]], Sequence[str]] | None = None
 
     def owns(self, task: str) -> bool:
         if self.task_names is not None:

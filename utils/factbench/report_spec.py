@@ -162,7 +162,7 @@ REPORT_SPECS = (
         score_sample=score_sample,
         expected_counts=PUBLISHED_COUNTS,
         stratify_by=Stratum.COMPONENT,
-        headline=Headline.ACCURACY_MICRO,
+        headline=Headline.NONE,
         reference=_reference(),
         notes=(
             "FActBench has no accuracy: its scores are the fact-check's (CoT, NLI, UnVot; python -m lm_eval_tasks "
@@ -173,5 +173,7 @@ REPORT_SPECS = (
         ),
         task_names=frozenset(TASK_NAMES.values()),
         settings_of=settings_of,
+        extra_section=factcheck_section,
+        extra_markdown=factcheck_markdown,
     ),
 )
