@@ -17,6 +17,11 @@ SHAPES = {
     "score of many digits": lambda size: pad("<think>t</think><score>", "0", "1</score>", size),
     "many think/score pairs": lambda size: pad("", "<think>t</think><score>1</score>", "", size),
     "list markers": lambda size: pad("- ", " ", "", size),
+    "number then spaces": lambda size: pad("12. ", " ", "x", size),
+    "many facts": lambda size: "".join(f"- fact {i}\n" for i in range(size // 10)),
+    "answer then gap": lambda size: pad("Answer:", " ", "True", size),
+    "abbreviations": lambda size: pad("", "e.g. ", "", size),
+    "numbered dots": lambda size: pad("", "1. ", "", size),
     "answer words": lambda size: pad("", "the answer is ", "", size),
     "letters and punctuation": lambda size: pad("", "A) B. (C) D: ", "", size),
 }

@@ -7,7 +7,7 @@ hooks), :mod:`.report_spec`; the fact-checker: :mod:`.records`, :mod:`.factcheck
 """
 
 from ..benchmarks import Benchmark
-from . import commands, constants, demo_data
+from . import commands, constants, demo_data, factcheck_prompts, parsing
 from .report_spec import REPORT_SPECS
 
 BENCHMARK = Benchmark(
@@ -18,4 +18,9 @@ BENCHMARK = Benchmark(
     register_commands=commands.register,
     smoke_tasks=("factbench_summ", "factbench_rag"),
     build_demo_data=demo_data.build_demo_data,
+    reply_parsers={
+        "parse_facts": factcheck_prompts.parse_facts,
+        "parse_verdict": factcheck_prompts.parse_verdict,
+        "score_generation": parsing.score_generation,
+    },
 )
