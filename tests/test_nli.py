@@ -127,3 +127,15 @@ def test_a_saved_checkpoint_loads_with_its_own_label_order(tokenizer, tmp_path):
 def test_an_unavailable_checkpoint_says_why():
     with pytest.raises(NliUnavailable, match="tasksource/deberta-base-long-nli"):
         NliVerifier.from_pretrained("tasksource/deberta-base-long-nli")  # offline in the tests
+
+
+def test_the_nli_dtype_follows_the_hardware_unless_given(tmp_path, monkeypatch):
+    from lm_eval_tasks.utils import models
+    from tests.tiny_model import build_tiny_nli
+
+    folder = build_tiny_nli(tmp_path / "nli", {0: "entailment", 1: "neutral", 2: "contradiction"})
+    monkeypatch.setattr(models, "_cpu_flags", lambda: frozenset({"avx2"}))  # no native bfloat16
+    automatic = NliVerifier.from_pretrained(str(folder), device="cpu", max_length=64, stride=8)
+    given = NliVerifier.from_pretrained(str(folder), device="cpu", max_length=64, stride=8, dtype="bfloat16")
+    assert automatic.record()["dtype"] == "float32" and given.record()["dtype"] == "bfloat16"
+    assert automatic.fingerprint != given.fingerprint  # their cached verdicts are kept apart

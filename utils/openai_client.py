@@ -318,8 +318,19 @@ class ChatClient:
         return _Attempt(text=content)
 
     def complete_many(self, conversations: Sequence[Messages]) -> list[ChatResult]:
-        """Answers in input order; failures are returned, not raised."""
-        if self.concurrency == 1 or len(conversations) <= 1:
-            return [self.complete(messages) for messages in conversations]
-        with ThreadPoolExecutor(max_workers=self.concurrency) as pool:
-            return list(pool.map(self.complete, conversations))
+        """Answers in input order, with a progress bar on stderr; failures are returned, not raised."""
+        from tqdm import tqdm
+
+        progress = tqdm(
+            total=len(conversations), desc=self.endpoint.model, unit="call", disable=len(conversations) <= 1
+        )
+        with progress:
+            if self.concurrency == 1 or len(conversations) <= 1:
+                return [self._counted(messages, progress) for messages in conversations]
+            with ThreadPoolExecutor(max_workers=self.concurrency) as pool:
+                return list(pool.map(lambda messages: self._counted(messages, progress), conversations))
+
+    def _counted(self, messages: Messages, progress: Any) -> ChatResult:
+        result = self.complete(messages)
+        progress.update(1)
+        return result

@@ -62,6 +62,7 @@ def _factbench_check(args: argparse.Namespace) -> int:
             nli = NliVerifier.from_pretrained(
                 args.nli_model,
                 revision=args.nli_revision,
+                dtype=args.nli_dtype,
                 max_length=args.nli_max_length,
                 stride=args.nli_stride,
                 batch_size=args.nli_batch_size,
@@ -129,6 +130,12 @@ def register(commands: argparse._SubParsersAction) -> None:
     )
     check.add_argument("--nli-revision", help="hub revision of the NLI model")
     check.add_argument("--nli-required", action="store_true", help="fail instead of reporting NLI as unavailable")
+    check.add_argument(
+        "--nli-dtype",
+        default="auto",
+        choices=["auto", "bfloat16", "float16", "float32"],
+        help="auto (default): bfloat16 where the CPU/GPU computes it natively, else float32",
+    )
     check.add_argument("--nli-max-length", type=int, default=1024)
     check.add_argument("--nli-stride", type=int, default=128)
     check.add_argument("--nli-batch-size", type=int, default=8)

@@ -20,13 +20,18 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from ..models import tokenizer_limit
+from tqdm import tqdm
+
+from ..models import choose_dtype, dtype_reason, tokenizer_limit
 from ..openai_client import ChatCache
+
+logger = logging.getLogger(__name__)
 
 DEFAULT_MODEL = "tasksource/deberta-base-long-nli"
 DEFAULT_MAX_LENGTH = 1024
@@ -82,7 +87,8 @@ def _fingerprint(model: Any, name_or_path: str) -> str:
         else []
     )
     commit = getattr(model.config, "_commit_hash", None)
-    return hashlib.sha256(json.dumps([config, files, commit]).encode()).hexdigest()[:16]
+    dtype = str(getattr(model, "dtype", None))  # bf16 and fp32 can disagree near a decision boundary
+    return hashlib.sha256(json.dumps([config, files, commit, dtype]).encode()).hexdigest()[:16]
 
 
 class NliVerifier:
@@ -116,17 +122,27 @@ class NliVerifier:
 
     @classmethod
     def from_pretrained(
-        cls, name_or_path: str = DEFAULT_MODEL, revision: str | None = None, device: str | None = None, **options: Any
+        cls,
+        name_or_path: str = DEFAULT_MODEL,
+        revision: str | None = None,
+        device: str | None = None,
+        dtype: str = "auto",
+        **options: Any,
     ) -> NliVerifier:
+        """``dtype="auto"``: bfloat16 where the device computes it natively, float32 otherwise (:func:`choose_dtype`)."""
         try:
             import torch
             from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
+            device = device or ("cuda" if torch.cuda.is_available() else "cpu")
+            chosen = choose_dtype(dtype, device)
             tokenizer = AutoTokenizer.from_pretrained(name_or_path, revision=revision)
-            model = AutoModelForSequenceClassification.from_pretrained(name_or_path, revision=revision)
+            model = AutoModelForSequenceClassification.from_pretrained(
+                name_or_path, revision=revision, dtype=getattr(torch, chosen)
+            )
         except Exception as exc:  # hub/offline/file errors come in many types; all mean "unavailable"
             raise NliUnavailable(f"cannot load NLI model '{name_or_path}': {exc.__class__.__name__}: {exc}") from exc
-        device = device or ("cuda" if torch.cuda.is_available() else "cpu")
+        logger.info("NLI model %s: %s", name_or_path, dtype_reason(chosen, device))
         model.to(device).eval()
         return cls(
             tokenizer, model, name_or_path, fingerprint=_fingerprint(model, name_or_path), device=device, **options
@@ -141,6 +157,7 @@ class NliVerifier:
             "max_length": self.max_length,
             "stride": self.stride,
             "batch_size": self.batch_size,
+            "dtype": str(getattr(self.model, "dtype", None)).removeprefix("torch."),
             "direction": "premise=document passage, hypothesis=fact",
             "window_rule": "the window with the highest entailment probability; supported iff its argmax is entailment",
         }
@@ -162,7 +179,9 @@ class NliVerifier:
                 todo.append(index)
         # A few pairs per tokenizer call keeps memory bounded for long documents.
         group = max(1, self.batch_size)
-        for start in range(0, len(todo), group):
+        for start in tqdm(
+            range(0, len(todo), group), desc=f"NLI {self.name}", unit="batch", disable=len(todo) <= group
+        ):
             chunk = todo[start : start + group]
             for index, result in zip(chunk, self._classify([pairs[i] for i in chunk]), strict=True):
                 results[index] = result
