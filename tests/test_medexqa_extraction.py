@@ -1,8 +1,8 @@
 """The authors' letter extraction on hand-written replies: every step, in order, and its edge cases."""
 
 import pytest
-from lm_eval_tasks.utils.medexqa import protocol as medexqa
-from lm_eval_tasks.utils.medexqa.protocol import Extraction, extract_answer, replace_option_texts
+from lm_eval_tasks.utils.medexqa import prompts, tasks
+from lm_eval_tasks.utils.medexqa.parsing import Extraction, extract_answer, replace_option_texts, score_logit
 
 OPTIONS = ["X-ray", "Microwave", "Ultraviolet", "Infrared"]
 
@@ -82,24 +82,24 @@ def test_the_authors_prompt_included_reading_differs():
     reply = "It uses the heat the body radiates as infrared light."
     assert extract_answer(reply, OPTIONS) == Extraction("D", "first_letter", True)
     # the authors' script saw prompt + reply: "... among A, B, C and D ..." wins step 5
-    assert extract_answer(medexqa.generation_prompt(doc) + reply, OPTIONS) == Extraction("A", "first_letter", False)
+    assert extract_answer(prompts.generation_prompt(doc) + reply, OPTIONS) == Extraction("A", "first_letter", False)
 
 
 def test_process_results_logs_the_step():
     doc = {"answer": "D", **dict(zip("ABCD", OPTIONS))}
-    assert medexqa.process_generation_results(doc, ["Infrared is right"]) == {
+    assert tasks.process_generation_results(doc, ["Infrared is right"]) == {
         "accuracy": 1.0,
         "accuracy_micro": 1.0,
         "answered": 1.0,
         "extraction_step": "correct_pattern",
     }
-    assert medexqa.process_generation_results(doc, ["<think>"])["answered"] == 0.0
-    assert medexqa.explicit_share(["answer_pattern", "fuzzy", "leading_letter", "empty"]) == 0.5
+    assert tasks.process_generation_results(doc, ["<think>"])["answered"] == 0.0
+    assert tasks.explicit_share(["answer_pattern", "fuzzy", "leading_letter", "empty"]) == 0.5
 
 
 def test_logit_prediction_takes_the_first_maximum():
-    assert medexqa.logit_prediction([-2.0, -1.0, -1.0, -3.0]) == "B"
-    assert medexqa.process_logit_results({"answer": "C"}, [(-4, False), (-3, False), (-0.5, True), (-9, False)]) == {
+    assert score_logit({"answer": "C"}, [-2.0, -1.0, -1.0, -3.0]).pred == "B"
+    assert tasks.process_logit_results({"answer": "C"}, [(-4, False), (-3, False), (-0.5, True), (-9, False)]) == {
         "accuracy": 1.0,
         "accuracy_micro": 1.0,
     }

@@ -7,16 +7,16 @@ import pytest
 from lm_eval import simple_evaluate
 from lm_eval.tasks import TaskManager
 from lm_eval_tasks.utils import benchmarks, report, runs
-from lm_eval_tasks.utils.medexqa import protocol as medexqa
+from lm_eval_tasks.utils.medexqa import constants, loader, prompts, report_spec
 
 from lm_eval_tasks import tasks_dir
 from tests.scripted_lm import ScriptedLM
 from tests.test_medexqa_data import ANSWERS
 
-CODES = list(medexqa.SPECIALTIES)
+CODES = list(constants.SPECIALTIES)
 LOGIT_TASKS = [f"medexqa_logit_{c.lower()}" for c in CODES]
 GENERATION_TASKS = [f"medexqa_{c.lower()}" for c in CODES]
-CP_FIRST = medexqa.GENERATION_INSTRUCTION + (
+CP_FIRST = prompts.GENERATION_INSTRUCTION + (
     "\n\nWhich counseling technique involves encouraging the client to intentionally exaggerate their anticipated "
     "anxiety and fear?\nA. Correction of irrational thoughts\nB. Self-expression training\nC. Paradoxical intention\n"
     "D. Role-playing\n"
@@ -68,8 +68,8 @@ def test_logit_prompt_with_a_chat_template(shared_data):
 def test_fewshot_uses_the_first_dev_items_in_the_authors_format(shared_data):
     lm = ScriptedLM(loglikelihood=always("C"))
     evaluate(lm, shared_data, ["medexqa_logit_cp"], limit=1, num_fewshot=2)
-    dev = medexqa.load_rows("CP", "dev", str(shared_data))[:2]
-    shots = "".join(medexqa.logit_prompt(row) + f" {row['answer']}\n\n" for row in dev)
+    dev = loader.load(str(shared_data), split="dev", specialty="CP")[:2]
+    shots = "".join(prompts.logit_prompt(row) + f" {row['answer']}\n\n" for row in dev)
     assert lm.prompts[0] == CP_HEADER + shots + CP_FIRST_LOGIT
 
 
@@ -148,14 +148,14 @@ def test_report_recomputes_both_protocols(always_d):
 
 
 def scripted_be_replies(shared_data):
-    rows = medexqa.load_rows("BE", "test", str(shared_data))
+    rows = loader.load(str(shared_data), split="test", specialty="BE")
     replies = {
         1: "The answer is D because skin burns above 41 degrees.",  # gold D: answer_pattern, correct
         2: "Thermographic cameras sense infrared radiation.",  # gold D, option text -> first_letter, correct
         3: "<think>membranes... ",  # gold A, unclosed think: no answer, wrong
         4: "B. It measures blood pressure.",  # gold A: leading_letter, wrong
     }
-    by_prompt = {medexqa.generation_prompt(medexqa.to_doc(row, None)): replies[row["row"]] for row in rows[:4]}
+    by_prompt = {prompts.generation_prompt(loader.to_doc(row, None)): replies[row["row"]] for row in rows[:4]}
     return lambda prompt: by_prompt[prompt]
 
 
@@ -171,13 +171,13 @@ def test_scripted_generation_run_has_exact_values_and_logs_the_step(shared_data)
         "leading_letter",
     ]
     assert [s["accuracy"] for s in logged] == [1.0, 1.0, 0.0, 0.0]
-    items = [medexqa.score_generation_sample("medexqa_be", s) for s in logged]
+    items = [report_spec.score_generation_sample("medexqa_be", s) for s in logged]
     assert [i.pred for i in items] == ["D", "D", "INVALID", "B"]
     assert [i.extras["letter_from_option_text"] for i in items] == [0.0, 1.0, 0.0, 0.0]
 
 
 def test_shuffled_run_shows_permuted_options_and_scores_them(shared_data):
-    rows = medexqa.load_rows("BE", "test", str(shared_data))[:10]
+    rows = loader.load(str(shared_data), split="test", specialty="BE")[:10]
     gold_text = {row["question"]: row[row["answer"]] for row in rows}
 
     def reply(prompt):  # name the right option by its text, wherever it was moved
@@ -188,15 +188,15 @@ def test_shuffled_run_shows_permuted_options_and_scores_them(shared_data):
         ScriptedLM(reply=reply, loglikelihood=always("A")),
         shared_data,
         ["medexqa_be", "medexqa_logit_be"],
-        metadata={"shuffle": True},
+        metadata={"medexqa_shuffle": True},
         limit=10,
     )
     samples = out["samples"]["medexqa_be"]
     assert out["results"]["medexqa_be"]["accuracy,none"] == 1.0
     for sample, row in zip(samples, rows):
         doc = sample["doc"]
-        assert doc["permutation"] == "".join(medexqa.permutation(1618, "BE", "test", row["row"]))
-        assert sample["arguments"][0][0] == medexqa.generation_prompt(doc)
+        assert doc["permutation"] == "".join(loader.permutation(1618, "BE", "test", row["row"]))
+        assert sample["arguments"][0][0] == prompts.generation_prompt(doc)
     logit_docs = [s["doc"] for s in out["samples"]["medexqa_logit_be"]]
     assert out["results"]["medexqa_logit_be"]["accuracy,none"] == pytest.approx(
         sum(d["answer"] == "A" for d in logit_docs) / 10

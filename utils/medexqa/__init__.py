@@ -1,13 +1,20 @@
-"""MedExQA: multiple choice with explanations in five specialties; see lm_eval_tasks/medexqa/README.md."""
+"""MedExQA: multiple choice with explanations in five specialties; see lm_eval_tasks/medexqa/README.md.
+
+Modules: constants (data location, specialties, published counts and numbers), prompts, parsing
+(the authors' letter extraction and the scoring of both protocols), loader, tasks (lm-eval hooks),
+report_spec, explanations and explanation_metrics (explanation scores after a run), commands.
+"""
 
 from ..benchmarks import Benchmark
-from . import commands, protocol
+from . import commands
+from .constants import BENCHMARK as DATA_FOLDER
+from .report_spec import REPORT_SPECS
 
 BENCHMARK = Benchmark(
     name="medexqa",
     title="MedExQA",
-    data_folder=protocol.BENCHMARK,
-    report_specs=protocol.REPORT_SPECS,
+    data_folder=DATA_FOLDER,
+    report_specs=REPORT_SPECS,
     register_commands=commands.register,
     smoke_tasks=("medexqa_logit_be", "medexqa_be"),
 )

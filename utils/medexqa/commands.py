@@ -11,6 +11,7 @@ def _medexqa_explanations(args: argparse.Namespace) -> int:
     from lm_eval_tasks.utils.medexqa import explanations as mx
     from lm_eval_tasks.utils.openai_client import parse_endpoint_spec
     from lm_eval_tasks.utils.runs import find_results
+    from lm_eval_tasks.utils.stats import format_estimate
 
     metrics = [m.strip() for m in args.metrics.split(",") if m.strip()]
     bertscore = {
@@ -29,9 +30,8 @@ def _medexqa_explanations(args: argparse.Namespace) -> int:
         print(f"{name}: unavailable, left out: {reason}", file=sys.stderr)
     for name, entry in summary["scores"].items():
         if entry["n"]:
-            macro = entry["macro"]
             print(
-                f"{name}: macro {macro['value']:.2f} [{macro['low']:.2f}, {macro['high']:.2f}], "
+                f"{name}: macro {format_estimate(entry['macro'], digits=2)}, "
                 f"micro {entry['micro']['value']:.2f} over {entry['n']} items"
             )
     return 0
