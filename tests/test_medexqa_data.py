@@ -4,6 +4,8 @@ import time
 from collections import Counter
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from lm_eval_tasks.utils.data import DataError
 from lm_eval_tasks.utils.medexqa import constants, loader, tasks
 
@@ -80,6 +82,30 @@ def test_an_empty_cell_names_its_field(tmp_path):
         loader.load(str(root), split="test", specialty="BE")
 
 
+def test_a_non_utf8_byte_names_file_and_line(tmp_path):
+    root = write_specialty(tmp_path, [GOOD, GOOD])
+    path = root / "medexqa" / "test" / "biomedical_engineer_test.tsv"
+    path.write_bytes(path.read_bytes() + b"Q\xff?\ta\tb\tc\td\te0\te1\tA\n")
+    with pytest.raises(DataError, match=r"biomedical_engineer_test\.tsv, line 3: not UTF-8 \(byte 0xff"):
+        loader.load(str(root), specialty="BE")
+
+
+def test_a_byte_order_mark_is_not_part_of_the_first_question(tmp_path):
+    root = write_specialty(tmp_path, [GOOD, GOOD])
+    path = root / "medexqa" / "test" / "biomedical_engineer_test.tsv"
+    path.write_bytes(b"\xef\xbb\xbf" + path.read_bytes())
+    assert [row["question"] for row in loader.load(str(root), specialty="BE")] == ["Q?", "Q?"]
+
+
+@pytest.mark.parametrize("code", list(constants.SPECIALTIES))
+def test_no_real_question_starts_with_a_byte_order_mark(shared_data, code):
+    for split in constants.SPLITS:
+        rows = loader.load(str(shared_data), split=split, specialty=code)
+        assert not [row["row"] for row in rows if any("\ufeff" in row[column] for column in constants.COLUMNS)]
+    if code == "BE":
+        assert loader.load(str(shared_data), specialty="BE")[0]["question"].startswith("What should be")
+
+
 def test_a_partial_local_file_loads_with_a_warning(tmp_path, caplog):
     root = write_specialty(tmp_path, [GOOD, GOOD])
     assert len(loader.load(str(root), split="test", specialty="BE")) == 2
@@ -95,6 +121,8 @@ def test_missing_file_shows_the_layout(tmp_path):
 def test_training_split_and_unknown_specialty_are_refused(shared_data):
     with pytest.raises(DataError, match="evaluation-only"):
         tasks.custom_dataset("BE", data_dir=str(shared_data), split="train")
+    with pytest.raises(DataError, match="evaluation-only"):
+        tasks.custom_dataset("BE", data_dir=str(shared_data), medexqa_split="train")
     with pytest.raises(DataError, match="unknown MedExQA specialty 'XX'"):
         tasks.custom_dataset("XX", data_dir=str(shared_data))
     assert constants.specialty("speech_pathologist").code == "SLP" and constants.specialty("slp").code == "SLP"
@@ -116,6 +144,7 @@ def test_offline_without_local_data_fails_fast_with_instructions():
 def test_no_shuffle_by_default(shared_data):
     docs = tasks.custom_dataset("CP", data_dir=str(shared_data))["test"]
     assert set(docs["permutation"]) == {"ABCD"} and set(docs["shuffle_seed"]) == {-1}
+    assert set(docs["shuffle"]) == {False}
     assert docs["answer"] == docs["original_answer"]
 
 
@@ -143,6 +172,54 @@ def test_shuffled_docs_keep_every_item_and_move_the_answer_with_its_text(shared_
     assert moved > 0.9 * len(docs)  # 23 of 24 permutations move something
     other = tasks.custom_dataset(code, data_dir=str(shared_data), medexqa_shuffle=True, medexqa_shuffle_seed=7)["test"]
     assert other["permutation"] != docs["permutation"]
+
+
+@pytest.mark.parametrize(
+    "metadata, name",
+    [({"shuffle": True}, "shuffle"), ({"shuffle_seed": 7}, "shuffle_seed"), ({"split": "dev"}, "split")],
+)
+def test_unscoped_settings_are_refused(shared_data, metadata, name):
+    # lm-eval gives every task the same --metadata: shuffle_seed=7 would also reach MillerQA.
+    with pytest.raises(DataError, match=rf"--metadata {name}=.*use medexqa_{name}=\.\.\."):
+        tasks.custom_dataset("BE", data_dir=str(shared_data), **metadata)
+
+
+def test_other_benchmarks_settings_leave_medexqa_alone(shared_data):
+    plain = tasks.custom_dataset("CP", data_dir=str(shared_data))
+    other = tasks.custom_dataset(
+        "CP", data_dir=str(shared_data), millerqa_shuffle_seed=7, medfact_bench_split="test", version=2.0
+    )
+    assert other["test"].to_list() == plain["test"].to_list() and other["dev"].to_list() == plain["dev"].to_list()
+
+
+def test_docs_record_every_score_moving_setting(shared_data):
+    shuffled = tasks.custom_dataset("BE", data_dir=str(shared_data), medexqa_shuffle=True, medexqa_shuffle_seed="7")
+    assert {(d["split"], d["shuffle"], d["shuffle_seed"]) for d in shuffled["test"]} == {("test", True, 7)}
+    assert {(d["split"], d["shuffle"], d["shuffle_seed"]) for d in shuffled["dev"]} == {("dev", True, 7)}
+    dev = tasks.custom_dataset("BE", data_dir=str(shared_data), medexqa_split="dev")["test"]
+    assert {(d["split"], d["shuffle"], d["shuffle_seed"]) for d in dev} == {("dev", False, -1)}
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    shuffle=st.one_of(st.booleans(), st.text(max_size=30), st.integers(), st.just(10**5000), st.floats(), st.none()),
+    seed=st.one_of(
+        st.integers(),
+        st.just(10**5000),
+        st.text(max_size=30),
+        st.just("9" * 5000),
+        st.floats(),
+        st.booleans(),
+        st.none(),
+    ),
+)
+def test_any_shuffle_setting_gives_a_seed_or_a_named_error(shuffle, seed):
+    try:
+        value = tasks.shuffle_setting(shuffle, seed)
+    except DataError as error:
+        assert str(error).startswith("--metadata medexqa_shuffle")
+    else:
+        assert value is None or (type(value) is int and value == (seed if type(seed) is int else int(seed.strip())))
 
 
 def test_bad_shuffle_options_are_named(shared_data):

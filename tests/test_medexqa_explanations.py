@@ -7,6 +7,8 @@ import sys
 import tarfile
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from lm_eval_tasks.utils.data import DataError
 from lm_eval_tasks.utils.medexqa import explanation_metrics as em
 from lm_eval_tasks.utils.medexqa import explanations as mx
@@ -187,7 +189,7 @@ def test_weights_and_unavailable_metrics(tmp_path):
     assert "bertscore" not in summary["explanation_metrics"] and "similarity_bertscore" not in rows[0]
     assert rows[0]["explanation_score"] == pytest.approx(ROUGE_L)  # the mean of what could run, never a 0 for BERTScore
     assert rows[0]["combined_score"] == pytest.approx((100 + 3 * ROUGE_L) / 4)
-    for bad in ("accuracy=x", "speed=1", "accuracy=0,explanation=0", "accuracy=-1"):
+    for bad in ("accuracy=x", "speed=1", "accuracy=0,explanation=0", "accuracy=-1", "accuracy=nan", "explanation=inf"):
         with pytest.raises(DataError, match="--weights"):
             mx.parse_weights(bad)
 
@@ -239,6 +241,35 @@ def test_judge_spec_score_and_prompt():
     content = mx.judge_messages(doc("BE", 1, "A"), "A. because")[0]["content"]
     assert "Correct answer: A. feline" in content and f"Reference explanation 2:\n{REF2}" in content
     assert content.endswith("<score>N</score>.")
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    text=st.one_of(
+        st.none(),
+        st.text(max_size=200),
+        st.lists(st.sampled_from(["<score>", "</score>", " ", "7", ".", "5", "10", "11", "\ud800", "٣", "\n"])).map(
+            "".join
+        ),
+    )
+)
+def test_any_judge_reply_gives_a_score_in_range_or_none(text):
+    score = mx.parse_judge_score(text)
+    assert score is None or 0.0 <= score <= 100.0
+
+
+@pytest.mark.parametrize(
+    "reply, expected",
+    [
+        ("<score>" * 50000 + "<score>7</score>", 70.0),
+        ("<score>" + "9" * 100000 + "</score>", None),  # far out of range; float() of it is inf, not an error
+        ("<score>1" + "0" * 5000, None),  # never closed
+        ("\ud800<score> 4.5 </score>\udfff", 45.0),
+    ],
+    ids=["open-tags", "huge-number", "unclosed", "surrogates"],
+)
+def test_hostile_judge_replies(reply, expected):
+    assert mx.parse_judge_score(reply) == expected
 
 
 JUDGE_REPLIES = {"judge-a": "Good.\n<score>8</score>", "judge-b": "Hmm.\n<score>6</score>"}

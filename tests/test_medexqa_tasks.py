@@ -1,12 +1,14 @@
 """MedExQA through lm-eval's real evaluator with a scripted model: prompts, exact metrics, the report."""
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
 from lm_eval import simple_evaluate
 from lm_eval.tasks import TaskManager
 from lm_eval_tasks.utils import benchmarks, report, runs
+from lm_eval_tasks.utils.data import DataError
 from lm_eval_tasks.utils.medexqa import constants, loader, prompts, report_spec
 
 from lm_eval_tasks import tasks_dir
@@ -202,6 +204,60 @@ def test_shuffled_run_shows_permuted_options_and_scores_them(shared_data):
         sum(d["answer"] == "A" for d in logit_docs) / 10
     )
     assert [d["permutation"] for d in logit_docs] == [s["doc"]["permutation"] for s in samples]
+    settings = report.build(in_memory_run(out))[0]["run"]["benchmark_settings"]
+    shuffled = [{"split": "test", "shuffle": True, "shuffle_seed": 1618}]
+    assert settings == {"medexqa_logit": shuffled, "medexqa": shuffled}
+
+
+def test_settings_of_docs_logged_by_task_version_1():
+    # Version 1.0 docs have no "shuffle" field: their seed is -1 exactly when the options were not shuffled.
+    assert report_spec.settings_of({"doc": {"split": "test", "shuffle_seed": -1}}) == {
+        "split": "test",
+        "shuffle": False,
+        "shuffle_seed": -1,
+    }
+    assert report_spec.settings_of({"doc": {"split": "dev", "shuffle_seed": 1618}})["shuffle"] is True
+
+
+def test_unscoped_metadata_is_refused_when_lm_eval_builds_the_task(shared_data):
+    # The same --metadata reaches every task of a run: shuffle_seed=7 meant for MedExQA would also move MillerQA.
+    with pytest.raises(DataError, match=r"--metadata shuffle_seed=7: .*use medexqa_shuffle_seed="):
+        evaluate(ScriptedLM(reply=lambda prompt: "A"), shared_data, ["medexqa_be"], metadata={"shuffle_seed": 7})
+
+
+def test_a_dev_run_with_a_seed_says_so_in_the_report(shared_data):
+    metadata = {"medexqa_split": "dev", "medexqa_shuffle": "true", "medexqa_shuffle_seed": 7}
+    out = evaluate(ScriptedLM(loglikelihood=always("B")), shared_data, ["medexqa_logit_cp"], metadata=metadata)
+    dev = loader.load(str(shared_data), split="dev", specialty="CP")
+    docs = [s["doc"] for s in out["samples"]["medexqa_logit_cp"]]
+    assert [d["permutation"] for d in docs] == ["".join(loader.permutation(7, "CP", "dev", r["row"])) for r in dev]
+    run = in_memory_run(out)
+    built = report.build(run)[0]
+    assert built["run"]["benchmark_settings"] == {
+        "medexqa_logit": [{"split": "dev", "shuffle": True, "shuffle_seed": 7}]
+    }
+    assert built["run"]["task_versions"]["medexqa_logit_cp"] == 2.0
+    logit = built["benchmarks"]["medexqa_logit"]
+    assert logit["coverage"]["CP"] == {"expected": 106, "loaded": 5, "scored": 5, "complete": False}
+    assert logit["paper_comparable"]["value"] is None
+
+
+def test_a_partial_local_file_is_scored_and_its_coverage_shown(shared_data, tmp_path, caplog):
+    source = shared_data / "medexqa"
+    for split in ("test", "dev"):
+        (tmp_path / "medexqa" / split).mkdir(parents=True)
+        shutil.copy(source / split / f"biomedical_engineer_{split}.tsv", tmp_path / "medexqa" / split)
+    path = tmp_path / "medexqa" / "test" / "biomedical_engineer_test.tsv"
+    lines = path.read_bytes().splitlines(keepends=True)
+    path.write_bytes(b"".join(lines[:-10]))  # the last 10 items (none of them spans two lines)
+    out = evaluate(ScriptedLM(loglikelihood=always("D")), tmp_path, ["medexqa_logit_be"])
+    assert "holds 133 rows, the published test split of BE has 143" in caplog.text
+    logit = report.build(in_memory_run(out))[0]["benchmarks"]["medexqa_logit"]
+    assert logit["coverage"]["BE"] == {"expected": 143, "loaded": 133, "scored": 133, "complete": False}
+    assert [c["scored"] for code, c in logit["coverage"].items() if code != "BE"] == [0, 0, 0, 0]
+    assert logit["full_coverage"] is False and logit["paper_comparable"]["value"] is None
+    answers = [line.rstrip(b"\r\n").rsplit(b"\t", 1)[1] for line in lines[:-10]]
+    assert logit["accuracy_micro"]["value"] == pytest.approx(answers.count(b"D") / 133)
 
 
 def test_each_protocol_owns_only_its_tasks():

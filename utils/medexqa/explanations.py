@@ -21,6 +21,7 @@ mean over items, with bootstrap CIs stratified by specialty. Nothing here calls 
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 from collections.abc import Mapping, Sequence
@@ -217,7 +218,7 @@ def _weighted(accuracy: float, explanation: float, weights: Mapping[str, float])
 
 
 def parse_weights(text: str | None) -> dict[str, float]:
-    """``accuracy=W,explanation=W`` (non-negative, not both 0)."""
+    """``accuracy=W,explanation=W`` (finite, non-negative, not both 0)."""
     weights = dict(DEFAULT_WEIGHTS)
     if text:
         for part in text.split(","):
@@ -228,8 +229,8 @@ def parse_weights(text: str | None) -> dict[str, float]:
                 weights[key.strip()] = float(value)
             except ValueError:
                 raise DataError(f"--weights {text!r}: {value!r} is not a number") from None
-    if min(weights.values()) < 0 or sum(weights.values()) <= 0:
-        raise DataError(f"--weights {text!r}: weights must be non-negative and not all zero")
+    if not all(math.isfinite(w) and w >= 0 for w in weights.values()) or sum(weights.values()) <= 0:
+        raise DataError(f"--weights {text!r}: weights must be finite, non-negative and not all zero")
     return weights
 
 

@@ -27,30 +27,52 @@ __all__ = [
     "logit_prompt",
     "process_generation_results",
     "process_logit_results",
+    "shuffle_setting",
 ]
 
 # MedExQA's user settings; on the command line each is given as medexqa_<name>.
 SETTINGS = ("split", "shuffle", "shuffle_seed")
 _INTEGER = re.compile(r"[+-]?[0-9]{1,18}")
+_INTEGER_LIMIT = 10**18
+
+
+def _shown(value: Any) -> str:
+    """A setting's value for an error message: short, and never itself an error (repr of a huge int raises)."""
+    if isinstance(value, int) and not -_INTEGER_LIMIT < value < _INTEGER_LIMIT:
+        return f"<an integer of {value.bit_length()} bits>"
+    text = repr(value) if isinstance(value, (str, int, float, type(None))) else f"<{type(value).__name__}>"
+    return text if len(text) <= 80 else text[:77] + "..."
 
 
 def _flag(value: Any, name: str) -> bool:
     if isinstance(value, bool):
         return value
-    text = str(value).strip().lower()
-    if text in {"1", "true", "yes", "on"}:
-        return True
-    if text in {"0", "false", "no", "off", ""}:
-        return False
-    raise data_layer.DataError(f"--metadata {name}={value!r}: expected true or false")
+    if isinstance(value, int) and value in (0, 1):
+        return bool(value)
+    if isinstance(value, str):
+        text = value.strip().lower()
+        if text in {"1", "true", "yes", "on"}:
+            return True
+        if text in {"0", "false", "no", "off", ""}:
+            return False
+    raise data_layer.DataError(f"--metadata {name}={_shown(value)}: expected true or false")
 
 
 def _integer(value: Any, name: str) -> int:
-    if isinstance(value, int) and not isinstance(value, bool):
+    # At most 18 digits: int() of a huge digit string is slow, and int <-> str raises past 4300 digits.
+    if isinstance(value, int) and not isinstance(value, bool) and -_INTEGER_LIMIT < value < _INTEGER_LIMIT:
         return value
     if isinstance(value, str) and _INTEGER.fullmatch(value.strip()):
         return int(value)
-    raise data_layer.DataError(f"--metadata {name}={value!r}: expected an integer")
+    raise data_layer.DataError(f"--metadata {name}={_shown(value)}: expected an integer of at most 18 digits")
+
+
+def shuffle_setting(shuffle: Any, shuffle_seed: Any) -> int | None:
+    """The seed the options are shuffled with (``medexqa_shuffle``, ``medexqa_shuffle_seed``); None: not shuffled.
+
+    Any value gives a seed, None, or a DataError naming the setting.
+    """
+    return _integer(shuffle_seed, "medexqa_shuffle_seed") if _flag(shuffle, "medexqa_shuffle") else None
 
 
 def custom_dataset(
@@ -68,11 +90,13 @@ def custom_dataset(
     the other metadata and the model arguments: a training ``split`` is refused as by every
     benchmark, the unscoped forms of MedExQA's settings are refused, the rest is ignored.
     """
-    unscoped_split = metadata.get("split")
-    data_layer.refuse_training_split(BENCHMARK, None if unscoped_split is None else str(unscoped_split))
+    if isinstance(metadata.get("split"), str):
+        data_layer.refuse_training_split(BENCHMARK, metadata["split"])
     data_layer.refuse_unscoped_settings(BENCHMARK, metadata, SETTINGS)
-    seed = _integer(medexqa_shuffle_seed, "medexqa_shuffle_seed") if _flag(medexqa_shuffle, "medexqa_shuffle") else None
-    evaluated = load(data_dir, split=str(medexqa_split), specialty=specialty)
+    if not isinstance(medexqa_split, str):
+        raise data_layer.DataError(f"--metadata medexqa_split={_shown(medexqa_split)}: expected test or dev")
+    seed = shuffle_setting(medexqa_shuffle, medexqa_shuffle_seed)
+    evaluated = load(data_dir, split=medexqa_split, specialty=specialty)
     dev = load(data_dir, split="dev", specialty=specialty)
     import datasets
 
