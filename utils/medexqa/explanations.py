@@ -37,9 +37,10 @@ from ..scoring import logged_reply
 from . import explanation_metrics
 from .constants import LETTERS, PUBLISHED_COUNTS, SPECIALTIES, specialty
 from .parsing import score_generation
-from .report_spec import REPORT_SPECS
+from .report_spec import REPORT_SPECS, settings_of
 
-SCHEMA_VERSION = "1.0"
+# Bumped whenever a score or the layout can change: 2.0 = BLEU and METEOR as `evaluate` defines them, a bootstrap section.
+SCHEMA_VERSION = "2.0"
 GENERATION_SPEC = next(spec for spec in REPORT_SPECS if spec.name == "medexqa")
 DEFAULT_WEIGHTS = {"accuracy": 0.5, "explanation": 0.5}
 
@@ -305,7 +306,12 @@ def score_run(
     summary = {
         "schema_version": SCHEMA_VERSION,
         "run": runs.run_info(run),
+        # every distinct split / shuffle setting among the items (one, unless the run mixed them)
+        "benchmark_settings": [
+            dict(s) for s in sorted({tuple(settings_of({"doc": item.doc}).items()) for item in items})
+        ],
         "scale": "0-100 per item (accuracy 0 or 100)",
+        "bootstrap": stats.bootstrap_description(stratified_by="specialty"),
         "explanation_metrics": {metric.name: metric.details for metric in loaded},
         "unavailable_metrics": unavailable,
         "weights": weights,
@@ -334,7 +340,14 @@ def to_markdown(summary: Mapping[str, Any]) -> str:
         "",
         f"- results: `{summary['run']['results_file']}`; items: {summary['n_items']} "
         f"({'all published test items' if summary['all_published_items'] else 'not the full published test set'})",
-        f"- metrics used: {', '.join(summary['explanation_metrics']) or 'none'}",
+        "- metrics used: "
+        + (
+            ", ".join(
+                f"{name} ({details['implementation']})" for name, details in summary["explanation_metrics"].items()
+            )
+            or "none"
+        ),
+        f"- settings: {'; '.join(json.dumps(values) for values in summary['benchmark_settings'])}",
     ]
     lines += [
         f"- **unavailable, left out**: {name}: {reason}" for name, reason in summary["unavailable_metrics"].items()
