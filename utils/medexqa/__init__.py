@@ -6,14 +6,13 @@ report_spec, explanations and explanation_metrics (explanation scores after a ru
 """
 
 from ..benchmarks import Benchmark
-from . import commands
-from .constants import BENCHMARK as DATA_FOLDER
+from . import commands, constants
 from .report_spec import REPORT_SPECS
 
 BENCHMARK = Benchmark(
     name="medexqa",
     title="MedExQA",
-    data_folder=DATA_FOLDER,
+    data_folder=constants.BENCHMARK,
     report_specs=REPORT_SPECS,
     register_commands=commands.register,
     smoke_tasks=("medexqa_logit_be", "medexqa_be"),
