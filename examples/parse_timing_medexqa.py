@@ -18,7 +18,6 @@ import time
 from collections.abc import Callable
 
 from lm_eval_tasks.utils.medexqa import parsing
-from lm_eval_tasks.utils.medexqa.explanations import parse_judge_score
 
 OPTIONS = ["X-ray", "Microwave", "Ultraviolet", "Infrared"]
 DOC = {"question": "What is the band of electromagnetic waves used in a thermographic camera?", "answer": "D"}
@@ -51,7 +50,7 @@ PARSERS: dict[str, Callable[[str], object]] = {
     **{f"step {i} {name}": _step(name) for i, (name, _, _) in enumerate(parsing.STEP_PATTERNS, start=2)},
     "step 6 fuzzy": _fuzzy,
     "prompt-included reading": lambda text: parsing.prompt_included_reading(DOC, parsing.score_generation(DOC, text)),
-    "parse_judge_score": parse_judge_score,
+    "parse_judge_score": parsing.parse_judge_score,
 }
 
 

@@ -8,6 +8,7 @@ from hypothesis import strategies as st
 from lm_eval_tasks.utils.data import DataError
 from lm_eval_tasks.utils.medexqa import explanation_metrics as em
 from lm_eval_tasks.utils.medexqa import explanations as mx
+from lm_eval_tasks.utils.medexqa import parsing
 from lm_eval_tasks.utils.openai_client import parse_endpoint_spec
 
 from lm_eval_tasks.__main__ import main as cli
@@ -171,9 +172,9 @@ def test_judge_spec_score_and_prompt():
         parse_endpoint_spec("base_url=http://x,model=j,api_key=sk-1")
     with pytest.raises(DataError, match="base_url and model are required"):
         parse_endpoint_spec("model=j")
-    assert mx.parse_judge_score("fine.\n<score>7</score>") == 70.0
-    assert mx.parse_judge_score("<score>3</score> then <score>10</score>") == 100.0
-    assert mx.parse_judge_score("<score>11</score>") is None and mx.parse_judge_score("seven") is None
+    assert parsing.parse_judge_score("fine.\n<score>7</score>") == 70.0
+    assert parsing.parse_judge_score("<score>3</score> then <score>10</score>") == 100.0
+    assert parsing.parse_judge_score("<score>11</score>") is None and parsing.parse_judge_score("seven") is None
     content = mx.judge_messages(doc("BE", 1, "A"), "A. because")[0]["content"]
     assert "Correct answer: A. feline" in content and f"Reference explanation 2:\n{REF2}" in content
     assert content.endswith("<score>N</score>.")
@@ -190,7 +191,7 @@ def test_judge_spec_score_and_prompt():
     )
 )
 def test_any_judge_reply_gives_a_score_in_range_or_none(text):
-    score = mx.parse_judge_score(text)
+    score = parsing.parse_judge_score(text)
     assert score is None or 0.0 <= score <= 100.0
 
 
@@ -205,7 +206,7 @@ def test_any_judge_reply_gives_a_score_in_range_or_none(text):
     ids=["open-tags", "huge-number", "unclosed", "surrogates"],
 )
 def test_hostile_judge_replies(reply, expected):
-    assert mx.parse_judge_score(reply) == expected
+    assert parsing.parse_judge_score(reply) == expected
 
 
 JUDGE_REPLIES = {"judge-a": "Good.\n<score>8</score>", "judge-b": "Hmm.\n<score>6</score>"}

@@ -23,7 +23,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,7 +35,7 @@ from ..openai_client import ChatCache, ChatClient, ChatEndpoint, prompt_hash
 from ..scoring import logged_reply
 from . import explanation_metrics
 from .constants import LETTERS, PUBLISHED_COUNTS, SPECIALTIES, specialty
-from .parsing import score_generation
+from .parsing import parse_judge_score, score_generation
 from .report_spec import REPORT_SPECS, settings_of
 
 # Bumped whenever a score or the layout can change: 2.0 = BLEU and METEOR as `evaluate` defines them, a bootstrap section.
@@ -62,7 +61,6 @@ The model's response:
 
 Rate the model's explanation from 0 to 10 for medical accuracy, relevance to the question, completeness and clarity, using the references as the standard: 10 means as good as the references, 0 means wrong, irrelevant or no explanation. Write one or two sentences of justification, then give the score on the last line as <score>N</score>."""
 JUDGE_PROMPT_HASH = prompt_hash(JUDGE_TEMPLATE)
-_JUDGE_SCORE = re.compile(r"<score>\s*(\d+(?:\.\d+)?)\s*</score>")
 
 
 @dataclass
@@ -144,15 +142,6 @@ def judge_messages(doc: Mapping[str, Any], response: str) -> list[dict[str, str]
         response=response,
     )
     return [{"role": "user", "content": prompt}]
-
-
-def parse_judge_score(text: str | None) -> float | None:
-    """The last ``<score>N</score>`` (0-10) scaled to 0-100; None when there is none in range."""
-    found = _JUDGE_SCORE.findall(text or "")
-    if not found:
-        return None
-    value = float(found[-1])
-    return 10.0 * value if 0.0 <= value <= 10.0 else None
 
 
 def run_judges(

@@ -1,4 +1,5 @@
-"""Reading MedExQA answers: the authors' letter-extraction cascade, and the one scoring function per protocol.
+"""Reading MedExQA replies: the authors' letter-extraction cascade, the one scoring function per protocol, and
+the judges' scores of explanations (:func:`parse_judge_score`).
 
 :func:`score_logit` and :func:`score_generation` are what both the lm-eval hooks (:mod:`.tasks`) and
 the report (:mod:`.report_spec`) call, so a logged sample is scored exactly as it was during the run.
@@ -147,3 +148,20 @@ def prompt_included_reading(doc: Mapping[str, Any], score: GenerationScore) -> E
     if score.visible is None:
         return score.extraction
     return read_letter(generation_prompt(doc) + score.visible, doc_options(doc))
+
+
+# ----------------------------------------------------------------------------- the judges' replies (explanation scores)
+
+_JUDGE_SCORE = re.compile(r"<score>\s*(\d+(?:\.\d+)?)\s*</score>")
+
+
+def parse_judge_score(text: str | None) -> float | None:
+    """The last ``<score>N</score>`` (0-10) of a judge's reply scaled to 0-100; None when there is none in range.
+
+    ``float`` of any digit run is a number (a huge one is inf, out of range), never an error.
+    """
+    found = _JUDGE_SCORE.findall(text or "")
+    if not found:
+        return None
+    value = float(found[-1])
+    return 10.0 * value if 0.0 <= value <= 10.0 else None
