@@ -19,7 +19,7 @@ from pathlib import Path
 
 import torch
 from lm_eval_tasks.utils import benchmarks, runs
-from lm_eval_tasks.utils.medexqa import protocol as medexqa
+from lm_eval_tasks.utils.medexqa import constants, loader, prompts
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
 
@@ -52,8 +52,8 @@ def main() -> None:
     tokenizer = AutoTokenizer.from_pretrained(args.model)
     model = AutoModelForCausalLM.from_pretrained(args.model, dtype=getattr(torch, args.dtype)).eval()
     readings = {
-        "authors' tokens": single_tokens(tokenizer, list(medexqa.LETTERS)),
-        "space-prefixed": single_tokens(tokenizer, [f" {letter}" for letter in medexqa.LETTERS]),
+        "authors' tokens": single_tokens(tokenizer, list(constants.LETTERS)),
+        "space-prefixed": single_tokens(tokenizer, [f" {letter}" for letter in constants.LETTERS]),
     }
     print({name: tokenizer.convert_ids_to_tokens(ids) for name, ids in readings.items()})
     logged = logged_predictions(args.run) if args.run else {}
@@ -61,15 +61,15 @@ def main() -> None:
     agree = total = 0
     start = time.perf_counter()
     with torch.no_grad():
-        for code in medexqa.SPECIALTIES:
-            for row in medexqa.load_rows(code, "test", args.shared):
-                doc = medexqa.to_doc(row, None)
-                ids = tokenizer(medexqa.logit_header(code) + medexqa.logit_prompt(doc), return_tensors="pt")[
+        for code in constants.SPECIALTIES:
+            for row in loader.load(args.shared, split="test", specialty=code):
+                doc = loader.to_doc(row, None)
+                ids = tokenizer(prompts.logit_header(code) + prompts.logit_prompt(doc), return_tensors="pt")[
                     "input_ids"
                 ]
                 logits = model(ids).logits[0, -1].float()
                 for name, token_ids in readings.items():
-                    pred = medexqa.LETTERS[int(torch.argmax(logits[token_ids]))]
+                    pred = constants.LETTERS[int(torch.argmax(logits[token_ids]))]
                     correct[name].setdefault(code, []).append(pred == doc["answer"])
                     if name == "space-prefixed" and (code, row["row"]) in logged:
                         agree += pred == logged[(code, row["row"])]

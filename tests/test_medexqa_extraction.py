@@ -1,8 +1,10 @@
 """The authors' letter extraction on hand-written replies: every step, in order, and its edge cases."""
 
 import pytest
-from lm_eval_tasks.utils.medexqa import protocol as medexqa
-from lm_eval_tasks.utils.medexqa.protocol import Extraction, extract_answer, replace_option_texts
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from lm_eval_tasks.utils.medexqa import parsing, prompts, tasks
+from lm_eval_tasks.utils.medexqa.parsing import Extraction, extract_answer, replace_option_texts, score_logit
 
 OPTIONS = ["X-ray", "Microwave", "Ultraviolet", "Infrared"]
 
@@ -82,24 +84,161 @@ def test_the_authors_prompt_included_reading_differs():
     reply = "It uses the heat the body radiates as infrared light."
     assert extract_answer(reply, OPTIONS) == Extraction("D", "first_letter", True)
     # the authors' script saw prompt + reply: "... among A, B, C and D ..." wins step 5
-    assert extract_answer(medexqa.generation_prompt(doc) + reply, OPTIONS) == Extraction("A", "first_letter", False)
+    assert extract_answer(prompts.generation_prompt(doc) + reply, OPTIONS) == Extraction("A", "first_letter", False)
 
 
 def test_process_results_logs_the_step():
     doc = {"answer": "D", **dict(zip("ABCD", OPTIONS))}
-    assert medexqa.process_generation_results(doc, ["Infrared is right"]) == {
+    assert tasks.process_generation_results(doc, ["Infrared is right"]) == {
         "accuracy": 1.0,
         "accuracy_micro": 1.0,
         "answered": 1.0,
         "extraction_step": "correct_pattern",
     }
-    assert medexqa.process_generation_results(doc, ["<think>"])["answered"] == 0.0
-    assert medexqa.explicit_share(["answer_pattern", "fuzzy", "leading_letter", "empty"]) == 0.5
+    assert tasks.process_generation_results(doc, ["<think>"])["answered"] == 0.0
+    assert tasks.explicit_share(["answer_pattern", "fuzzy", "leading_letter", "empty"]) == 0.5
 
 
 def test_logit_prediction_takes_the_first_maximum():
-    assert medexqa.logit_prediction([-2.0, -1.0, -1.0, -3.0]) == "B"
-    assert medexqa.process_logit_results({"answer": "C"}, [(-4, False), (-3, False), (-0.5, True), (-9, False)]) == {
+    assert score_logit({"answer": "C"}, [-2.0, -1.0, -1.0, -3.0]).pred == "B"
+    assert tasks.process_logit_results({"answer": "C"}, [(-4, False), (-3, False), (-0.5, True), (-9, False)]) == {
         "accuracy": 1.0,
         "accuracy_micro": 1.0,
     }
+
+
+def test_the_prompt_included_reading_keeps_the_prompt_before_a_stray_closing_tag():
+    # A reply whose reasoning was cut from the front ("...</think>D"): the authors' script saw the
+    # prompt, then the reply; the prompt's "among A, B, C and D" wins step 5 there too.
+    doc = {"question": "What is the band of electromagnetic waves used in a thermographic camera?", "answer": "D"}
+    doc |= dict(zip("ABCD", OPTIONS))
+    score = parsing.score_generation(doc, "the heat</think> It is D")
+    assert score.extraction == Extraction("D", "first_letter", False) and score.correct
+    assert parsing.prompt_included_reading(doc, score) == Extraction("A", "first_letter", False)
+
+
+# ----------------------------------------------------------------------------- hostile replies
+
+# Pieces that exercise every step: cues, negations, letters, option texts in any case, think tags,
+# punctuation the patterns look at, lone surrogates, digits and non-ASCII letters.
+FRAGMENTS = [
+    "answer",
+    "Answer",
+    "choice",
+    "choose",
+    " is ",
+    " be ",
+    ":",
+    "not",
+    "n't",
+    "correct",
+    "right",
+    "A",
+    "B",
+    "C",
+    "D",
+    "a",
+    "E",
+    "=",
+    ".",
+    ",",
+    " ",
+    "\n",
+    "\t",
+    "<think>",
+    "</think>",
+    "\ud800",
+    "\udfff",
+    "x-ray",
+    "MICROWAVE",
+    "Ultra",
+    "violet",
+    "infrared.",
+    "ß",
+    "İ",
+    "٣",
+    "\x00",
+    "9" * 50,
+]
+hostile_text = st.one_of(
+    st.text(max_size=300),
+    st.lists(st.sampled_from(FRAGMENTS), max_size=80).map("".join),
+    st.tuples(st.lists(st.sampled_from(FRAGMENTS), min_size=1, max_size=6).map("".join), st.integers(1, 2000)).map(
+        lambda pair: pair[0] * pair[1]
+    ),
+)
+hostile_options = st.one_of(
+    st.just(OPTIONS),
+    st.lists(st.one_of(st.text(max_size=12), st.sampled_from(FRAGMENTS)), min_size=4, max_size=4),
+)
+NO_ANSWER_STEPS = {parsing.UNCLOSED_THINK, parsing.EMPTY, parsing.NO_MATCH}
+
+
+@settings(max_examples=300, deadline=None)
+@given(reply=hostile_text, options=hostile_options)
+def test_any_reply_gets_a_verdict(reply, options):
+    extraction = extract_answer(reply, options)
+    assert extraction.step in parsing.EXTRACTION_STEPS
+    assert (extraction.letter is None) == (extraction.step in NO_ANSWER_STEPS)
+    assert extraction.letter is None or extraction.letter in "ABCD"
+    assert not extraction.from_option_text or extraction.step not in NO_ANSWER_STEPS | {parsing.FUZZY}
+    # Surrounding whitespace never changes the verdict (chat APIs return replies unstripped).
+    assert extract_answer(f" \n{reply}\t ", options) == extraction
+
+
+@settings(max_examples=300, deadline=None)
+@given(text=hostile_text, options=hostile_options)
+def test_the_option_text_mask_marks_exactly_the_inserted_letters(text, options):
+    replaced, mask = replace_option_texts(text, options)
+    assert len(mask) == len(replaced) and set(mask) <= {0, 1}
+    assert all(replaced[i] in "ABCD" for i, flag in enumerate(mask) if flag)
+    if not any(option.rstrip(".") for option in options):
+        assert (replaced, sum(mask)) == (text, 0)
+
+
+@settings(max_examples=200, deadline=None)
+@given(reply=hostile_text)
+def test_both_readings_of_a_logged_reply_give_a_verdict(reply):
+    doc = {"question": "Which band?", "answer": "C", **dict(zip("ABCD", OPTIONS))}
+    score = parsing.score_generation(doc, reply)
+    assert score.extraction == extract_answer(reply, OPTIONS)
+    assert score.correct == (score.extraction.letter == "C") and score.answered == (score.extraction.letter is not None)
+    assert parsing.prompt_included_reading(doc, score).step in parsing.EXTRACTION_STEPS
+
+
+@pytest.mark.parametrize(
+    "reply, expected",
+    [
+        # a regex-adversarial run of cues, then the letter: the last cue reads it
+        ("answer " * 50000 + "is B", Extraction("B", "answer_pattern", False)),
+        ("choice not " * 40000 + "C is right", Extraction("C", "correct_pattern", False)),
+        # many option-text repeats: every "infrared" becomes D; "D D ..." has no leading "D." so step 5
+        ("infrared " * 20000, Extraction("D", "first_letter", True)),
+        ("Infrared." * 20000, Extraction("D", "leading_letter", True)),  # "D.D.D...": a leading "D."
+        # a huge reply (5 MB) with the answer at its very end
+        ("x" * 5_000_000 + " so the answer is A", Extraction("A", "answer_pattern", False)),
+        # lone surrogates around and inside the answer
+        ("\ud800The answer is C\udfff", Extraction("C", "answer_pattern", False)),
+        ("\udfff" * 100000, Extraction(None, "no_match", False)),
+        ("<think>" * 100000, Extraction(None, "unclosed_think", False)),
+        ("9" * 100000, Extraction(None, "no_match", False)),  # digits share nothing with the options
+    ],
+    ids=[
+        "answer-run",
+        "negated-choice-run",
+        "option-repeats",
+        "option-dots",
+        "5MB",
+        "surrogates",
+        "only-surrogates",
+        "open-thinks",
+        "digits",
+    ],
+)
+def test_hostile_shapes_have_exact_verdicts(reply, expected):
+    assert extract_answer(reply, OPTIONS) == expected
+
+
+def test_a_run_of_bare_cues_falls_back_to_the_fuzzy_match():
+    extraction = extract_answer("answer " * 50000, OPTIONS)
+    assert extraction.step == "fuzzy" and extraction.letter in "ABCD"

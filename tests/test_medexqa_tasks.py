@@ -1,22 +1,24 @@
 """MedExQA through lm-eval's real evaluator with a scripted model: prompts, exact metrics, the report."""
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
 from lm_eval import simple_evaluate
 from lm_eval.tasks import TaskManager
 from lm_eval_tasks.utils import benchmarks, report, runs
-from lm_eval_tasks.utils.medexqa import protocol as medexqa
+from lm_eval_tasks.utils.data import DataError
+from lm_eval_tasks.utils.medexqa import constants, loader, prompts, report_spec
 
 from lm_eval_tasks import tasks_dir
 from tests.scripted_lm import ScriptedLM
 from tests.test_medexqa_data import ANSWERS
 
-CODES = list(medexqa.SPECIALTIES)
+CODES = list(constants.SPECIALTIES)
 LOGIT_TASKS = [f"medexqa_logit_{c.lower()}" for c in CODES]
 GENERATION_TASKS = [f"medexqa_{c.lower()}" for c in CODES]
-CP_FIRST = medexqa.GENERATION_INSTRUCTION + (
+CP_FIRST = prompts.GENERATION_INSTRUCTION + (
     "\n\nWhich counseling technique involves encouraging the client to intentionally exaggerate their anticipated "
     "anxiety and fear?\nA. Correction of irrational thoughts\nB. Self-expression training\nC. Paradoxical intention\n"
     "D. Role-playing\n"
@@ -68,8 +70,8 @@ def test_logit_prompt_with_a_chat_template(shared_data):
 def test_fewshot_uses_the_first_dev_items_in_the_authors_format(shared_data):
     lm = ScriptedLM(loglikelihood=always("C"))
     evaluate(lm, shared_data, ["medexqa_logit_cp"], limit=1, num_fewshot=2)
-    dev = medexqa.load_rows("CP", "dev", str(shared_data))[:2]
-    shots = "".join(medexqa.logit_prompt(row) + f" {row['answer']}\n\n" for row in dev)
+    dev = loader.load(str(shared_data), split="dev", specialty="CP")[:2]
+    shots = "".join(prompts.logit_prompt(row) + f" {row['answer']}\n\n" for row in dev)
     assert lm.prompts[0] == CP_HEADER + shots + CP_FIRST_LOGIT
 
 
@@ -148,14 +150,14 @@ def test_report_recomputes_both_protocols(always_d):
 
 
 def scripted_be_replies(shared_data):
-    rows = medexqa.load_rows("BE", "test", str(shared_data))
+    rows = loader.load(str(shared_data), split="test", specialty="BE")
     replies = {
         1: "The answer is D because skin burns above 41 degrees.",  # gold D: answer_pattern, correct
         2: "Thermographic cameras sense infrared radiation.",  # gold D, option text -> first_letter, correct
         3: "<think>membranes... ",  # gold A, unclosed think: no answer, wrong
         4: "B. It measures blood pressure.",  # gold A: leading_letter, wrong
     }
-    by_prompt = {medexqa.generation_prompt(medexqa.to_doc(row, None)): replies[row["row"]] for row in rows[:4]}
+    by_prompt = {prompts.generation_prompt(loader.to_doc(row, None)): replies[row["row"]] for row in rows[:4]}
     return lambda prompt: by_prompt[prompt]
 
 
@@ -171,13 +173,13 @@ def test_scripted_generation_run_has_exact_values_and_logs_the_step(shared_data)
         "leading_letter",
     ]
     assert [s["accuracy"] for s in logged] == [1.0, 1.0, 0.0, 0.0]
-    items = [medexqa.score_generation_sample("medexqa_be", s) for s in logged]
+    items = [report_spec.score_generation_sample("medexqa_be", s) for s in logged]
     assert [i.pred for i in items] == ["D", "D", "INVALID", "B"]
     assert [i.extras["letter_from_option_text"] for i in items] == [0.0, 1.0, 0.0, 0.0]
 
 
 def test_shuffled_run_shows_permuted_options_and_scores_them(shared_data):
-    rows = medexqa.load_rows("BE", "test", str(shared_data))[:10]
+    rows = loader.load(str(shared_data), split="test", specialty="BE")[:10]
     gold_text = {row["question"]: row[row["answer"]] for row in rows}
 
     def reply(prompt):  # name the right option by its text, wherever it was moved
@@ -188,20 +190,74 @@ def test_shuffled_run_shows_permuted_options_and_scores_them(shared_data):
         ScriptedLM(reply=reply, loglikelihood=always("A")),
         shared_data,
         ["medexqa_be", "medexqa_logit_be"],
-        metadata={"shuffle": True},
+        metadata={"medexqa_shuffle": True},
         limit=10,
     )
     samples = out["samples"]["medexqa_be"]
     assert out["results"]["medexqa_be"]["accuracy,none"] == 1.0
     for sample, row in zip(samples, rows):
         doc = sample["doc"]
-        assert doc["permutation"] == "".join(medexqa.permutation(1618, "BE", "test", row["row"]))
-        assert sample["arguments"][0][0] == medexqa.generation_prompt(doc)
+        assert doc["permutation"] == "".join(loader.permutation(1618, "BE", "test", row["row"]))
+        assert sample["arguments"][0][0] == prompts.generation_prompt(doc)
     logit_docs = [s["doc"] for s in out["samples"]["medexqa_logit_be"]]
     assert out["results"]["medexqa_logit_be"]["accuracy,none"] == pytest.approx(
         sum(d["answer"] == "A" for d in logit_docs) / 10
     )
     assert [d["permutation"] for d in logit_docs] == [s["doc"]["permutation"] for s in samples]
+    settings = report.build(in_memory_run(out))[0]["run"]["benchmark_settings"]
+    shuffled = [{"split": "test", "shuffle": True, "shuffle_seed": 1618}]
+    assert settings == {"medexqa_logit": shuffled, "medexqa": shuffled}
+
+
+def test_settings_of_docs_logged_by_task_version_1():
+    # Version 1.0 docs have no "shuffle" field: their seed is -1 exactly when the options were not shuffled.
+    assert report_spec.settings_of({"doc": {"split": "test", "shuffle_seed": -1}}) == {
+        "split": "test",
+        "shuffle": False,
+        "shuffle_seed": -1,
+    }
+    assert report_spec.settings_of({"doc": {"split": "dev", "shuffle_seed": 1618}})["shuffle"] is True
+
+
+def test_unscoped_metadata_is_refused_when_lm_eval_builds_the_task(shared_data):
+    # The same --metadata reaches every task of a run: shuffle_seed=7 meant for MedExQA would also move MillerQA.
+    with pytest.raises(DataError, match=r"--metadata shuffle_seed=7: .*use medexqa_shuffle_seed="):
+        evaluate(ScriptedLM(reply=lambda prompt: "A"), shared_data, ["medexqa_be"], metadata={"shuffle_seed": 7})
+
+
+def test_a_dev_run_with_a_seed_says_so_in_the_report(shared_data):
+    metadata = {"medexqa_split": "dev", "medexqa_shuffle": "true", "medexqa_shuffle_seed": 7}
+    out = evaluate(ScriptedLM(loglikelihood=always("B")), shared_data, ["medexqa_logit_cp"], metadata=metadata)
+    dev = loader.load(str(shared_data), split="dev", specialty="CP")
+    docs = [s["doc"] for s in out["samples"]["medexqa_logit_cp"]]
+    assert [d["permutation"] for d in docs] == ["".join(loader.permutation(7, "CP", "dev", r["row"])) for r in dev]
+    run = in_memory_run(out)
+    built = report.build(run)[0]
+    assert built["run"]["benchmark_settings"] == {
+        "medexqa_logit": [{"split": "dev", "shuffle": True, "shuffle_seed": 7}]
+    }
+    assert built["run"]["task_versions"]["medexqa_logit_cp"] == 2.0
+    logit = built["benchmarks"]["medexqa_logit"]
+    assert logit["coverage"]["CP"] == {"expected": 106, "loaded": 5, "scored": 5, "complete": False}
+    assert logit["paper_comparable"]["value"] is None
+
+
+def test_a_partial_local_file_is_scored_and_its_coverage_shown(shared_data, tmp_path, caplog):
+    source = shared_data / "medexqa"
+    for split in ("test", "dev"):
+        (tmp_path / "medexqa" / split).mkdir(parents=True)
+        shutil.copy(source / split / f"biomedical_engineer_{split}.tsv", tmp_path / "medexqa" / split)
+    path = tmp_path / "medexqa" / "test" / "biomedical_engineer_test.tsv"
+    lines = path.read_bytes().splitlines(keepends=True)
+    path.write_bytes(b"".join(lines[:-10]))  # the last 10 items (none of them spans two lines)
+    out = evaluate(ScriptedLM(loglikelihood=always("D")), tmp_path, ["medexqa_logit_be"])
+    assert "holds 133 rows, the published test split of BE has 143" in caplog.text
+    logit = report.build(in_memory_run(out))[0]["benchmarks"]["medexqa_logit"]
+    assert logit["coverage"]["BE"] == {"expected": 143, "loaded": 133, "scored": 133, "complete": False}
+    assert [c["scored"] for code, c in logit["coverage"].items() if code != "BE"] == [0, 0, 0, 0]
+    assert logit["full_coverage"] is False and logit["paper_comparable"]["value"] is None
+    answers = [line.rstrip(b"\r\n").rsplit(b"\t", 1)[1] for line in lines[:-10]]
+    assert logit["accuracy_micro"]["value"] == pytest.approx(answers.count(b"D") / 133)
 
 
 def test_each_protocol_owns_only_its_tasks():

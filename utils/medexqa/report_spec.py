@@ -1,0 +1,113 @@
+"""What the report computes for MedExQA's two protocols (lm_eval_tasks/medexqa/README.md): one spec each.
+
+Each logged sample is re-scored with the function its task's ``process_results`` calls
+(:func:`.parsing.score_logit`, :func:`.parsing.score_generation`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from ..scoring import (
+    INVALID,
+    BenchmarkSpec,
+    Headline,
+    ScoredItem,
+    Stratum,
+    logged_loglikelihoods,
+    logged_reply,
+    scored_item,
+)
+from .constants import GENERATION, LETTERS, LOGIT, PUBLISHED_COUNTS, PUBLISHED_NUMBERS, SPECIALTIES, specialty
+from .parsing import EXTRACTION_STEPS, prompt_included_reading, score_generation, score_logit
+
+
+def _component(doc: Mapping[str, Any]) -> str:
+    return specialty(doc["specialty"]).code
+
+
+def settings_of(sample: Mapping[str, Any]) -> dict[str, Any]:
+    """The settings a logged doc was built with that can move its score: split and answer shuffling."""
+    doc = sample["doc"]
+    return {
+        "split": doc["split"],
+        # Docs of task version 1.0 have no "shuffle" field; their seed is -1 exactly when not shuffled.
+        "shuffle": bool(doc.get("shuffle", doc["shuffle_seed"] != -1)),
+        "shuffle_seed": doc["shuffle_seed"],
+    }
+
+
+def score_logit_sample(task: str, sample: Mapping[str, Any]) -> ScoredItem:
+    doc = sample["doc"]
+    score = score_logit(doc, logged_loglikelihoods(sample))
+    return scored_item(
+        task, sample, component=_component(doc), gold=doc["answer"], pred=score.pred, correct=score.correct
+    )
+
+
+def score_generation_sample(task: str, sample: Mapping[str, Any]) -> ScoredItem:
+    doc = sample["doc"]
+    score = score_generation(doc, logged_reply(sample))
+    extraction = score.extraction
+    extras = {
+        "answered": float(score.answered),
+        "letter_from_option_text": float(extraction.from_option_text),
+        "accuracy_if_prompt_included": float(prompt_included_reading(doc, score).letter == doc["answer"]),
+    }
+    extras |= {f"step_{name}": float(extraction.step == name) for name in EXTRACTION_STEPS}
+    return scored_item(
+        task,
+        sample,
+        component=_component(doc),
+        gold=doc["answer"],
+        pred=extraction.letter or INVALID,
+        correct=score.correct,
+        extras=extras,
+    )
+
+
+_COMMON_NOTES = (
+    "accuracy_macro is the paper's number (MAvg): the unweighted mean of the five specialty accuracies.",
+    "Reference numbers are the authors' leaderboard (percent / 100), zero-shot.",
+    "Scores are the paper's only on the test split with the original option order (see the run's settings).",
+)
+
+REPORT_SPECS = (
+    BenchmarkSpec(
+        name="medexqa_logit",
+        title="MedExQA, log-likelihood protocol",
+        task_prefix="medexqa_logit",
+        task_names=frozenset(f"medexqa_logit_{code.lower()}" for code in SPECIALTIES),
+        score_sample=score_logit_sample,
+        expected_counts=PUBLISHED_COUNTS["test"],
+        labels=LETTERS,
+        stratify_by=Stratum.COMPONENT,
+        headline=Headline.ACCURACY_MACRO,
+        reference=PUBLISHED_NUMBERS[LOGIT],
+        notes=_COMMON_NOTES + ("The answer is the letter with the highest log-likelihood after 'Answer:'.",),
+        settings_of=settings_of,
+    ),
+    BenchmarkSpec(
+        name="medexqa",
+        title="MedExQA, generation protocol",
+        task_prefix="medexqa",
+        task_names=frozenset(f"medexqa_{code.lower()}" for code in SPECIALTIES),
+        score_sample=score_generation_sample,
+        expected_counts=PUBLISHED_COUNTS["test"],
+        labels=LETTERS,
+        stratify_by=Stratum.COMPONENT,
+        headline=Headline.ACCURACY_MACRO,
+        reference=PUBLISHED_NUMBERS[GENERATION],
+        notes=_COMMON_NOTES
+        + (
+            "Letters are read from the reply only (think blocks removed) with the authors' cascade; INVALID "
+            "(unclosed think block, empty reply, or nothing to match) is counted wrong.",
+            "answered is the share of replies with a usable letter (not INVALID).",
+            "step_* rates say which extraction step produced each letter; accuracy_if_prompt_included is what "
+            "the authors' script would score, since it extracted from the prompt followed by the reply.",
+            "Explanation scores: python -m lm_eval_tasks medexqa-explanations OUTPUT_PATH.",
+        ),
+        settings_of=settings_of,
+    ),
+)
