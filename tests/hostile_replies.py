@@ -24,4 +24,10 @@ SHAPES = {
     "numbered dots": lambda size: pad("", "1. ", "", size),
     "answer words": lambda size: pad("", "the answer is ", "", size),
     "letters and punctuation": lambda size: pad("", "A) B. (C) D: ", "", size),
+    "negated cues": lambda size: pad("", "the choice is not ", "", size),
+    "option-text repeats": lambda size: pad("", "infrared ", "", size),
+    "prose, no letter": lambda size: pad("", "heat radiates from the skin; ", "", size),
+    "lone surrogates": lambda size: pad("", "\ud800 answer \udfff", "", size),
+    "closed thinks": lambda size: pad("", "<think>A</think>", "", size),
+    "open score tags": lambda size: pad("", "<score>99", "", size),
 }

