@@ -1,0 +1,113 @@
+"""The lm-eval hooks of every MillerQA task (the YAMLs in lm_eval_tasks/millerqa/ point here)."""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from .. import data as data_layer
+from . import loader
+from .constants import BENCHMARK, CURATED, LETTERS, SHUFFLE_SEED
+from .parsing import score_loglikelihoods, score_reply
+from .prompts import choice_only_prompt, loglikelihood_prompt, shuffled_doc, user_prompt
+
+logger = logging.getLogger(__name__)
+
+
+def model_label_from(model_label: str | None = None, pretrained: Any = None, model: Any = None) -> str:
+    """The label that keys the shuffle: ``--metadata model_label=...``, else one derived from the model.
+
+    The derived label is the last path component of ``pretrained`` (hf, vllm) or ``model`` (API
+    backends): ``meta-llama/Llama-3.1-8B-Instruct`` -> ``Llama-3.1-8B-Instruct``, so the same model
+    gets the same shuffles from the hub or from any local folder of that name. The authors used
+    their own labels (``gpt-4o``, ``llama-3-1-8b``, ...); pass one to reproduce their shuffles.
+    """
+    if model_label is not None and str(model_label).strip():
+        return str(model_label).strip()
+    source = pretrained if pretrained is not None else model
+    if isinstance(source, str) and source.strip().strip("/\\"):
+        return source.strip().replace("\\", "/").rstrip("/").rsplit("/", 1)[-1]
+    raise data_layer.DataError(
+        "MillerQA shuffles the options per (item, model) and needs a model label: pass "
+        "--metadata model_label=LABEL (Python: TaskManager(metadata={'model_label': LABEL})). It is "
+        "derived from --model_args pretrained=... or model=... when those are given."
+    )
+
+
+def custom_dataset(
+    benchmark: str,
+    release: str = CURATED,
+    data_dir: str | None = None,
+    model_label: str | None = None,
+    shuffle_seed: int | str = SHUFFLE_SEED,
+    pretrained: Any = None,
+    model: Any = None,
+    split: str | None = None,
+    **_: Any,
+):
+    """lm-eval ``custom_dataset`` hook: one benchmark's docs, shuffled for this model, as split 'test'.
+
+    lm-eval passes the task metadata, ``--metadata`` and every ``--model_args`` value; the model
+    label is derived from ``pretrained``/``model`` unless ``model_label`` is given. The docs depend
+    only on the data, the label and the seed, so every process of a multi-GPU run builds the same.
+    """
+    data_layer.refuse_training_split(BENCHMARK, split)
+    label = model_label_from(model_label, pretrained, model)
+    items = loader.load(benchmark, release, data_dir)
+    return data_layer.to_dataset_dict(
+        [shuffled_doc(item, benchmark, release, label, int(shuffle_seed)) for item in items]
+    )
+
+
+def doc_to_text(doc: Mapping[str, Any]) -> str:
+    return user_prompt(doc["question"], doc["shuffled_options"])
+
+
+def doc_to_text_choice_only(doc: Mapping[str, Any]) -> str:
+    return choice_only_prompt(doc["shuffled_options"])
+
+
+def doc_to_text_loglikelihood(doc: Mapping[str, Any]) -> str:
+    return loglikelihood_prompt(doc["question"], doc["shuffled_options"])
+
+
+def doc_to_choice(doc: Mapping[str, Any]) -> list[str]:
+    return list(LETTERS[: len(doc["shuffled_options"])])
+
+
+def process_results(doc: Mapping[str, Any], results: Sequence[str]) -> dict[str, float | None]:
+    """Per-sample metrics of the generative tasks.
+
+    ``acc`` is None for an unscored reply (aggregated by :func:`mean_over_answered`: the paper's
+    accuracy); ``acc_all`` counts it wrong; ``answered`` is coverage. The ``_micro`` keys repeat a
+    value so that groups can give a size-weighted mean next to the unweighted one.
+    """
+    answer = score_reply(doc, results[0])
+    correct = float(bool(answer.is_correct))
+    answered = float(answer.answered)
+    return {
+        "acc": correct if answer.answered else None,
+        "acc_all": correct,
+        "acc_all_micro": correct,
+        "answered": answered,
+        "answered_micro": answered,
+    }
+
+
+def mean_over_answered(values: Sequence[float | None]) -> float:
+    """Mean of the scored values; NaN (with a warning) when no reply gave a usable answer."""
+    scored = [value for value in values if value is not None]
+    if not scored:
+        logger.warning(
+            "MillerQA: none of %d replies gave a usable answer; accuracy over answered items is undefined (NaN).",
+            len(values),
+        )
+        return math.nan
+    return sum(scored) / len(scored)
+
+
+def process_results_loglikelihood(doc: Mapping[str, Any], results: Sequence[Sequence[Any]]) -> dict[str, float]:
+    correct = float(score_loglikelihoods(doc, [float(result[0]) for result in results]).is_correct)
+    return {"acc": correct, "acc_micro": correct}
