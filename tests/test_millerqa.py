@@ -334,7 +334,11 @@ def data_dir_with(tmp_path, shared_data, files):
     shutil.copy(shared_data / "millerqa" / constants.MANIFEST, root / constants.MANIFEST)
     for relative, content in files.items():
         (root / relative).parent.mkdir(parents=True, exist_ok=True)
-        (root / relative).write_text(content if isinstance(content, str) else json.dumps(content), encoding="utf-8")
+        if isinstance(content, bytes):
+            (root / relative).write_bytes(content)
+        else:
+            text = content if isinstance(content, str) else json.dumps(content)
+            (root / relative).write_text(text, encoding="utf-8")
     return tmp_path
 
 
@@ -355,6 +359,98 @@ def test_bad_items_are_errors_naming_file_row_and_field(tmp_path, shared_data, c
     data_dir = data_dir_with(tmp_path, shared_data, {"curated/triage/triage.json": items})
     with pytest.raises(DataError, match=message):
         loader.load("triage", data_dir=str(data_dir))
+
+
+def triage_items(shared_data):
+    return json.loads((shared_data / "millerqa/curated/triage/triage.json").read_text(encoding="utf-8"))
+
+
+@pytest.mark.parametrize(
+    "field, value, message",
+    [
+        ("id", 1.5, r"row 3, field 'id': expected a non-empty string or integer, got 1.5"),
+        ("id", True, r"row 3, field 'id': expected a non-empty string or integer, got True"),
+        ("id", [7], r"row 3, field 'id': expected a non-empty string or integer"),
+        ("question", 5, r"row 3, field 'question': expected a non-empty string"),
+        ("options", "Red, Green", r"row 3, field 'options': expected a list of 2 to 26 strings"),
+        ("options", ["Red", 2], r"row 3, field 'options': every option must be a string"),
+        ("target", "1", r"row 3, field 'target': '1' is not an index into the 4 options"),
+        ("target", True, r"row 3, field 'target': True is not an index"),
+        ("target", 1.0, r"row 3, field 'target': 1.0 is not an index"),
+        ("kind", 5, r"row 3, field 'kind': expected a string or a list of strings, got 5"),
+        ("kind", ["a", 1], r"row 3, field 'kind': expected a string or a list of strings"),
+    ],
+)
+def test_values_of_the_wrong_type_are_errors_naming_file_row_and_field(tmp_path, shared_data, field, value, message):
+    items = triage_items(shared_data)
+    items[2][field] = value
+    data_dir = data_dir_with(tmp_path, shared_data, {"curated/triage/triage.json": items})
+    with pytest.raises(DataError, match=r"curated/triage/triage.json, " + message):
+        loader.load("triage", data_dir=str(data_dir))
+
+
+def test_medethicsqas_older_categories_field_is_read_and_checked(tmp_path, shared_data):
+    items = triage_items(shared_data)
+    items[0].pop("kind")
+    items[0]["categories"] = ["autonomy", "justice"]
+    items[1]["kind"] = ""
+    items[1]["categories"] = {"not": "a list"}
+    data_dir = data_dir_with(tmp_path, shared_data, {"curated/triage/triage.json": items})
+    with pytest.raises(DataError, match=r"row 2, field 'categories': expected a string or a list of strings"):
+        loader.load("triage", data_dir=str(data_dir))
+    items[1]["categories"] = None
+    data_dir = data_dir_with(tmp_path / "fixed", shared_data, {"curated/triage/triage.json": items})
+    loaded = loader.load("triage", data_dir=str(data_dir))
+    assert (loaded[0]["kind"], loaded[1]["kind"]) == ("autonomy, justice", "")
+
+
+def test_an_id_given_twice_names_both_rows_also_as_number_and_text(tmp_path, shared_data):
+    items = triage_items(shared_data)
+    items[1]["id"], items[5]["id"] = 7, "7"  # ids are compared as text, as upstream
+    data_dir = data_dir_with(tmp_path, shared_data, {"curated/triage/triage.json": items})
+    with pytest.raises(DataError, match=r"triage.json, row 6, field 'id': duplicate id '7' \(first on row 2\)"):
+        loader.load("triage", data_dir=str(data_dir))
+
+
+def test_a_key_given_twice_in_one_item_is_an_error(tmp_path, shared_data):
+    text = json.dumps(triage_items(shared_data), indent=1).replace('"target": ', '"target": 0, "target": ', 1)
+    data_dir = data_dir_with(tmp_path, shared_data, {"curated/triage/triage.json": text})
+    with pytest.raises(DataError, match=r"triage.json: key 'target' appears twice in one object"):
+        loader.load("triage", data_dir=str(data_dir))
+
+
+def test_a_non_utf8_byte_is_an_error_naming_its_line(tmp_path, shared_data):
+    raw = (shared_data / "millerqa/curated/triage/triage.json").read_bytes()
+    at = raw.index(b"mass-casualty")
+    data_dir = data_dir_with(tmp_path, shared_data, {"curated/triage/triage.json": raw[:at] + b"\xff" + raw[at:]})
+    line = raw.count(b"\n", 0, at) + 1
+    with pytest.raises(DataError, match=rf"triage.json, line {line}: not UTF-8 \(byte 0xff"):
+        loader.load("triage", data_dir=str(data_dir))
+
+
+def test_a_byte_order_mark_is_read_past_in_items_and_manifest(tmp_path, shared_data):
+    bom = b"\xef\xbb\xbf"
+    raw = (shared_data / "millerqa/curated/triage/triage.json").read_bytes()
+    data_dir = data_dir_with(tmp_path, shared_data, {"curated/triage/triage.json": bom + raw})
+    manifest = data_dir / "millerqa" / constants.MANIFEST
+    manifest.write_bytes(bom + manifest.read_bytes())
+    assert loader.load("triage", data_dir=str(data_dir)) == loader.load("triage", data_dir=str(shared_data))
+
+
+def test_a_file_that_is_not_an_array_of_items_is_an_error(tmp_path, shared_data):
+    data_dir = data_dir_with(tmp_path, shared_data, {"curated/triage/triage.json": {"items": []}})
+    with pytest.raises(DataError, match=r"triage.json: expected a JSON array of objects"):
+        loader.load("triage", data_dir=str(data_dir))
+
+
+def test_a_benchmark_listed_twice_in_the_manifest_names_both_rows(tmp_path, shared_data):
+    data_dir = data_dir_with(tmp_path, shared_data, {})
+    manifest = data_dir / "millerqa" / constants.MANIFEST
+    manifest.write_text(manifest.read_text(encoding="utf-8") + "triage,86,2,84,2.33,\n", encoding="utf-8")
+    with pytest.raises(
+        DataError, match=r"_manifest.csv, row 25, field 'benchmark': 'triage' appears twice \(first on row 22\)"
+    ):
+        loader.load("cupcase", data_dir=str(data_dir))
 
 
 def test_a_manifest_that_differs_from_the_pinned_release_is_an_error(tmp_path, shared_data):
@@ -508,6 +604,18 @@ def test_rebuild_checks_the_source(tmp_path, medbullets_data_dir, change, messag
     change(rows)
     source = write_csv(rows, tmp_path / "medbullets_op5.csv")
     with pytest.raises(DataError, match=message):
+        medbullets.rebuild_medbullets(source, medbullets_data_dir)
+
+
+def test_rebuild_names_both_rows_of_an_id_listed_twice(tmp_path, medbullets_data_dir):
+    ids = medbullets_data_dir / "millerqa" / constants.CURATED / "medbullets" / "item_ids.csv"
+    lines = ids.read_text(encoding="utf-8").splitlines()
+    lines[5] = lines[2]  # data rows 2 and 5 (the header is line 0)
+    ids.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    source = write_csv(medbullets_source_rows(), tmp_path / "medbullets_op5.csv")
+    with pytest.raises(
+        DataError, match=rf"item_ids.csv, row 5, field 'id': duplicate id '{lines[2]}' \(first on row 2\)"
+    ):
         medbullets.rebuild_medbullets(source, medbullets_data_dir)
 
 

@@ -62,10 +62,15 @@ def read_manifest(path: Path) -> dict[str, dict[str, Any]]:
     rows = data_layer.read_table(path)
     data_layer.require_columns(rows, ("benchmark", *MANIFEST_COUNT_COLUMN.values()), path)
     by_name: dict[str, dict[str, Any]] = {}
+    row_of: dict[str, int] = {}
     for number, row in enumerate(rows, start=1):
         name = row["benchmark"]
         if name not in PUBLISHED_COUNTS[CURATED]:
             raise data_layer.row_error(path, number, "benchmark", f"unknown benchmark {name!r}")
+        if name in row_of:
+            raise data_layer.row_error(
+                path, number, "benchmark", f"{name!r} appears twice (first on row {row_of[name]})"
+            )
         for release, column in MANIFEST_COUNT_COLUMN.items():
             if row[column] != str(PUBLISHED_COUNTS[release][name]):
                 raise data_layer.row_error(
@@ -75,11 +80,22 @@ def read_manifest(path: Path) -> dict[str, dict[str, Any]]:
                     f"{row[column]!r} differs from the pinned release "
                     f"({PUBLISHED_COUNTS[release][name]} items at {GITHUB_REPO}@{GITHUB_COMMIT})",
                 )
-        by_name[name] = row
+        by_name[name], row_of[name] = row, number
     missing = sorted(set(PUBLISHED_COUNTS[CURATED]) - set(by_name))
     if missing:
         raise data_layer.DataError(f"{path}: no row for {', '.join(missing)}")
     return by_name
+
+
+def _kind(row: dict[str, Any], path: Path, number: int) -> str:
+    """The item's category label: ``kind``, else medethicsqa's older ``categories`` (as upstream); lists joined."""
+    field = "kind" if row.get("kind") else "categories"
+    kind = row.get(field)
+    if kind is None or isinstance(kind, str):
+        return kind or ""
+    if isinstance(kind, list) and all(isinstance(part, str) for part in kind):
+        return ", ".join(kind)
+    raise data_layer.row_error(path, number, field, f"expected a string or a list of strings, got {kind!r}")
 
 
 @data_layer.cached_on_file
@@ -87,7 +103,8 @@ def read_benchmark_file(path: Path) -> tuple[dict[str, Any], ...]:
     """Items normalised as the authors' loader does (id as text, stripped question and options).
 
     Items the authors' loader would skip with a warning (fewer than two options, a target out of
-    range) are errors here: nothing is silently dropped.
+    range) are errors here: nothing is silently dropped. So are values of the wrong type, and an id
+    given twice (ids are compared as text, as upstream: 7 and "7" are the same id).
     """
     rows = data_layer.read_table(path)
     items, seen = [], {}
@@ -113,14 +130,13 @@ def read_benchmark_file(path: Path) -> tuple[dict[str, Any], ...]:
                 path, number, "id", f"duplicate id {item_id!r} (first on row {seen[str(item_id)]})"
             )
         seen[str(item_id)] = number
-        kind = row.get("kind") or row.get("categories")  # medethicsqa's older field name, as upstream
         items.append(
             {
                 "id": str(item_id),
                 "question": question.strip(),
                 "options": [o.strip() for o in options],
                 "target": target,
-                "kind": ", ".join(map(str, kind)) if isinstance(kind, list) else "" if kind is None else str(kind),
+                "kind": _kind(row, path, number),
             }
         )
     return tuple(items)

@@ -68,16 +68,19 @@ def rebuild_medbullets(source: str | Path, out_dir: str | Path) -> list[Path]:
             continue
         rows = data_layer.read_table(ids_file)
         data_layer.require_columns(rows, ("id",), ids_file)
-        wanted = []
+        wanted, row_of = [], {}
         for number, row in enumerate(rows, start=1):
-            if not row["id"].isdigit() or int(row["id"]) >= len(items):
+            if not (row["id"].isascii() and row["id"].isdigit()) or int(row["id"]) >= len(items):
                 raise data_layer.row_error(ids_file, number, "id", f"{row['id']!r} is not a row of the source")
+            if int(row["id"]) in row_of:
+                raise data_layer.row_error(
+                    ids_file, number, "id", f"duplicate id {row['id']!r} (first on row {row_of[int(row['id'])]})"
+                )
+            row_of[int(row["id"])] = number
             wanted.append(int(row["id"]))
         expected = PUBLISHED_COUNTS[release][MEDBULLETS]
-        if len(wanted) != expected or len(set(wanted)) != expected:
-            raise data_layer.DataError(
-                f"{ids_file}: {len(set(wanted))} distinct ids; the {release} release has {expected}"
-            )
+        if len(wanted) != expected:
+            raise data_layer.DataError(f"{ids_file}: {len(wanted)} ids; the {release} release has {expected}")
         content = json.dumps([items[i] for i in wanted], ensure_ascii=False, indent=1) + "\n"
         written += write_atomically(folder, {f"{MEDBULLETS}.json": content.encode("utf-8")})
     if not written:
