@@ -60,7 +60,7 @@ def test_shuffle_seed_is_the_first_64_bits_of_sha256():
 def test_test_vectors_on_the_real_items(shared_data, benchmark, item_id, label, perm, letter):
     (doc,) = [
         d
-        for d in tasks.custom_dataset(benchmark, data_dir=str(shared_data), model_label=label)["test"]
+        for d in tasks.custom_dataset(benchmark, data_dir=str(shared_data), millerqa_model_label=label)["test"]
         if d["id"] == item_id
     ]
     assert doc["permutation"] == perm and doc["correct_letter"] == letter
@@ -108,10 +108,10 @@ def test_the_shuffle_depends_on_the_model_label_only_not_the_process(shared_data
 
 
 def test_the_shuffle_seed_is_a_setting(shared_data):
-    default = tasks.custom_dataset("hle", data_dir=str(shared_data), model_label="llama-3-1-8b")["test"][0]
-    other = tasks.custom_dataset("hle", data_dir=str(shared_data), model_label="llama-3-1-8b", shuffle_seed="7")[
-        "test"
-    ][0]
+    default = tasks.custom_dataset("hle", data_dir=str(shared_data), millerqa_model_label="llama-3-1-8b")["test"][0]
+    other = tasks.custom_dataset(
+        "hle", data_dir=str(shared_data), millerqa_model_label="llama-3-1-8b", millerqa_shuffle_seed="7"
+    )["test"][0]
     assert (default["shuffle_seed"], default["permutation"]) == (42, [0, 3, 1, 4, 2])
     assert (other["shuffle_seed"], other["permutation"]) == (7, prompts.permutation("16", "llama-3-1-8b", 5, seed=7))
     assert other["permutation"] != default["permutation"]
@@ -131,12 +131,79 @@ def test_the_shuffle_seed_is_a_setting(shared_data):
     ],
 )
 def test_model_label(kwargs, label):
-    assert tasks.model_label_from(**kwargs) == label
+    assert tasks.model_label_from(**kwargs) == (label, "model_label" not in kwargs)
+
+
+@pytest.mark.parametrize("label", [100000.0, True, 42])
+def test_a_model_label_read_as_a_number_or_boolean_is_an_error(label):
+    with pytest.raises(DataError, match=r"millerqa_model_label=.* was read as a .*, not text; pass it as JSON"):
+        tasks.model_label_from(label, pretrained="/models/x")
 
 
 def test_a_missing_model_label_is_an_error_that_says_what_to_pass():
-    with pytest.raises(DataError, match="--metadata model_label=LABEL"):
+    with pytest.raises(DataError, match="--metadata millerqa_model_label=LABEL"):
         tasks.model_label_from()
+
+
+# ----------------------------------------------------------------------------- settings are MillerQA's own
+
+
+@pytest.mark.parametrize("name, value", [("model_label", "gpt-4o"), ("shuffle_seed", 7)])
+def test_the_unscoped_setting_names_are_refused(shared_data, name, value):
+    """lm-eval gives every task the same --metadata: shuffle_seed=7 meant for MedExQA must not move MillerQA."""
+    with pytest.raises(DataError, match=rf"--metadata {name}=.*use millerqa_{name}=\.\.\."):
+        tasks.custom_dataset("hle", data_dir=str(shared_data), millerqa_model_label="m", **{name: value})
+
+
+def test_other_benchmarks_settings_and_the_model_arguments_pass_untouched(shared_data):
+    docs = tasks.custom_dataset(
+        "hle",
+        data_dir=str(shared_data),
+        millerqa_model_label="llama-3-1-8b",
+        medexqa_shuffle=True,
+        medexqa_shuffle_seed=7,
+        pretrained="/models/other",
+        dtype="bfloat16",
+        config_source="x.yaml",
+        version=2.0,
+    )["test"]
+    assert (docs[0]["shuffle_seed"], docs[0]["model_label"], docs[0]["permutation"]) == (
+        42,
+        "llama-3-1-8b",
+        [0, 3, 1, 4, 2],
+    )
+
+
+@pytest.mark.parametrize("seed", ["x", "7.5", True, 7.0, None])
+def test_a_shuffle_seed_that_is_not_an_integer_is_an_error(shared_data, seed):
+    with pytest.raises(DataError, match=r"--metadata millerqa_shuffle_seed=.*: expected an integer"):
+        tasks.custom_dataset("hle", data_dir=str(shared_data), millerqa_model_label="m", millerqa_shuffle_seed=seed)
+
+
+def test_every_doc_carries_the_settings_that_built_it(shared_data):
+    given = tasks.custom_dataset("triage", "pre_qc", str(shared_data), millerqa_model_label="gpt-4o")["test"][0]
+    assert {k: given[k] for k in ("release", "model_label", "model_label_derived", "shuffle_seed")} == {
+        "release": "pre_qc",
+        "model_label": "gpt-4o",
+        "model_label_derived": False,
+        "shuffle_seed": 42,
+    }
+    derived = tasks.custom_dataset("triage", data_dir=str(shared_data), pretrained="/ckpt/final")["test"][0]
+    assert (derived["model_label"], derived["model_label_derived"]) == ("final", True)
+    assert derived["permutation"] == prompts.permutation(derived["id"], "final", 4)
+
+
+def test_a_derived_label_is_warned_about_once_per_label(shared_data, caplog, monkeypatch):
+    monkeypatch.setattr(tasks, "_warned_labels", set())
+    with caplog.at_level("WARNING", logger=tasks.__name__):
+        for benchmark in ("triage", "hle"):
+            tasks.custom_dataset(benchmark, data_dir=str(shared_data), pretrained="/ckpt/final/")
+        tasks.custom_dataset("triage", data_dir=str(shared_data), pretrained="/ckpt/other")
+        tasks.custom_dataset("triage", data_dir=str(shared_data), millerqa_model_label="gpt-4o", pretrained="/ckpt/x")
+    warnings = [r.getMessage() for r in caplog.records if r.name == tasks.__name__]
+    assert len(warnings) == 2
+    assert "'final', derived from '/ckpt/final/'" in warnings[0] and "millerqa_model_label=LABEL" in warnings[0]
+    assert "'other'" in warnings[1]
 
 
 # ----------------------------------------------------------------------------- prompt
@@ -484,7 +551,7 @@ def test_a_clone_of_the_upstream_repository_works_as_data_dir(tmp_path, shared_d
 
 def test_a_training_split_is_refused(shared_data):
     with pytest.raises(DataError, match="evaluation-only"):
-        tasks.custom_dataset("triage", data_dir=str(shared_data), model_label="m", split="train")
+        tasks.custom_dataset("triage", data_dir=str(shared_data), millerqa_model_label="m", split="train")
 
 
 def test_offline_without_data_says_how_to_supply_it(monkeypatch, tmp_path):
@@ -570,7 +637,7 @@ def test_medbullets_is_absent_with_a_clear_message(shared_data):
     with pytest.raises(
         DataError, match="(?s)MedBullets is not redistributed.*millerqa-rebuild-medbullets --source FILE"
     ):
-        tasks.custom_dataset(constants.MEDBULLETS, data_dir=str(shared_data), model_label="m")
+        tasks.custom_dataset(constants.MEDBULLETS, data_dir=str(shared_data), millerqa_model_label="m")
 
 
 def test_rebuild_medbullets_from_its_public_source_format(tmp_path, medbullets_data_dir, capsys):

@@ -41,7 +41,7 @@ def group(name: str, alias: str, tasks: list[str], variant: str) -> dict:
         "group_alias": alias,
         "task": tasks,
         "aggregate_metric_list": aggregates(variant),
-        "metadata": {"version": 1.0},
+        "metadata": {"version": 2.0},  # as the tasks (_default_template_yaml)
     }
 
 

@@ -70,8 +70,13 @@ def shuffled_doc(
     release: str,
     model_label: str,
     seed: int = SHUFFLE_SEED,
+    model_label_derived: bool = False,
 ) -> dict[str, Any]:
-    """A task doc: the item, its permutation for this model, the shuffled options and the correct letter."""
+    """A task doc: the item, its permutation for this model, the shuffled options and the correct letter.
+
+    The doc also carries every setting that can move a score (release, model label and whether it was
+    derived from the model's path, shuffle seed), so each logged sample says how it was built.
+    """
     perm = permutation(item["id"], model_label, len(item["options"]), seed)
     return {
         "benchmark": benchmark,
@@ -79,6 +84,7 @@ def shuffled_doc(
         "dimension": DIMENSION_OF[benchmark],
         **item,
         "model_label": model_label,
+        "model_label_derived": model_label_derived,
         "shuffle_seed": seed,
         "permutation": perm,
         "shuffled_options": [item["options"][i] for i in perm],

@@ -57,6 +57,18 @@ def score_sample_loglikelihood(task: str, sample: Mapping[str, Any]) -> ScoredIt
     )
 
 
+def settings_of(sample: Mapping[str, Any]) -> dict[str, Any]:
+    """The settings a logged sample's doc was built with: each can move a score."""
+    doc = sample["doc"]
+    return {
+        "release": doc["release"],
+        "model_label": doc["model_label"],
+        # Absent from docs of task version 1.0, which did not record it.
+        "model_label_derived": doc.get("model_label_derived"),
+        "shuffle_seed": doc["shuffle_seed"],
+    }
+
+
 def _spec(family: Family) -> BenchmarkSpec:
     generative = family.variant != "loglikelihood"
     notes = [
@@ -91,6 +103,7 @@ def _spec(family: Family) -> BenchmarkSpec:
         accuracy_over=AccuracyOver.ANSWERED if generative else AccuracyOver.ALL,
         component_groups={title: stems for title, stems in DIMENSIONS.values()},
         notes=tuple(notes),
+        settings_of=settings_of,
     )
 
 
