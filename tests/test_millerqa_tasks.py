@@ -239,12 +239,8 @@ def test_the_report_recomputes_the_scripted_run(legal_run, tmp_path):
     assert f"- millerqa settings: {json.dumps(settings)}" in markdown
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="LEAD: lm_eval_tasks/commands.py _report formats headline['value'] with :.4f, which is None when no "
-    "reply was answered (TypeError: 'NoneType' object is not subscriptable). Remove this marker with that fix.",
-)
 def test_the_report_command_on_a_run_with_no_answered_reply(shared_data, tmp_path, capsys):
+    """The headline is None when nothing was answered; the command used to crash printing it."""
     from lm_eval_tasks.__main__ import main as cli
 
     unanswered = evaluate(ScriptedLM(reply=lambda prompt: "no idea"), shared_data, ["millerqa_triage"], limit=2)
@@ -255,13 +251,8 @@ def test_the_report_command_on_a_run_with_no_answered_reply(shared_data, tmp_pat
     assert "millerqa: accuracy_macro" in capsys.readouterr().out
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="LEAD: utils/files.py jsonl_bytes encodes json.dumps(ensure_ascii=False) as strict UTF-8, so a lone "
-    "surrogate (a reply's JSON escape \\ud800, decoded into the item's explanation) raises UnicodeEncodeError; "
-    "encode with errors='backslashreplace' (it writes the same JSON escape back). Remove this marker with that fix.",
-)
 def test_the_report_keeps_an_explanation_with_a_lone_surrogate(shared_data, tmp_path):
+    """A reply's JSON escape \\ud800 decodes to a lone surrogate, which strict UTF-8 cannot write."""
     reply = '{"selected_answer": "A", "explanation": "odd \\ud800 text"}'
     out = evaluate(ScriptedLM(reply=lambda prompt: reply), shared_data, ["millerqa_triage"], limit=1)
     report_mod.write_report(save_run(out, tmp_path / "run"), tmp_path / "report")

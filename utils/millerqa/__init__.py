@@ -6,7 +6,7 @@ Modules: ``constants`` (pinned source, benchmarks, counts, families), ``prompts`
 """
 
 from ..benchmarks import Benchmark
-from . import commands
+from . import commands, parsing
 from .constants import BENCHMARK as NAME
 from .report_spec import REPORT_SPECS
 
@@ -17,4 +17,11 @@ BENCHMARK = Benchmark(
     report_specs=REPORT_SPECS,
     register_commands=commands.register,
     smoke_tasks=("millerqa_triage", "millerqa_choiceonly_triage", "millerqa_ll_triage"),
+    reply_parsers={
+        "parse_reply": parsing.parse_reply,
+        "selected_letter": parsing.selected_letter,
+        "clamp_confidence": parsing.clamp_confidence,
+        "fenced_block": parsing.fenced_block,
+        "escape_control_characters": parsing.escape_control_characters,
+    },
 )
