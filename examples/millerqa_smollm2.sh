@@ -22,7 +22,7 @@ out="${OUT:-out/millerqa_smollm2_${backend}}"
 limit_args=()
 [ "$limit" != "0" ] && limit_args=(--limit "$limit")
 common=(--tasks millerqa --include_path "$(python -m lm_eval_tasks --include-path)"
-        --metadata "data_dir=${shared},model_label=smollm2-135m-instruct"
+        --metadata "data_dir=${shared},millerqa_model_label=smollm2-135m-instruct"
         --apply_chat_template --log_samples --output_path "$out" "${limit_args[@]}")
 
 mkdir -p "$(dirname "$out")"

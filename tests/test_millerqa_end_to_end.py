@@ -5,7 +5,7 @@ import subprocess
 import sys
 
 import pytest
-from lm_eval_tasks.utils.millerqa import protocol as mq
+from lm_eval_tasks.utils.millerqa import prompts
 
 from tests.conftest import logged_messages, read_results, read_samples, run_lm_eval
 
@@ -54,11 +54,11 @@ def test_smollm2_generative_and_loglikelihood_through_the_cli(smollm2_dir, share
     doc = samples[0]["doc"]
     # the label comes from the model folder's name, through lm-eval's model arguments
     assert doc["model_label"] == smollm2_dir.name
-    assert doc["permutation"] == mq.permutation(doc["id"], smollm2_dir.name, 4)
+    assert doc["permutation"] == prompts.permutation(doc["id"], smollm2_dir.name, 4)
     prompt = samples[0]["arguments"]["gen_args_0"]["arg_0"]
     assert prompt.startswith(
-        f"<|im_start|>system\n{mq.SYSTEM_PROMPT}<|im_end|>\n<|im_start|>user\n"
-        f"{mq.user_prompt(doc['question'], doc['shuffled_options'])}<|im_end|>"
+        f"<|im_start|>system\n{prompts.SYSTEM_PROMPT}<|im_end|>\n<|im_start|>user\n"
+        f"{prompts.user_prompt(doc['question'], doc['shuffled_options'])}<|im_end|>"
     )
     ll_samples = read_samples(out, "millerqa_ll_triage")
     assert [len(s["filtered_resps"]) for s in ll_samples] == [4, 4, 4]
@@ -102,8 +102,8 @@ def test_local_chat_completions_against_a_real_server(llama_server, shared_data,
     doc = samples[0]["doc"]
     assert doc["model_label"] == llama_server.model
     assert messages == [
-        {"role": "system", "content": mq.SYSTEM_PROMPT},
-        {"role": "user", "content": mq.user_prompt(doc["question"], doc["shuffled_options"])},
+        {"role": "system", "content": prompts.SYSTEM_PROMPT},
+        {"role": "user", "content": prompts.user_prompt(doc["question"], doc["shuffled_options"])},
     ]
     assert all(s["filtered_resps"][0].strip() for s in samples)  # the server answered with text
     assert report_cli(out, tmp_path / "report")["millerqa"]["n_items"] == 2

@@ -8,7 +8,7 @@ from lm_eval.loggers import EvaluationTracker
 from lm_eval.tasks import TaskManager
 from lm_eval_tasks.utils import report as report_mod
 from lm_eval_tasks.utils.data import DataError
-from lm_eval_tasks.utils.millerqa import protocol as mq
+from lm_eval_tasks.utils.millerqa import constants, medbullets, prompts, tasks
 
 from lm_eval_tasks import tasks_dir
 from tests.conftest import build_report
@@ -22,7 +22,7 @@ def task_manager(data_dir, **metadata):
     return TaskManager(
         include_path=tasks_dir(),
         include_defaults=False,
-        metadata={"data_dir": str(data_dir), "model_label": LABEL, **metadata},
+        metadata={"data_dir": str(data_dir), "millerqa_model_label": LABEL, **metadata},
     )
 
 
@@ -37,19 +37,19 @@ def evaluate(lm, data_dir, tasks, metadata=None, **kwargs):
     )
 
 
-def docs(data_dir, benchmark, label=LABEL, release=mq.CURATED):
-    return list(mq.custom_dataset(benchmark, release, data_dir=str(data_dir), model_label=label)["test"])
+def docs(data_dir, benchmark, label=LABEL, release=constants.CURATED):
+    return list(tasks.custom_dataset(benchmark, release, data_dir=str(data_dir), millerqa_model_label=label)["test"])
 
 
 def test_every_task_and_group_is_registered():
     names = set(TaskManager(include_path=tasks_dir(), include_defaults=False).all_tasks)
-    for family in mq.FAMILIES:
-        assert {f"{family.prefix}_{b}" for b in mq.BENCHMARKS} <= names
+    for family in constants.FAMILIES:
+        assert {f"{family.prefix}_{b}" for b in constants.BENCHMARKS} <= names
         assert {
             family.prefix,
             f"{family.prefix}_with_medbullets",
             f"{family.prefix}_medical_knowledge_with_medbullets",
-            *(f"{family.prefix}_{d}" for d in mq.DIMENSIONS),
+            *(f"{family.prefix}_{d}" for d in constants.DIMENSIONS),
         } <= names
     assert "millerqa_tos_legalbench" in names and "millerqa_preqc_cupcase" in names
 
@@ -59,8 +59,8 @@ def test_chat_prompt_is_the_authors_system_and_user_message(shared_data):
     evaluate(lm, shared_data, ["millerqa_hle"], limit=2, apply_chat_template=True)
     for prompt, doc in zip(lm.prompts, docs(shared_data, "hle")):
         assert json.loads(prompt) == [
-            {"role": "system", "content": mq.SYSTEM_PROMPT},
-            {"role": "user", "content": mq.user_prompt(doc["question"], doc["shuffled_options"])},
+            {"role": "system", "content": prompts.SYSTEM_PROMPT},
+            {"role": "user", "content": prompts.user_prompt(doc["question"], doc["shuffled_options"])},
         ]
     assert lm.gen_kwargs[0] == {"until": [], "do_sample": False, "temperature": 0.0, "max_gen_toks": 512}
 
@@ -68,8 +68,10 @@ def test_chat_prompt_is_the_authors_system_and_user_message(shared_data):
 def test_plain_prompt_puts_a_blank_line_after_the_system_prompt(shared_data):
     lm = ScriptedLM(reply=lambda prompt: "")
     evaluate(lm, shared_data, ["millerqa_preqc_triage"], limit=1)
-    doc = docs(shared_data, "triage", release=mq.PRE_QC)[0]
-    assert lm.prompts == [mq.SYSTEM_PROMPT + "\n\n" + mq.user_prompt(doc["question"], doc["shuffled_options"])]
+    doc = docs(shared_data, "triage", release=constants.PRE_QC)[0]
+    assert lm.prompts == [
+        prompts.SYSTEM_PROMPT + "\n\n" + prompts.user_prompt(doc["question"], doc["shuffled_options"])
+    ]
 
 
 def test_choice_only_withholds_the_question(shared_data):
@@ -77,7 +79,7 @@ def test_choice_only_withholds_the_question(shared_data):
     evaluate(lm, shared_data, ["millerqa_choiceonly_mhqa"], limit=2, apply_chat_template=True)
     for prompt, doc in zip(lm.prompts, docs(shared_data, "mhqa")):
         user = json.loads(prompt)[-1]["content"]
-        assert user == mq.choice_only_prompt(doc["shuffled_options"]) and doc["question"] not in user
+        assert user == prompts.choice_only_prompt(doc["shuffled_options"]) and doc["question"] not in user
 
 
 def test_the_model_label_comes_from_the_model_arguments(shared_data):
@@ -99,6 +101,19 @@ def test_the_model_label_comes_from_the_model_arguments(shared_data):
         [0, 3, 1, 4, 2],
         "C",
     )
+    assert doc["model_label_derived"] is True
+
+
+@pytest.mark.parametrize("name", ["model_label", "shuffle_seed"])
+def test_a_setting_meant_for_another_benchmark_does_not_reach_millerqa(shared_data, name):
+    """--metadata shuffle=true,shuffle_seed=7 for MedExQA used to change MillerQA's shuffle seed too."""
+    lm = ScriptedLM(reply=lambda prompt: "")
+    with pytest.raises(DataError, match=rf"use millerqa_{name}="):
+        evaluate(lm, shared_data, ["millerqa_hle"], metadata={"shuffle": True, name: 7}, limit=1)
+    scoped = evaluate(lm, shared_data, ["millerqa_hle"], metadata={"millerqa_shuffle_seed": 7}, limit=1)
+    doc = scoped["samples"]["millerqa_hle"][0]["doc"]
+    assert (doc["shuffle_seed"], doc["permutation"]) == (7, prompts.permutation("16", LABEL, 5, seed=7))
+    assert scoped["configs"]["millerqa_hle"]["metadata"]["version"] == 2.0
 
 
 # Reply kinds per doc: C correct JSON, W wrong JSON, F fenced correct, K truncated (regex key) correct,
@@ -114,7 +129,7 @@ DEFAULT_PATTERN = "CWCWCW"
 
 def reply_for(doc, kind):
     n = len(doc["shuffled_options"])
-    right, wrong = doc["correct_letter"], mq.LETTERS[(doc["correct_position"] + 1) % n]
+    right, wrong = doc["correct_letter"], constants.LETTERS[(doc["correct_position"] + 1) % n]
 
     def answer(letter):
         return json.dumps({"selected_answer": letter, "explanation": f"because {doc['id']}", "confidence": 80})
@@ -134,7 +149,7 @@ def scripted_legal_replies(data_dir):
     for benchmark in LEGAL:
         pattern = PATTERNS.get(benchmark, DEFAULT_PATTERN)
         for doc, kind in zip(docs(data_dir, benchmark), pattern):
-            by_user_prompt[mq.user_prompt(doc["question"], doc["shuffled_options"])] = reply_for(doc, kind)
+            by_user_prompt[prompts.user_prompt(doc["question"], doc["shuffled_options"])] = reply_for(doc, kind)
     return lambda prompt: by_user_prompt[json.loads(prompt)[-1]["content"]]
 
 
@@ -171,7 +186,7 @@ def test_each_sample_logs_its_shuffle_and_the_unanswered_as_null(legal_run):
     assert [s["acc"] for s in samples] == [1.0, 0.0, None, 1.0, 1.0, None]
     first = samples[0]
     assert first["target"] == first["doc"]["correct_letter"]
-    assert first["doc"]["permutation"] == mq.permutation(first["doc"]["id"], LABEL, 3)
+    assert first["doc"]["permutation"] == prompts.permutation(first["doc"]["id"], LABEL, 3)
     assert first["doc"]["model_label"] == LABEL
 
 
@@ -218,6 +233,34 @@ def test_the_report_recomputes_the_scripted_run(legal_run, tmp_path):
     markdown = (tmp_path / "report" / "report.md").read_text(encoding="utf-8")
     assert "| Legal and Regulatory | ipi_legalbench, lhb_legalbench" in markdown
     assert "answered (coverage): 0.833 [" in markdown
+    # The settings that built the docs, as the report's run section lists them.
+    settings = {"release": "curated", "model_label": LABEL, "model_label_derived": False, "shuffle_seed": 42}
+    assert report["run"]["benchmark_settings"]["millerqa"] == [settings]
+    assert f"- millerqa settings: {json.dumps(settings)}" in markdown
+
+
+def test_the_report_command_on_a_run_with_no_answered_reply(shared_data, tmp_path, capsys):
+    """The headline is None when nothing was answered; the command used to crash printing it."""
+    from lm_eval_tasks.__main__ import main as cli
+
+    unanswered = evaluate(ScriptedLM(reply=lambda prompt: "no idea"), shared_data, ["millerqa_triage"], limit=2)
+    run = save_run(unanswered, tmp_path / "run")
+    assert cli(["report", str(run), "--out", str(tmp_path / "report")]) == 0
+    report = json.loads((tmp_path / "report" / "report.json").read_text(encoding="utf-8"))
+    assert report["benchmarks"]["millerqa"]["n_invalid"] == 2
+    assert "millerqa: accuracy_macro" in capsys.readouterr().out
+
+
+def test_the_report_keeps_an_explanation_with_a_lone_surrogate(shared_data, tmp_path):
+    """A reply's JSON escape \\ud800 decodes to a lone surrogate, which strict UTF-8 cannot write."""
+    reply = '{"selected_answer": "A", "explanation": "odd \\ud800 text"}'
+    out = evaluate(ScriptedLM(reply=lambda prompt: reply), shared_data, ["millerqa_triage"], limit=1)
+    report_mod.write_report(save_run(out, tmp_path / "run"), tmp_path / "report")
+    (item,) = [
+        json.loads(line)
+        for line in (tmp_path / "report" / "items_millerqa.jsonl").read_text(encoding="utf-8").splitlines()
+    ]
+    assert item["explanation"] == "odd \ud800 text"
 
 
 def ll_scores(data_dir, benchmark, favour_correct):
@@ -225,10 +268,12 @@ def ll_scores(data_dir, benchmark, favour_correct):
     best = {}
     for i, doc in enumerate(docs(data_dir, benchmark)):
         n = len(doc["shuffled_options"])
-        best[mq.loglikelihood_prompt(doc["question"], doc["shuffled_options"])] = (
+        best[prompts.loglikelihood_prompt(doc["question"], doc["shuffled_options"])] = (
             doc["correct_position"] if i in favour_correct else (doc["correct_position"] + 1) % n
         )
-    return lambda context, continuation: -1.0 if mq.LETTERS.index(continuation.strip()) == best[context] else -5.0
+    return lambda context, continuation: (
+        -1.0 if constants.LETTERS.index(continuation.strip()) == best[context] else -5.0
+    )
 
 
 @pytest.mark.parametrize("chat", [False, True], ids=["plain", "chat"])
@@ -251,8 +296,8 @@ def test_loglikelihood_variant(shared_data, tmp_path, chat):
 def test_the_whole_suite_runs_and_reports_every_dimension(shared_data):
     lm = ScriptedLM(reply=lambda prompt: '{"selected_answer": "A"}')
     results = evaluate(lm, shared_data, ["millerqa"], limit=1, apply_chat_template=True)["results"]
-    assert {"millerqa", *(f"millerqa_{d}" for d in mq.DIMENSIONS)} <= set(results)
-    leaves = [f"millerqa_{b}" for b in mq.BENCHMARKS if b != mq.MEDBULLETS]
+    assert {"millerqa", *(f"millerqa_{d}" for d in constants.DIMENSIONS)} <= set(results)
+    leaves = [f"millerqa_{b}" for b in constants.BENCHMARKS if b != constants.MEDBULLETS]
     assert set(leaves) <= set(results) and "millerqa_medbullets" not in results
     assert results["millerqa"]["acc,none"] == pytest.approx(sum(results[t]["acc,none"] for t in leaves) / 23)
 
@@ -291,7 +336,7 @@ def test_the_full_suite_with_a_rebuilt_medbullets(tmp_path, shared_data):
         (data_dir / "millerqa" / release / "medbullets" / "item_ids.csv").symlink_to(
             shared_data / "millerqa" / release / "medbullets" / "item_ids.csv"
         )
-    mq.rebuild_medbullets(write_csv(medbullets_source_rows(), tmp_path / "op5.csv"), data_dir)
+    medbullets.rebuild_medbullets(write_csv(medbullets_source_rows(), tmp_path / "op5.csv"), data_dir)
     lm = ScriptedLM(reply=lambda prompt: '{"selected_answer": "B"}')
     results = evaluate(lm, data_dir, ["millerqa_medical_knowledge_with_medbullets"], limit=2, apply_chat_template=True)[
         "results"

@@ -1,6 +1,6 @@
 """Write every MillerQA task and group YAML: ``python _generate_configs.py [OUT_DIR]`` (default: this folder).
 
-Four families (``utils.millerqa.protocol.FAMILIES``), each with one leaf task per benchmark, one group per
+Four families (``utils.millerqa.constants.FAMILIES``), each with one leaf task per benchmark, one group per
 competency dimension, ``<prefix>`` over the 23 shipped benchmarks and ``<prefix>_with_medbullets``
 over all 24 (it needs the user-rebuilt MedBullets file).
 """
@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 import yaml
-from lm_eval_tasks.utils.millerqa.protocol import BENCHMARKS, DIMENSIONS, FAMILIES, MEDBULLETS
+from lm_eval_tasks.utils.millerqa.constants import BENCHMARKS, DIMENSIONS, FAMILIES, MEDBULLETS
 
 HERE = Path(__file__).parent
 TEMPLATES = {
@@ -41,7 +41,7 @@ def group(name: str, alias: str, tasks: list[str], variant: str) -> dict:
         "group_alias": alias,
         "task": tasks,
         "aggregate_metric_list": aggregates(variant),
-        "metadata": {"version": 1.0},
+        "metadata": {"version": 2.0},  # as the tasks (_default_template_yaml)
     }
 
 

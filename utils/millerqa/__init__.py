@@ -1,13 +1,27 @@
-"""MillerQA: 24 curated multiple-choice benchmarks in five competency dimensions; see lm_eval_tasks/millerqa/README.md."""
+"""MillerQA: 24 curated multiple-choice benchmarks in five competency dimensions; see lm_eval_tasks/millerqa/README.md.
+
+Modules: ``constants`` (pinned source, benchmarks, counts, families), ``prompts`` (shuffle and messages),
+``parsing`` (the reply cascade and the scoring of each protocol), ``loader`` (files and checks),
+``medbullets`` (rebuilding the withheld file), ``tasks`` (lm-eval hooks), ``report_spec`` (the report).
+"""
 
 from ..benchmarks import Benchmark
-from . import commands, protocol
+from . import commands, parsing
+from .constants import BENCHMARK as NAME
+from .report_spec import REPORT_SPECS
 
 BENCHMARK = Benchmark(
-    name="millerqa",
+    name=NAME,
     title="MillerQA",
-    data_folder=protocol.BENCHMARK,
-    report_specs=protocol.REPORT_SPECS,
+    data_folder=NAME,
+    report_specs=REPORT_SPECS,
     register_commands=commands.register,
     smoke_tasks=("millerqa_triage", "millerqa_choiceonly_triage", "millerqa_ll_triage"),
+    reply_parsers={
+        "parse_reply": parsing.parse_reply,
+        "selected_letter": parsing.selected_letter,
+        "clamp_confidence": parsing.clamp_confidence,
+        "fenced_block": parsing.fenced_block,
+        "escape_control_characters": parsing.escape_control_characters,
+    },
 )

@@ -6,7 +6,7 @@ import argparse
 
 
 def _rebuild_medbullets(args: argparse.Namespace) -> int:
-    from lm_eval_tasks.utils.millerqa.protocol import rebuild_medbullets
+    from lm_eval_tasks.utils.millerqa.medbullets import rebuild_medbullets
 
     for path in rebuild_medbullets(args.source, args.out):
         print(path)

@@ -1,0 +1,110 @@
+"""What MillerQA declares for the report: one spec per task family, each re-scoring logged samples.
+
+Every logged reply is re-parsed by the same scoring function ``process_results`` calls
+(:func:`parsing.score_reply`, :func:`parsing.score_loglikelihoods`); see lm_eval_tasks/millerqa/README.md, "Report".
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from ..scoring import (
+    INVALID,
+    AccuracyOver,
+    BenchmarkSpec,
+    Headline,
+    ScoredItem,
+    Stratum,
+    logged_loglikelihoods,
+    logged_reply,
+    scored_item,
+)
+from .constants import BENCHMARKS, DIMENSIONS, FAMILIES, PUBLISHED_COUNTS, PUBLISHED_NUMBERS, TASKS, Family
+from .parsing import JSON_METHODS, score_loglikelihoods, score_reply
+
+
+def _chance(doc: Mapping[str, Any]) -> float:
+    return 1 / len(doc["permutation"])
+
+
+def score_sample(task: str, sample: Mapping[str, Any]) -> ScoredItem:
+    """A logged generative sample (the paper's protocol or the choice-only baseline), re-parsed from its reply."""
+    doc = sample["doc"]
+    answer = score_reply(doc, logged_reply(sample))
+    return scored_item(
+        task,
+        sample,
+        component=doc["benchmark"],
+        gold=str(doc["target"]),
+        pred=INVALID if answer.original_index is None else str(answer.original_index),
+        extras={"json_parsed": float(answer.method in JSON_METHODS), "chance": _chance(doc)},
+        details=answer.record(doc),
+    )
+
+
+def score_sample_loglikelihood(task: str, sample: Mapping[str, Any]) -> ScoredItem:
+    doc = sample["doc"]
+    choice = score_loglikelihoods(doc, logged_loglikelihoods(sample))
+    return scored_item(
+        task,
+        sample,
+        component=doc["benchmark"],
+        gold=str(doc["target"]),
+        pred=str(choice.original_index),
+        extras={"chance": _chance(doc)},
+        details=choice.record(doc),
+    )
+
+
+def settings_of(sample: Mapping[str, Any]) -> dict[str, Any]:
+    """The settings a logged sample's doc was built with: each can move a score."""
+    doc = sample["doc"]
+    return {
+        "release": doc["release"],
+        "model_label": doc["model_label"],
+        # Absent from docs of task version 1.0, which did not record it.
+        "model_label_derived": doc.get("model_label_derived"),
+        "shuffle_seed": doc["shuffle_seed"],
+    }
+
+
+def _spec(family: Family) -> BenchmarkSpec:
+    generative = family.variant != "loglikelihood"
+    notes = [
+        "chance: the accuracy of a uniform random guess (1 / number of options), for reading each benchmark's numbers.",
+        "Options are shuffled per (item, model label); see each item's permutation in items_<benchmark>.jsonl.",
+        "MillerQA's pubmedqa is 998 of all 1,000 PQA-L items, not the 500-item PubMedQA test set: never "
+        "report it as PubMedQA.",
+        "The paper-comparable suite has 24 benchmarks; MedBullets is only present when rebuilt by the user.",
+    ]
+    if generative:
+        notes.insert(
+            0,
+            "accuracy = correct / answered (the paper's): replies without a usable letter are "
+            "unscored and reported as coverage; accuracy_all counts them wrong.",
+        )
+    if family.variant == "choice_only":
+        notes.insert(
+            0,
+            "Choice-only baseline: the question was withheld; accuracy above chance means answerable "
+            "from the options alone.",
+        )
+    return BenchmarkSpec(
+        name=family.prefix,
+        title=family.title,
+        task_prefix=family.prefix,
+        score_sample=score_sample if generative else score_sample_loglikelihood,
+        expected_counts={stem: PUBLISHED_COUNTS[family.release][stem] for stem in BENCHMARKS},
+        stratify_by=Stratum.COMPONENT,
+        headline=Headline.ACCURACY_MACRO,
+        reference=PUBLISHED_NUMBERS,
+        task_names=frozenset(name for name, (f, _) in TASKS.items() if f == family),
+        accuracy_over=AccuracyOver.ANSWERED if generative else AccuracyOver.ALL,
+        component_groups={title: stems for title, stems in DIMENSIONS.values()},
+        notes=tuple(notes),
+        settings_of=settings_of,
+    )
+
+
+REPORT_SPECS = tuple(_spec(family) for family in FAMILIES)

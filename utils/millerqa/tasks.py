@@ -1,0 +1,150 @@
+"""The lm-eval hooks of every MillerQA task (the YAMLs in lm_eval_tasks/millerqa/ point here).
+
+Settings, all benchmark-scoped (``--metadata millerqa_<name>=...``; see lm_eval_tasks/millerqa/README.md,
+"Settings"): ``millerqa_model_label`` keys the option shuffle (else derived from the model's path, with
+a warning), ``millerqa_shuffle_seed`` (default 42, the authors'). The unscoped ``model_label`` and
+``shuffle_seed`` are refused: lm-eval gives every task the same metadata, so they would also reach
+every other benchmark of the run.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from .. import data as data_layer
+from . import loader
+from .constants import BENCHMARK, CURATED, LETTERS, SETTINGS, SHUFFLE_SEED
+from .parsing import score_loglikelihoods, score_reply
+from .prompts import choice_only_prompt, loglikelihood_prompt, shuffled_doc, user_prompt
+
+logger = logging.getLogger(__name__)
+_warned_labels: set[str] = set()
+
+
+def model_label_from(model_label: Any = None, pretrained: Any = None, model: Any = None) -> tuple[str, bool]:
+    """(label, derived): the label that keys the shuffle, and whether it was derived from the model's path.
+
+    ``--metadata millerqa_model_label=...`` if given, else the last path component of ``pretrained``
+    (hf, vllm) or ``model`` (API backends): ``meta-llama/Llama-3.1-8B-Instruct`` -> ``Llama-3.1-8B-Instruct``,
+    but also ``/ckpt/final`` -> ``final``. A derived label is logged as a warning (once per label):
+    renaming the folder changes every shuffle. The authors used their own labels (``gpt-4o``,
+    ``llama-3-1-8b``, ...); pass one to reproduce their shuffles.
+    """
+    if model_label is not None and not isinstance(model_label, str):
+        # lm-eval reads --metadata values that look like numbers or booleans as such: 1e5 would become "100000.0".
+        raise data_layer.DataError(
+            f"--metadata millerqa_model_label={model_label!r} was read as a {type(model_label).__name__}, not text; "
+            f"""pass it as JSON: --metadata '{{"millerqa_model_label": "..."}}'"""
+        )
+    if model_label is not None and model_label.strip():
+        return model_label.strip(), False
+    source = pretrained if pretrained is not None else model
+    if not (isinstance(source, str) and source.strip().strip("/\\")):
+        raise data_layer.DataError(
+            "MillerQA shuffles the options per (item, model) and needs a model label: pass "
+            "--metadata millerqa_model_label=LABEL (Python: TaskManager(metadata={'millerqa_model_label': LABEL})). "
+            "It is derived from --model_args pretrained=... or model=... when those are given."
+        )
+    label = source.strip().replace("\\", "/").rstrip("/").rsplit("/", 1)[-1]
+    if label not in _warned_labels:
+        _warned_labels.add(label)
+        logger.warning(
+            "MillerQA: the model label that keys the option shuffle is %r, derived from %r (the last path "
+            "component). Renaming or moving that folder changes every shuffle; pass --metadata "
+            "millerqa_model_label=LABEL to fix it (the authors' labels, e.g. llama-3-1-8b, reproduce their shuffles).",
+            label,
+            source,
+        )
+    return label, True
+
+
+def shuffle_seed_from(value: Any) -> int:
+    """``--metadata millerqa_shuffle_seed=N`` as an integer (lm-eval passes it as text or a number)."""
+    if isinstance(value, (int, str)) and not isinstance(value, bool):
+        try:
+            return int(value)
+        except ValueError:
+            pass
+    raise data_layer.DataError(f"--metadata millerqa_shuffle_seed={value!r}: expected an integer")
+
+
+def custom_dataset(
+    benchmark: str,
+    release: str = CURATED,
+    data_dir: str | None = None,
+    millerqa_model_label: Any = None,
+    millerqa_shuffle_seed: Any = SHUFFLE_SEED,
+    pretrained: Any = None,
+    model: Any = None,
+    split: str | None = None,
+    **metadata: Any,
+):
+    """lm-eval ``custom_dataset`` hook: one benchmark's docs, shuffled for this model, as split 'test'.
+
+    lm-eval passes the task metadata, ``--metadata`` and every ``--model_args`` value (``pretrained``,
+    ``model`` and the rest stay as they are). The docs depend only on the data, the label and the
+    seed, so every process of a multi-GPU run builds the same.
+    """
+    data_layer.refuse_unscoped_settings(BENCHMARK, metadata, SETTINGS)
+    data_layer.refuse_training_split(BENCHMARK, split)
+    label, derived = model_label_from(millerqa_model_label, pretrained, model)
+    seed = shuffle_seed_from(millerqa_shuffle_seed)
+    items = loader.load(benchmark, release, data_dir)
+    return data_layer.to_dataset_dict(
+        [shuffled_doc(item, benchmark, release, label, seed, model_label_derived=derived) for item in items]
+    )
+
+
+def doc_to_text(doc: Mapping[str, Any]) -> str:
+    return user_prompt(doc["question"], doc["shuffled_options"])
+
+
+def doc_to_text_choice_only(doc: Mapping[str, Any]) -> str:
+    return choice_only_prompt(doc["shuffled_options"])
+
+
+def doc_to_text_loglikelihood(doc: Mapping[str, Any]) -> str:
+    return loglikelihood_prompt(doc["question"], doc["shuffled_options"])
+
+
+def doc_to_choice(doc: Mapping[str, Any]) -> list[str]:
+    return list(LETTERS[: len(doc["shuffled_options"])])
+
+
+def process_results(doc: Mapping[str, Any], results: Sequence[str]) -> dict[str, float | None]:
+    """Per-sample metrics of the generative tasks.
+
+    ``acc`` is None for an unscored reply (aggregated by :func:`mean_over_answered`: the paper's
+    accuracy); ``acc_all`` counts it wrong; ``answered`` is coverage. The ``_micro`` keys repeat a
+    value so that groups can give a size-weighted mean next to the unweighted one.
+    """
+    answer = score_reply(doc, results[0])
+    correct = float(bool(answer.is_correct))
+    answered = float(answer.answered)
+    return {
+        "acc": correct if answer.answered else None,
+        "acc_all": correct,
+        "acc_all_micro": correct,
+        "answered": answered,
+        "answered_micro": answered,
+    }
+
+
+def mean_over_answered(values: Sequence[float | None]) -> float:
+    """Mean of the scored values; NaN (with a warning) when no reply gave a usable answer."""
+    scored = [value for value in values if value is not None]
+    if not scored:
+        logger.warning(
+            "MillerQA: none of %d replies gave a usable answer; accuracy over answered items is undefined (NaN).",
+            len(values),
+        )
+        return math.nan
+    return sum(scored) / len(scored)
+
+
+def process_results_loglikelihood(doc: Mapping[str, Any], results: Sequence[Sequence[Any]]) -> dict[str, float]:
+    correct = float(score_loglikelihoods(doc, [float(result[0]) for result in results]).is_correct)
+    return {"acc": correct, "acc_micro": correct}
