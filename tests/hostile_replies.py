@@ -1,5 +1,7 @@
 """Hostile reply shapes: the ones that made earlier parsers quadratic or crash (tests and examples/parse_timing.py)."""
 
+ANSWER = '{"selected_answer": "C", "explanation": "Because.", "confidence": 70}'
+
 
 def pad(prefix: str, filler: str, suffix: str, size: int) -> str:
     """``prefix + filler * k + suffix`` of about ``size`` characters."""
@@ -30,4 +32,17 @@ SHAPES = {
     "lone surrogates": lambda size: pad("", "\ud800 answer \udfff", "", size),
     "closed thinks": lambda size: pad("", "<think>A</think>", "", size),
     "open score tags": lambda size: pad("", "<score>99", "", size),
+    "JSON answer, long explanation": lambda size: pad(
+        '{"selected_answer": "C", "explanation": "', "Because. ", '"}', size
+    ),
+    "prose with stray braces, then JSON": lambda size: pad("", "Let f = {x}. ", ANSWER, size),
+    "fenced JSON after prose": lambda size: pad("", "Some words. ", "```json\n" + ANSWER + "\n```", size),
+    "prose, JSON, then braces": lambda size: pad("Let f = {x}. " + ANSWER + " ", "{", "", size),
+    "answer inside deep arrays": lambda size: "[" * (size // 2) + ANSWER + "]" * (size // 2),
+    "deep arrays in the answer": lambda size: ANSWER[:-1] + ', "x": ' + "[" * (size // 2) + "]" * (size // 2) + "}",
+    "truncated, confidence of many digits": lambda size: pad('{"selected_answer": "C", "confidence": ', "9", "", size),
+    "unclosed fence and blanks": lambda size: pad("```", " ", "", size),
+    "unterminated string of escaped quotes": lambda size: pad('{"a": "', '\\"', "", size),
+    "repeated answer keys, never closed": lambda size: pad("", '{"selected_answer": "C", ', "", size),
+    "raw newlines in repeated strings": lambda size: pad("", '{"selected_answer": "A\n", ', "", size),
 }

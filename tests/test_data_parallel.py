@@ -72,7 +72,7 @@ def run_cli(launcher: list[str], out: Path, data_dir: Path) -> None:
         "--include_path",
         tasks_dir(),
         "--metadata",
-        json.dumps({"data_dir": str(data_dir), "model_label": MODEL_LABEL}),
+        json.dumps({"data_dir": str(data_dir), "millerqa_model_label": MODEL_LABEL}),
         "--limit",
         str(DATA_PARALLEL_LIMIT),
         "--log_samples",
@@ -152,7 +152,7 @@ def task_manager(demo_data_dir) -> TaskManager:
     return TaskManager(
         include_path=tasks_dir(),
         include_defaults=False,
-        metadata={"data_dir": str(demo_data_dir), "model_label": MODEL_LABEL},
+        metadata={"data_dir": str(demo_data_dir), "millerqa_model_label": MODEL_LABEL},
     )
 
 
