@@ -23,7 +23,7 @@ MODEL=$(python -m lm_eval_tasks prepare-model smollm2)
 DATA=$(python -m lm_eval_tasks demo-data --shared ../shared/data --out "$OUT/data")
 
 start=$(date +%s)
-lm_eval --model hf --model_args "pretrained=$MODEL,dtype=bfloat16" --device cpu \
+lm_eval --model hf --model_args "pretrained=$MODEL,dtype=auto" --device cpu \
   --tasks factbench --include_path "$(python -m lm_eval_tasks --include-path)" --metadata "data_dir=$DATA" \
   --apply_chat_template --batch_size "$LIMIT" --limit "$LIMIT" --log_samples --output_path "$OUT/run"
 echo "generation: $(( $(date +%s) - start )) s for 4 x $LIMIT items" | tee "$OUT/timing.txt"

@@ -41,7 +41,7 @@ if [ "$backend" = "server" ]; then
               "model=smollm2-135m-instruct,base_url=http://127.0.0.1:${port}/v1/chat/completions,tokenizer_backend=none")
 else
   model="$(python -m lm_eval_tasks prepare-model smollm2)"
-  model_args=(--model hf --model_args "pretrained=${model},dtype=bfloat16" --device cpu --batch_size 16)
+  model_args=(--model hf --model_args "pretrained=${model},dtype=auto" --device cpu --batch_size 16)
 fi
 
 start=$(date +%s.%N)
