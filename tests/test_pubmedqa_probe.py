@@ -44,7 +44,7 @@ def test_head_and_scores_hand_worked():
     train_y = [label for label in centres for _ in range(20)]
     train_x = np.array([centres[y] for y in train_y]) + rng.normal(0, 0.3, (60, 2))
     test_x = np.array([[4.0, 0.1], [0.1, 4.0], [-4.0, -3.9], [3.9, 0.0]])
-    assert probe.fit_and_predict(train_x, train_y, test_x) == ["yes", "no", "maybe", "yes"]
+    assert probe.fit_and_predict(train_x, train_y, test_x).predictions == ["yes", "no", "maybe", "yes"]
     result = probe.scores(["yes", "no", "maybe", "no"], ["yes", "no", "maybe", "yes"])
     assert result["accuracy"]["value"] == pytest.approx(0.75)
     # F1: yes 2*1/(2+1), no 2*1/(1+2), maybe 1
