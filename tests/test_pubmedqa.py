@@ -415,3 +415,97 @@ def test_report_scores_each_pubmedqa_task_separately(tmp_path):
     small = benchmarks["pubmedqa_atlas_n100"]
     # yes -> no; maybe -> no (no=maybe tie goes to no): 0/2
     assert small["accuracy_micro"]["value"] == 0.0 and small["coverage"]["atlas-n100-v1"]["expected"] == 100
+
+
+# ----------------------------------------------------------------------------- hostile files (issue 10)
+
+
+def copy_bytes(shared_data, tmp_path, items: bytes | None = None, truth: bytes | None = None):
+    """A data directory holding the real files, or the given bytes in their place."""
+    folder = tmp_path / "pubmedqa"
+    folder.mkdir(parents=True)
+    src = shared_data / "pubmedqa"
+    (folder / "ori_pqal.json").write_bytes(items if items is not None else (src / "ori_pqal.json").read_bytes())
+    (folder / "test_ground_truth.json").write_bytes(
+        truth if truth is not None else (src / "test_ground_truth.json").read_bytes()
+    )
+    return tmp_path
+
+
+def test_a_pubid_given_twice_in_ori_pqal_is_an_error_not_a_replaced_test_item(shared_data, tmp_path, loaded):
+    # A second object for a test pubid, with the same answer and another question: a plain json.loads keeps the
+    # second, and the test item would silently change.
+    item = loaded.test[0]
+    raw = (shared_data / "pubmedqa" / "ori_pqal.json").read_bytes().rstrip()
+    assert raw.endswith(b"}")
+    duplicate = json.dumps({**item.record, "QUESTION": "Another question?"}).encode()
+    folder = copy_bytes(
+        shared_data, tmp_path, items=raw[:-1] + b', "' + item.pubid.encode() + b'": ' + duplicate + b"}"
+    )
+    with pytest.raises(DataError) as error:
+        loader.load(str(folder))
+    message = str(error.value)
+    assert "ori_pqal.json" in message and f"key '{item.pubid}' appears twice" in message
+
+
+def test_a_pubid_given_twice_in_the_test_ids_is_named(shared_data, tmp_path):
+    raw = (shared_data / "pubmedqa" / "test_ground_truth.json").read_bytes()
+    assert raw.startswith(b'{\n    "12377809": "yes",\n')
+    folder = copy_bytes(shared_data, tmp_path, truth=raw.replace(b"{\n", b'{\n    "12377809": "yes",\n', 1))
+    with pytest.raises(DataError, match=r"test_ground_truth.json: key '12377809' appears twice in one object"):
+        loader.load(str(folder))
+
+
+def test_a_non_utf8_byte_names_the_file_and_line(shared_data, tmp_path):
+    raw = (shared_data / "pubmedqa" / "ori_pqal.json").read_bytes()
+    at = raw.index(b"lace plant")  # in the first item's question
+    line = raw.count(b"\n", 0, at) + 1
+    assert line == 3
+    folder = copy_bytes(shared_data, tmp_path, items=raw[:at] + b"\xff" + raw[at + 1 :])
+    with pytest.raises(DataError, match=r"ori_pqal.json, line 3: not UTF-8 \(byte 0xff"):
+        loader.load(str(folder))
+
+
+def test_a_leading_bom_is_dropped_and_a_stray_one_names_its_line(shared_data, tmp_path, loaded):
+    raw = (shared_data / "pubmedqa" / "ori_pqal.json").read_bytes()
+    truth = (shared_data / "pubmedqa" / "test_ground_truth.json").read_bytes()
+    bom = "\ufeff".encode()
+    # The shared reader drops a leading byte-order mark (as utf-8-sig does): the same split, item for item.
+    with_bom = loader.load(str(copy_bytes(shared_data, tmp_path / "lead", items=bom + raw, truth=bom + truth)))
+    assert [i.doc() for i in with_bom.test] == [i.doc() for i in loaded.test]
+    assert [i.doc() for i in with_bom.train] == [i.doc() for i in loaded.train]
+    # Anywhere else a BOM is no JSON whitespace: invalid JSON at its line.
+    stray = truth.replace(b'    "26163474"', bom + b'    "26163474"', 1)
+    folder = copy_bytes(shared_data, tmp_path / "stray", truth=stray)
+    with pytest.raises(DataError, match=r"test_ground_truth.json: invalid JSON \(.* at line 3\)"):
+        loader.load(str(folder))
+
+
+def test_hub_rows_with_a_repeated_pubid_name_both_rows():
+    row = {"pubid": 7, "question": "Q?", "context": {"contexts": ["c"]}, "final_decision": "yes"}
+    with pytest.raises(DataError, match=r"hub, row 3, field 'pubid': pubid 7 is also row 1 \(it would replace"):
+        loader.records_from_hub([row, {**row, "pubid": 8}, {**row, "question": "Other?"}], "hub")
+    for pubid in (None, "", True, 1.5):
+        with pytest.raises(DataError, match=r"hub, row 1, field 'pubid': expected a PubMed id"):
+            loader.records_from_hub([{**row, "pubid": pubid}], "hub")
+    with pytest.raises(DataError, match=r"hub, row 1, field 'context'"):
+        loader.records_from_hub([{**row, "context": {"contexts": "one string"}}], "hub")
+
+
+@pytest.mark.parametrize(
+    "field, value, message",
+    [
+        ("LONG_ANSWER", 3, "expected a string or null, got 3"),
+        ("YEAR", 2011, "expected a string or null, got 2011"),
+        ("LABELS", "BACKGROUND", "expected a list of strings or null, got 'BACKGROUND'"),
+        ("MESHES", [1], "expected a list of strings or null, got [1]"),
+    ],
+)
+def test_wrong_types_in_the_other_fields_are_named(shared_data, tmp_path, field, value, message):
+    _, items, truth = copy_data(shared_data, tmp_path / "x")
+    pubid = list(items)[9]
+    items[pubid][field] = value
+    folder, _, _ = copy_data(shared_data, tmp_path / "y", items, truth)
+    with pytest.raises(DataError) as error:
+        loader.load(str(folder))
+    assert f"ori_pqal.json, row 10, field '{field}': pubid {pubid}: {message}" in str(error.value)
