@@ -2,7 +2,7 @@
 # The PubMedQA figures of lm_eval_tasks/pubmedqa_atlas/README.md with their wall times: SmolLM2-135M-
 # Instruct (hf backend, bf16, CPU) zero-shot on the official 500 (plain and chat), on the frozen n100,
 # lm-eval's built-in pubmedqa definition on the same 500, the generative variant (chat), and the
-# MiniLM and SmolLM2 probes. Each step runs under the shared lock when LOCK is set, so timings are
+# MiniLM (256 and 512 tokens) and SmolLM2 probes, each with both heads (raw = the protocol, standardized). Each step runs under the shared lock when LOCK is set, so timings are
 # clean. Run from the repository root with the venv active. Knobs:
 #   SHARED_DATA  data directory laid out like shared/data (default ../shared/data)
 #   OUT          output folder (default out/pubmedqa)
@@ -14,7 +14,7 @@ export HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 TOKENIZERS_PARALLELISM=false
 data="${SHARED_DATA:-../shared/data}"
 out="${OUT:-out/pubmedqa}"
 gen_limit="${GEN_LIMIT:-100}"
-steps="${STEPS:-zero_shot zero_shot_chat zero_shot_n100 builtin gen_chat probe_minilm probe_smollm2}"
+steps="${STEPS:-zero_shot zero_shot_chat zero_shot_n100 builtin gen_chat probe_minilm probe_minilm_512 probe_smollm2}"
 lock="${LOCK-/tmp/medeval-heavy.lock}"
 mkdir -p "$out"
 model="$(python -m lm_eval_tasks prepare-model smollm2)"
@@ -41,6 +41,15 @@ lm_eval_run() {  # lm_eval_run NAME TASK [extra lm_eval args...]
   python -m lm_eval_tasks report "$out/$name" --out "$out/$name/report"
 }
 
+probe_both_heads() {  # probe_both_heads NAME [pubmedqa-probe args...]: the card's head, then the standardised one
+  local name=$1 head
+  shift
+  for head in raw standardized; do  # the second run reuses the first one's embeddings
+    timed "${name}_${head}" python -m lm_eval_tasks pubmedqa-probe "$@" --head "$head" --data-dir "$data" \
+      --embeddings-cache "$out/${name}_embeddings.npz" --out "$out/${name}_${head}.json"
+  done
+}
+
 gen_args=()
 [ "$gen_limit" != "0" ] && gen_args=(--limit "$gen_limit")
 for step in $steps; do
@@ -50,10 +59,9 @@ for step in $steps; do
     zero_shot_n100) lm_eval_run zero_shot_n100 pubmedqa_atlas_n100 ;;
     builtin) lm_eval_run builtin pubmedqa_atlas_builtin ;;
     gen_chat) lm_eval_run gen_chat pubmedqa_atlas_gen --apply_chat_template "${gen_args[@]}" ;;
-    probe_minilm) timed probe_minilm python -m lm_eval_tasks pubmedqa-probe --encoder minilm --data-dir "$data" \
-      --out "$out/probe_minilm.json" ;;
-    probe_smollm2) timed probe_smollm2 python -m lm_eval_tasks pubmedqa-probe --encoder "$model" --data-dir "$data" \
-      --dtype bfloat16 --out "$out/probe_smollm2.json" ;;
+    probe_minilm) probe_both_heads probe_minilm --encoder minilm ;;
+    probe_minilm_512) probe_both_heads probe_minilm_512 --encoder minilm --max-length 512 ;;
+    probe_smollm2) probe_both_heads probe_smollm2 --encoder smollm2 ;;
     *) echo "unknown step $step" >&2; exit 2 ;;
   esac
 done

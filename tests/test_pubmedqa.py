@@ -10,7 +10,8 @@ from collections import Counter
 import pytest
 from lm_eval_tasks.utils import data as data_layer
 from lm_eval_tasks.utils.data import DataError
-from lm_eval_tasks.utils.pubmedqa_atlas import protocol as pubmedqa
+from lm_eval_tasks.utils.pubmedqa_atlas import constants, loader, parsing, prompts, tasks
+from lm_eval_tasks.utils.scoring import INVALID
 from sklearn.metrics import f1_score
 
 # The frozen atlas-n100-v1 (sorted). These ids must never change: a change breaks every published n100 number.
@@ -31,13 +32,13 @@ N100_IDS = sorted(
 
 @pytest.fixture(scope="module")
 def loaded(shared_data):
-    return pubmedqa.load(str(shared_data))
+    return loader.load(str(shared_data))
 
 
 @pytest.fixture(autouse=True)
 def fresh_cache():
-    pubmedqa._read_items.cache_clear()
-    pubmedqa._read_test_ids.cache_clear()
+    loader._read_items.cache_clear()
+    loader._read_test_ids.cache_clear()
 
 
 # ----------------------------------------------------------------------------- the split
@@ -63,10 +64,10 @@ def test_docs_never_show_the_conclusion(loaded):
 
 
 def test_first_words_hand_worked():
-    assert pubmedqa.first_words("a  b\nc d", 2) == "a  b"
-    assert pubmedqa.first_words("  a b ", 2) == "  a b"
-    assert pubmedqa.first_words("a b", 3) == "a b"
-    assert pubmedqa.first_words("a b c", 3) == "a b c"
+    assert prompts.first_words("a  b\nc d", 2) == "a  b"
+    assert prompts.first_words("  a b ", 2) == "  a b"
+    assert prompts.first_words("a b", 3) == "a b"
+    assert prompts.first_words("a b c", 3) == "a b c"
 
 
 def test_300_word_cut_on_real_items(loaded):
@@ -84,12 +85,12 @@ def test_300_word_cut_on_real_items(loaded):
 
 def test_prompts(loaded):
     doc = {"question": "Q?", "context": "C."}
-    assert pubmedqa.zero_shot_prompt(doc) == "Abstract: C.\nQuestion: Q?\nAnswer:"
+    assert prompts.zero_shot_prompt(doc) == "Abstract: C.\nQuestion: Q?\nAnswer:"
     assert (
-        pubmedqa.generative_prompt(doc)
+        prompts.generative_prompt(doc)
         == "Abstract: C.\nQuestion: Q?\nAnswer the question with yes, no or maybe.\nAnswer:"
     )
-    assert pubmedqa.probe_text(doc) == "Question: Q?\nContext: C."
+    assert prompts.probe_text(doc) == "Question: Q?\nContext: C."
 
 
 # ----------------------------------------------------------------------------- the frozen n100
@@ -135,7 +136,7 @@ def test_n100_is_the_documented_algorithm(loaded):
     ],
 )
 def test_largest_remainder_quotas(counts, size, expected):
-    assert pubmedqa.largest_remainder_quotas(counts, size) == expected
+    assert loader.largest_remainder_quotas(counts, size) == expected
 
 
 def test_unknown_subset_is_named(loaded):
@@ -155,13 +156,13 @@ def test_unknown_subset_is_named(loaded):
         ([-1.5, -1.5, -3.0], "yes", True),  # exact tie: yes beats no
         ([-4.0, -1.5, -1.5], "no", True),  # no beats maybe
         ([-1.5, -4.0, -1.5], "yes", True),
-        ([float("nan"), -1.0, -2.0], pubmedqa.INVALID, False),
+        ([float("nan"), -1.0, -2.0], INVALID, False),
     ],
 )
 def test_predicted_label_and_the_tie_rule(lls, label, tied):
-    assert pubmedqa.predicted_label(lls) == label
-    if label != pubmedqa.INVALID:
-        assert pubmedqa.is_tied(lls) is tied
+    assert parsing.predicted_label(lls) == label
+    if label != INVALID:
+        assert parsing.is_tied(lls) is tied
 
 
 @pytest.mark.parametrize(
@@ -185,29 +186,29 @@ def test_predicted_label_and_the_tie_rule(lls, label, tied):
     ],
 )
 def test_parse_answer(reply, answer):
-    assert pubmedqa.parse_answer(reply) == answer
+    assert parsing.parse_answer(reply) == answer
 
 
 def test_macro_f1_aggregation_matches_scikit_learn():
     gold = ["yes", "yes", "no", "maybe", "no", "yes", "maybe"]
-    pred = ["yes", "no", "no", "yes", pubmedqa.INVALID, "yes", "maybe"]
-    expected = f1_score(gold, pred, labels=list(pubmedqa.LABELS), average="macro", zero_division=0)
-    assert pubmedqa.macro_f1(list(zip(gold, pred))) == pytest.approx(expected)
+    pred = ["yes", "no", "no", "yes", INVALID, "yes", "maybe"]
+    expected = f1_score(gold, pred, labels=list(constants.LABELS), average="macro", zero_division=0)
+    assert tasks.macro_f1(list(zip(gold, pred))) == pytest.approx(expected)
     # always-yes on the official test set: F1(yes) = 2*276/(500+276), F1(no) = F1(maybe) = 0
     gold = ["yes"] * 276 + ["no"] * 169 + ["maybe"] * 55
-    assert pubmedqa.macro_f1([(g, "yes") for g in gold]) == pytest.approx(552 / 776 / 3)
+    assert tasks.macro_f1([(g, "yes") for g in gold]) == pytest.approx(552 / 776 / 3)
 
 
 def test_process_results():
     doc = {"final_decision": "no"}
-    assert pubmedqa.process_results(doc, [(-2.0, False), (-2.0, True), (-5.0, False)]) == {
+    assert tasks.process_results(doc, [(-2.0, False), (-2.0, True), (-5.0, False)]) == {
         "acc": 0.0,
         "macro_f1": ("no", "yes"),
     }
-    assert pubmedqa.process_generation(doc, ["No."]) == {"acc": 1.0, "macro_f1": ("no", "no"), "parseable": 1.0}
-    assert pubmedqa.process_generation(doc, ["I think so."]) == {
+    assert tasks.process_generation(doc, ["No."]) == {"acc": 1.0, "macro_f1": ("no", "no"), "parseable": 1.0}
+    assert tasks.process_generation(doc, ["I think so."]) == {
         "acc": 0.0,
-        "macro_f1": ("no", pubmedqa.INVALID),
+        "macro_f1": ("no", INVALID),
         "parseable": 0.0,
     }
 
@@ -232,7 +233,7 @@ def test_wrong_test_label_is_named(shared_data, tmp_path):
     truth[pubid] = "no" if truth[pubid] != "no" else "yes"
     folder, _, _ = copy_data(shared_data, tmp_path / "y", items, truth)
     with pytest.raises(DataError, match=rf"test_ground_truth.json, row 3: pubid {pubid}: test label"):
-        pubmedqa.load(str(folder))
+        loader.load(str(folder))
 
 
 def test_missing_and_unknown_ids_are_caught(shared_data, tmp_path):
@@ -242,10 +243,10 @@ def test_missing_and_unknown_ids_are_caught(shared_data, tmp_path):
     with pytest.raises(
         DataError, match=r"test answer counts differ from the published benchmark \(yes: expected 276, found 275\)"
     ):
-        pubmedqa.load(str(folder))
+        loader.load(str(folder))
     folder, _, _ = copy_data(shared_data, tmp_path / "z", items, {"123": "yes", **truth})
     with pytest.raises(DataError, match=r"row 1: pubid 123 is not an item of"):
-        pubmedqa.load(str(folder))
+        loader.load(str(folder))
 
 
 def test_extra_train_item_breaks_the_train_pool_count(shared_data, tmp_path):
@@ -253,7 +254,7 @@ def test_extra_train_item_breaks_the_train_pool_count(shared_data, tmp_path):
     items["1"] = dict(next(iter(items.values())), final_decision="maybe")
     folder, _, _ = copy_data(shared_data, tmp_path / "y", items, truth)
     with pytest.raises(DataError, match=r"train-pool answer .* \(maybe: expected 55, found 56\)"):
-        pubmedqa.load(str(folder))
+        loader.load(str(folder))
 
 
 @pytest.mark.parametrize(
@@ -271,7 +272,7 @@ def test_bad_items_are_named_by_file_row_and_field(shared_data, tmp_path, field,
     items[pubid][field] = value
     folder, _, _ = copy_data(shared_data, tmp_path / "y", items, truth)
     with pytest.raises(DataError) as error:
-        pubmedqa.load(str(folder))
+        loader.load(str(folder))
     assert f"ori_pqal.json, row 5, {message.format(p=pubid)}" in str(error.value)
 
 
@@ -279,17 +280,17 @@ def test_missing_file_and_bad_json(shared_data, tmp_path):
     folder, _, _ = copy_data(shared_data, tmp_path)
     (folder / "pubmedqa" / "test_ground_truth.json").write_text("{")
     with pytest.raises(DataError, match=r"test_ground_truth.json: invalid JSON"):
-        pubmedqa.load(str(folder))
+        loader.load(str(folder))
     (folder / "pubmedqa" / "test_ground_truth.json").unlink()
     with pytest.raises(DataError, match=r"test_ground_truth.json: file not found \(expected DIR/pubmedqa/ holding"):
-        pubmedqa.load(str(folder))
+        loader.load(str(folder))
 
 
 def test_offline_without_local_data_fails_fast_with_instructions(monkeypatch):
     monkeypatch.delenv(data_layer.DATA_DIR_ENV, raising=False)
     start = time.monotonic()
     with pytest.raises(DataError) as error:
-        pubmedqa.custom_dataset(subset="full")
+        tasks.custom_dataset(subset="full")
     assert time.monotonic() - start < 2.0
     text = str(error.value)
     assert "hf://datasets/qiaojin/PubMedQA@9001f2853fb87cab8d220904e0de81ac6973b318 (config pqa_labeled)" in text
@@ -309,13 +310,13 @@ def test_hub_rows_convert_to_the_same_items(loaded):
         }
         for p, r in items.items()
     ]
-    records = pubmedqa.validate_items(pubmedqa.records_from_hub(rows, "hub"), "hub")
+    records = loader.validate_items(loader.records_from_hub(rows, "hub"), "hub")
     truth = {i.pubid: i.answer for i in loaded.test}
-    from_hub = pubmedqa.split_items(records, "hub", truth, "ids")
+    from_hub = loader.split_items(records, "hub", truth, "ids")
     assert [i.doc() for i in from_hub.test] == [i.doc() for i in loaded.test]
     assert [i.doc() for i in from_hub.train] == [i.doc() for i in loaded.train]
     with pytest.raises(DataError, match=r"hub, row 1, field 'context'"):
-        pubmedqa.records_from_hub([{"pubid": 1, "context": "text"}], "hub")
+        loader.records_from_hub([{"pubid": 1, "context": "text"}], "hub")
 
 
 # ----------------------------------------------------------------------------- pinned downloads
@@ -351,14 +352,14 @@ def test_pinned_download_offline_fails_fast(tmp_path, monkeypatch):
     start = time.monotonic()
     with pytest.raises(DataError, match=r"HF_HUB_OFFLINE is set"):
         data_layer.download_pinned_file(
-            pubmedqa.TEST_IDS_URL, tmp_path / "truth.json", "pubmedqa", "layout", sha256=pubmedqa.TEST_IDS_SHA256
+            constants.TEST_IDS_URL, tmp_path / "truth.json", "pubmedqa", "layout", sha256=constants.TEST_IDS_SHA256
         )
     assert time.monotonic() - start < 2.0
 
 
 def test_pinned_test_ids_hash_is_the_shared_copy(shared_data):
     content = (shared_data / "pubmedqa" / "test_ground_truth.json").read_bytes()
-    assert hashlib.sha256(content).hexdigest() == pubmedqa.TEST_IDS_SHA256
+    assert hashlib.sha256(content).hexdigest() == constants.TEST_IDS_SHA256
 
 
 # ----------------------------------------------------------------------------- report
@@ -414,3 +415,97 @@ def test_report_scores_each_pubmedqa_task_separately(tmp_path):
     small = benchmarks["pubmedqa_atlas_n100"]
     # yes -> no; maybe -> no (no=maybe tie goes to no): 0/2
     assert small["accuracy_micro"]["value"] == 0.0 and small["coverage"]["atlas-n100-v1"]["expected"] == 100
+
+
+# ----------------------------------------------------------------------------- hostile files (issue 10)
+
+
+def copy_bytes(shared_data, tmp_path, items: bytes | None = None, truth: bytes | None = None):
+    """A data directory holding the real files, or the given bytes in their place."""
+    folder = tmp_path / "pubmedqa"
+    folder.mkdir(parents=True)
+    src = shared_data / "pubmedqa"
+    (folder / "ori_pqal.json").write_bytes(items if items is not None else (src / "ori_pqal.json").read_bytes())
+    (folder / "test_ground_truth.json").write_bytes(
+        truth if truth is not None else (src / "test_ground_truth.json").read_bytes()
+    )
+    return tmp_path
+
+
+def test_a_pubid_given_twice_in_ori_pqal_is_an_error_not_a_replaced_test_item(shared_data, tmp_path, loaded):
+    # A second object for a test pubid, with the same answer and another question: a plain json.loads keeps the
+    # second, and the test item would silently change.
+    item = loaded.test[0]
+    raw = (shared_data / "pubmedqa" / "ori_pqal.json").read_bytes().rstrip()
+    assert raw.endswith(b"}")
+    duplicate = json.dumps({**item.record, "QUESTION": "Another question?"}).encode()
+    folder = copy_bytes(
+        shared_data, tmp_path, items=raw[:-1] + b', "' + item.pubid.encode() + b'": ' + duplicate + b"}"
+    )
+    with pytest.raises(DataError) as error:
+        loader.load(str(folder))
+    message = str(error.value)
+    assert "ori_pqal.json" in message and f"key '{item.pubid}' appears twice" in message
+
+
+def test_a_pubid_given_twice_in_the_test_ids_is_named(shared_data, tmp_path):
+    raw = (shared_data / "pubmedqa" / "test_ground_truth.json").read_bytes()
+    assert raw.startswith(b'{\n    "12377809": "yes",\n')
+    folder = copy_bytes(shared_data, tmp_path, truth=raw.replace(b"{\n", b'{\n    "12377809": "yes",\n', 1))
+    with pytest.raises(DataError, match=r"test_ground_truth.json: key '12377809' appears twice in one object"):
+        loader.load(str(folder))
+
+
+def test_a_non_utf8_byte_names_the_file_and_line(shared_data, tmp_path):
+    raw = (shared_data / "pubmedqa" / "ori_pqal.json").read_bytes()
+    at = raw.index(b"lace plant")  # in the first item's question
+    line = raw.count(b"\n", 0, at) + 1
+    assert line == 3
+    folder = copy_bytes(shared_data, tmp_path, items=raw[:at] + b"\xff" + raw[at + 1 :])
+    with pytest.raises(DataError, match=r"ori_pqal.json, line 3: not UTF-8 \(byte 0xff"):
+        loader.load(str(folder))
+
+
+def test_a_leading_bom_is_dropped_and_a_stray_one_names_its_line(shared_data, tmp_path, loaded):
+    raw = (shared_data / "pubmedqa" / "ori_pqal.json").read_bytes()
+    truth = (shared_data / "pubmedqa" / "test_ground_truth.json").read_bytes()
+    bom = "\ufeff".encode()
+    # The shared reader drops a leading byte-order mark (as utf-8-sig does): the same split, item for item.
+    with_bom = loader.load(str(copy_bytes(shared_data, tmp_path / "lead", items=bom + raw, truth=bom + truth)))
+    assert [i.doc() for i in with_bom.test] == [i.doc() for i in loaded.test]
+    assert [i.doc() for i in with_bom.train] == [i.doc() for i in loaded.train]
+    # Anywhere else a BOM is no JSON whitespace: invalid JSON at its line.
+    stray = truth.replace(b'    "26163474"', bom + b'    "26163474"', 1)
+    folder = copy_bytes(shared_data, tmp_path / "stray", truth=stray)
+    with pytest.raises(DataError, match=r"test_ground_truth.json: invalid JSON \(.* at line 3\)"):
+        loader.load(str(folder))
+
+
+def test_hub_rows_with_a_repeated_pubid_name_both_rows():
+    row = {"pubid": 7, "question": "Q?", "context": {"contexts": ["c"]}, "final_decision": "yes"}
+    with pytest.raises(DataError, match=r"hub, row 3, field 'pubid': pubid 7 is also row 1 \(it would replace"):
+        loader.records_from_hub([row, {**row, "pubid": 8}, {**row, "question": "Other?"}], "hub")
+    for pubid in (None, "", True, 1.5):
+        with pytest.raises(DataError, match=r"hub, row 1, field 'pubid': expected a PubMed id"):
+            loader.records_from_hub([{**row, "pubid": pubid}], "hub")
+    with pytest.raises(DataError, match=r"hub, row 1, field 'context'"):
+        loader.records_from_hub([{**row, "context": {"contexts": "one string"}}], "hub")
+
+
+@pytest.mark.parametrize(
+    "field, value, message",
+    [
+        ("LONG_ANSWER", 3, "expected a string or null, got 3"),
+        ("YEAR", 2011, "expected a string or null, got 2011"),
+        ("LABELS", "BACKGROUND", "expected a list of strings or null, got 'BACKGROUND'"),
+        ("MESHES", [1], "expected a list of strings or null, got [1]"),
+    ],
+)
+def test_wrong_types_in_the_other_fields_are_named(shared_data, tmp_path, field, value, message):
+    _, items, truth = copy_data(shared_data, tmp_path / "x")
+    pubid = list(items)[9]
+    items[pubid][field] = value
+    folder, _, _ = copy_data(shared_data, tmp_path / "y", items, truth)
+    with pytest.raises(DataError) as error:
+        loader.load(str(folder))
+    assert f"ori_pqal.json, row 10, field '{field}': pubid {pubid}: {message}" in str(error.value)

@@ -5,7 +5,7 @@ import subprocess
 import sys
 
 import pytest
-from lm_eval_tasks.utils.pubmedqa_atlas import protocol as pubmedqa
+from lm_eval_tasks.utils.pubmedqa_atlas import loader, prompts
 
 from tests.conftest import read_results, run_lm_eval
 
@@ -27,7 +27,7 @@ def test_hf_backend_cuts_long_prompts_from_the_left(tiny_model_dir, shared_data)
         model=lm, tasks=["pubmedqa_atlas"], task_manager=manager, limit=1, bootstrap_iters=0, log_samples=True
     )
     sample = out["samples"]["pubmedqa_atlas"][0]
-    prompt = pubmedqa.zero_shot_prompt(pubmedqa.load(str(shared_data)).subset("full")[0].doc())
+    prompt = prompts.zero_shot_prompt(loader.load(str(shared_data)).subset("full")[0].doc())
     for (context, continuation), (logged, _) in zip([a for a in sample["arguments"]], sample["filtered_resps"]):
         assert context == prompt
         context_enc, continuation_enc = lm._encode_pair(context, continuation)

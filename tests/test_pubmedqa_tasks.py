@@ -6,7 +6,8 @@ import pytest
 from lm_eval import simple_evaluate
 from lm_eval.tasks import TaskManager
 from lm_eval_tasks.utils.benchmarks import report_specs
-from lm_eval_tasks.utils.pubmedqa_atlas import protocol as pubmedqa
+from lm_eval_tasks.utils.pubmedqa_atlas import constants, loader, parsing, prompts, report_spec
+from lm_eval_tasks.utils.scoring import INVALID
 
 from lm_eval_tasks import tasks_dir
 from tests.scripted_lm import ScriptedLM
@@ -27,7 +28,7 @@ def always(answer):
 
 @pytest.fixture(scope="module")
 def loaded(shared_data):
-    return pubmedqa.load(str(shared_data))
+    return loader.load(str(shared_data))
 
 
 def test_tasks_are_registered():
@@ -61,7 +62,7 @@ def test_chat_template_continuations_have_no_leading_space(shared_data, loaded):
     evaluate(lm, shared_data, ["pubmedqa_atlas"], limit=1, apply_chat_template=True)
     doc = loaded.subset("full")[0].doc()
     assert [cont for _, cont in seen] == ["yes", "no", "maybe"]  # the assistant turn starts with the word
-    assert json.loads(seen[0][0]) == [{"role": "user", "content": pubmedqa.zero_shot_prompt(doc)}]
+    assert json.loads(seen[0][0]) == [{"role": "user", "content": prompts.zero_shot_prompt(doc)}]
 
 
 def test_num_fewshot_cannot_add_examples(shared_data):
@@ -89,9 +90,9 @@ def scripted_n100(loaded):
     }
     by_prompt, seen = {}, {"yes": 0, "no": 0, "maybe": 0}
     for item in loaded.subset("n100"):
-        by_prompt[pubmedqa.zero_shot_prompt(item.doc())] = scores[plan[item.answer][seen[item.answer]]]
+        by_prompt[prompts.zero_shot_prompt(item.doc())] = scores[plan[item.answer][seen[item.answer]]]
         seen[item.answer] += 1
-    return lambda ctx, cont: by_prompt[ctx][pubmedqa.LABELS.index(cont.strip())]
+    return lambda ctx, cont: by_prompt[ctx][constants.LABELS.index(cont.strip())]
 
 
 def test_scripted_run_gives_exact_accuracy_and_macro_f1(shared_data, loaded):
@@ -103,25 +104,26 @@ def test_scripted_run_gives_exact_accuracy_and_macro_f1(shared_data, loaded):
     assert result["macro_f1,none"] == pytest.approx(macro_f1)  # 0.7834
     # The report re-scores the logged samples to the same numbers, and counts the ties.
     items = [
-        pubmedqa.REPORT_SPECS[1].score_sample("pubmedqa_atlas_n100", s) for s in out["samples"]["pubmedqa_atlas_n100"]
+        report_spec.REPORT_SPECS[1].score_sample("pubmedqa_atlas_n100", s)
+        for s in out["samples"]["pubmedqa_atlas_n100"]
     ]
     assert sum(i.correct for i in items) == 86 and sum(i.extras["tied_top_choice"] for i in items) == 5
-    assert pubmedqa.macro_f1_value([i.gold for i in items], [i.pred for i in items]) == pytest.approx(macro_f1)
+    assert parsing.macro_f1_value([i.gold for i in items], [i.pred for i in items]) == pytest.approx(macro_f1)
 
 
 def test_generative_task_prompt_parse_and_exact_metrics(shared_data, loaded):
     replies = ["Yes.", "<think>hmm\n\nprobably</think>No", "The answer is maybe.", "I cannot tell.", "<think>no end"]
-    by_prompt = {pubmedqa.generative_prompt(item.doc()): reply for item, reply in zip(loaded.subset("full"), replies)}
+    by_prompt = {prompts.generative_prompt(item.doc()): reply for item, reply in zip(loaded.subset("full"), replies)}
     lm = ScriptedLM(reply=lambda prompt: by_prompt[json.loads(prompt)[-1]["content"]])
     out = evaluate(lm, shared_data, ["pubmedqa_atlas_gen"], limit=5, apply_chat_template=True)
     golds = [item.answer for item in loaded.subset("full")[:5]]
-    preds = ["yes", "no", "maybe", pubmedqa.INVALID, pubmedqa.INVALID]
+    preds = ["yes", "no", "maybe", INVALID, INVALID]
     result = out["results"]["pubmedqa_atlas_gen"]
     assert result["acc,none"] == pytest.approx(sum(g == p for g, p in zip(golds, preds)) / 5)
     assert result["parseable,none"] == pytest.approx(3 / 5)
-    assert result["macro_f1,none"] == pytest.approx(pubmedqa.macro_f1_value(golds, preds))
+    assert result["macro_f1,none"] == pytest.approx(parsing.macro_f1_value(golds, preds))
     assert json.loads(lm.prompts[0]) == [
-        {"role": "user", "content": pubmedqa.generative_prompt(loaded.subset("full")[0].doc())}
+        {"role": "user", "content": prompts.generative_prompt(loaded.subset("full")[0].doc())}
     ]
     assert lm.gen_kwargs[0] == {
         "until": ["\nAbstract:", "\nQuestion:"],

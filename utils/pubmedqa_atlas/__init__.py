@@ -1,13 +1,20 @@
-"""PubMedQA on the authors' official 500-item test split; see lm_eval_tasks/pubmedqa_atlas/README.md."""
+"""PubMedQA on the authors' official 500-item test split; see lm_eval_tasks/pubmedqa_atlas/README.md.
+
+Modules: constants (ids, labels, published counts and numbers), prompts, parsing (answers and the one
+scoring function per protocol), loader (``load(data_dir=None)`` and its checks, the n100), tasks (lm-eval
+hooks), report_spec (``REPORT_SPECS``), probe (the linear probe), commands (``pubmedqa-probe``).
+"""
 
 from ..benchmarks import Benchmark
-from . import commands, protocol
+from . import commands
+from .constants import BENCHMARK as DATA_FOLDER
+from .report_spec import REPORT_SPECS
 
 BENCHMARK = Benchmark(
     name="pubmedqa_atlas",
     title="PubMedQA",
-    data_folder=protocol.BENCHMARK,
-    report_specs=protocol.REPORT_SPECS,
+    data_folder=DATA_FOLDER,
+    report_specs=REPORT_SPECS,
     register_commands=commands.register,
     smoke_tasks=("pubmedqa_atlas", "pubmedqa_atlas_gen"),
 )

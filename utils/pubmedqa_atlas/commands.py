@@ -7,6 +7,8 @@ import json
 import sys
 from pathlib import Path
 
+from .probe import DEFAULT_HEAD, HEADS
+
 
 def _pubmedqa_probe(args: argparse.Namespace) -> int:
     from lm_eval_tasks.utils import models
@@ -29,6 +31,7 @@ def _pubmedqa_probe(args: argparse.Namespace) -> int:
         dtype=args.dtype,
         batch_size=args.batch_size,
         embeddings_cache=args.embeddings_cache,
+        head=args.head,
     )
     if args.out:
         out = Path(args.out)
@@ -52,7 +55,19 @@ def register(commands: argparse._SubParsersAction) -> None:
         help="test items (the probe always trains on the 500-item train pool)",
     )
     probe.add_argument("--pooling", default="mean", choices=["mean", "cls", "last"], help="mean is the protocol")
-    probe.add_argument("--max-length", type=int, help="token limit (default: the encoder's own)")
+    probe.add_argument(
+        "--max-length",
+        type=int,
+        help="token limit (default: the encoder's own: a sentence-transformers folder's max_seq_length, else the "
+        "smaller of the tokenizer's model_max_length and the position limit)",
+    )
+    probe.add_argument(
+        "--head",
+        default=DEFAULT_HEAD,
+        choices=list(HEADS),
+        help="raw: logistic regression on the pooled vectors (the protocol); standardized: features standardised "
+        "on the train pool first (probe version 1)",
+    )
     probe.add_argument("--dtype", default="float32", choices=["float32", "bfloat16"])
     probe.add_argument("--batch-size", type=int, default=16)
     probe.add_argument("--embeddings-cache", help=".npz file reused when encoder, texts and options are unchanged")

@@ -1,9 +1,10 @@
 """The PubMedQA linear probe: frozen encoder embeddings, a logistic head fit on the train pool.
 
-Protocol (shared/SPEC.md section 3): embed ``Question: {question}\\nContext: {context}`` with a frozen
-encoder (its last layer, mean over the tokens of the text, truncated at the encoder's own maximum
-length), fit a multinomial logistic regression on the 500 train-pool items, report accuracy and
-macro-F1 on the test set with 95% bootstrap CIs stratified by answer.
+Protocol (lm_eval_tasks/pubmedqa_atlas/README.md, "The probe"): embed ``Question: {question}\\nContext:
+{context}`` with a frozen encoder (its last layer, mean over the tokens of the text, truncated at the
+encoder's own maximum length), fit a multinomial logistic regression (L2, C = 1, lbfgs) on the raw pooled
+vectors of the 500 train-pool items, report accuracy and macro-F1 on the test set with 95% bootstrap CIs
+stratified by answer.
 
 Any transformers encoder or causal LM folder works (a causal LM is loaded without its LM head).
 torch, transformers and scikit-learn are imported only when a probe runs.
@@ -12,44 +13,65 @@ torch, transformers and scikit-learn are imported only when a probe runs.
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import time
+import warnings
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from .. import stats
-from ..data import DataError
-from . import protocol as pubmedqa
+from .. import models, stats
+from ..data import DataError, read_json
+from .constants import LABELS, SUBSETS
+from .loader import load
+from .parsing import macro_f1_value
+from .prompts import PROBE_TEXT, probe_text
 
+# 1: features standardised before the head; 2: the card's head on the raw pooled vectors (the default).
+PROBE_VERSION = 2
 POOLINGS = ("mean", "cls", "last")  # mean is the protocol; cls / last are offered for comparisons
-# The logistic head: features standardised on the train pool, L2-regularised multinomial logistic
-# regression with scikit-learn's defaults (C = 1, lbfgs). Fixed in advance, never tuned on test.
+# The logistic head, fixed in advance and never tuned on test: scikit-learn's LogisticRegression with
+# its L2 penalty, C = 1 and lbfgs, which minimises the multinomial loss for three classes.
 LOGISTIC_C = 1.0
-LOGISTIC_MAX_ITER = 5000
-# Tokenizers without a real limit report a huge sentinel (e.g. 1e30).
-_NO_LIMIT = 1_000_000
+# Unscaled features need many lbfgs steps (SmolLM2's pooled coordinates span 0.2 to 3.3 in standard
+# deviation, up to 31 in size: about 1,000 iterations); whether the fit converged is recorded with every result.
+LOGISTIC_MAX_ITER = 20_000
+HEADS = {
+    "raw": f"LogisticRegression(C={LOGISTIC_C}, L2, lbfgs, multinomial) on the raw pooled vectors (the card's head)",
+    "standardized": f"StandardScaler fit on the train pool + LogisticRegression(C={LOGISTIC_C}, L2, lbfgs, "
+    "multinomial) (probe version 1's head)",
+}
+DEFAULT_HEAD = "raw"
+ST_CONFIG = "sentence_bert_config.json"
+
+
+def declared_max_lengths(encoder_dir: str | os.PathLike, tokenizer: Any, config: Any) -> dict[str, int | None]:
+    """Every token limit the encoder's folder declares (None where it declares none)."""
+    st_length = None
+    st_config = Path(encoder_dir) / ST_CONFIG
+    if st_config.is_file():
+        st_length = read_json(st_config).get("max_seq_length")
+        if st_length is not None and (isinstance(st_length, bool) or not isinstance(st_length, int) or st_length < 1):
+            raise DataError(f"{st_config}, field 'max_seq_length': expected a positive integer, got {st_length!r:.80}")
+    positions = getattr(config, "max_position_embeddings", None)
+    return {
+        "sentence_transformers_max_seq_length": st_length,
+        "tokenizer_model_max_length": models.tokenizer_limit(tokenizer),
+        "max_position_embeddings": int(positions) if positions else None,
+    }
 
 
 def encoder_max_length(encoder_dir: str | os.PathLike, tokenizer: Any, config: Any) -> int:
     """The length the encoder is meant to run at: the ``max_seq_length`` its sentence-transformers
-    packaging declares (what ``SentenceTransformer.encode`` uses), else the tokenizer's
-    ``model_max_length``, else the model's position limit."""
-    st_config = Path(encoder_dir) / "sentence_bert_config.json"
-    if st_config.is_file():
-        declared = json.loads(st_config.read_text(encoding="utf-8")).get("max_seq_length")
-        if declared:
-            return int(declared)
-    limits = (
-        [int(tokenizer.model_max_length)]
-        if tokenizer.model_max_length and tokenizer.model_max_length < _NO_LIMIT
-        else []
-    )
-    if getattr(config, "max_position_embeddings", None):
-        limits.append(int(config.max_position_embeddings))
+    packaging declares (what ``SentenceTransformer.encode`` uses), else the smaller of the tokenizer's
+    ``model_max_length`` and the model's position limit."""
+    declared = declared_max_lengths(encoder_dir, tokenizer, config)
+    if declared["sentence_transformers_max_seq_length"]:
+        return declared["sentence_transformers_max_seq_length"]
+    limits = [declared[key] for key in ("tokenizer_model_max_length", "max_position_embeddings") if declared[key]]
     if not limits:
         raise DataError(f"{encoder_dir}: cannot tell the encoder's maximum length; pass max_length")
     return min(limits)
@@ -139,20 +161,62 @@ def cached_embeddings(cache_file: str | os.PathLike | None, encoder_dir: Path, t
     return embeddings, max_length, False
 
 
-def fit_and_predict(train_x: np.ndarray, train_y: Sequence[str], test_x: np.ndarray) -> list[str]:
+@dataclass(frozen=True)
+class HeadFit:
+    predictions: list[str]
+    iterations: int  # lbfgs iterations
+    converged: bool
+    warning: str | None  # scikit-learn's ConvergenceWarning, if any
+
+    def record(self) -> dict[str, Any]:
+        return {
+            "iterations": self.iterations,
+            "max_iter": LOGISTIC_MAX_ITER,
+            "converged": self.converged,
+            "warning": self.warning,
+        }
+
+
+def make_head(head: str = DEFAULT_HEAD):
+    """The unfitted scikit-learn estimator of a head named in :data:`HEADS`."""
     from sklearn.linear_model import LogisticRegression
     from sklearn.pipeline import make_pipeline
     from sklearn.preprocessing import StandardScaler
 
-    head = make_pipeline(StandardScaler(), LogisticRegression(C=LOGISTIC_C, max_iter=LOGISTIC_MAX_ITER))
-    head.fit(train_x, list(train_y))
-    return [str(label) for label in head.predict(test_x)]
+    # L2 is LogisticRegression's default penalty in every supported scikit-learn (1.4 and later); naming it
+    # would warn from 1.8 on, where `penalty` is deprecated.
+    logistic = LogisticRegression(C=LOGISTIC_C, solver="lbfgs", max_iter=LOGISTIC_MAX_ITER)
+    if head == "raw":
+        return logistic
+    if head == "standardized":
+        return make_pipeline(StandardScaler(), logistic)
+    raise ValueError(f"unknown head '{head}' (known: {', '.join(HEADS)})")
+
+
+def fit_and_predict(
+    train_x: np.ndarray, train_y: Sequence[str], test_x: np.ndarray, head: str = DEFAULT_HEAD
+) -> HeadFit:
+    from sklearn.exceptions import ConvergenceWarning
+
+    estimator = make_head(head)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", ConvergenceWarning)
+        estimator.fit(train_x, list(train_y))
+    problems = [str(w.message) for w in caught if issubclass(w.category, ConvergenceWarning)]
+    logistic = estimator[-1] if head == "standardized" else estimator
+    iterations = int(np.max(logistic.n_iter_))
+    return HeadFit(
+        predictions=[str(label) for label in estimator.predict(test_x)],
+        iterations=iterations,
+        converged=not problems and iterations < LOGISTIC_MAX_ITER,
+        warning=" ".join(problems) or None,
+    )
 
 
 def scores(gold: Sequence[str], pred: Sequence[str]) -> dict[str, Any]:
     """Accuracy and macro-F1 with stratified bootstrap CIs, per-class scores, confusion matrix."""
     correct = [float(g == p) for g, p in zip(gold, pred, strict=True)]
-    labels = list(pubmedqa.LABELS)
+    labels = list(LABELS)
     matrix = stats.confusion_matrix(gold, pred, labels, labels)
     return {
         "accuracy": stats.bootstrap(stats.mean_of(correct), len(gold), strata=gold).as_dict(),
@@ -171,15 +235,23 @@ def run_probe(
     dtype: str = "float32",
     batch_size: int = 16,
     embeddings_cache: str | os.PathLike | None = None,
+    head: str = DEFAULT_HEAD,
 ) -> dict[str, Any]:
     """The probe end to end; returns a JSON-ready result (scores, setup, timings, per-item predictions)."""
+    from transformers import AutoConfig, AutoTokenizer
+
     started = time.perf_counter()
     encoder_dir = Path(encoder)
     if not (encoder_dir / "config.json").is_file():
         raise DataError(f"{encoder_dir}: not a transformers model folder (no config.json)")
-    loaded = pubmedqa.load(data_dir)
+    if head not in HEADS:
+        raise ValueError(f"unknown head '{head}' (known: {', '.join(HEADS)})")
+    declared = declared_max_lengths(
+        encoder_dir, AutoTokenizer.from_pretrained(str(encoder_dir)), AutoConfig.from_pretrained(str(encoder_dir))
+    )
+    loaded = load(data_dir)
     train, test = loaded.train, loaded.subset(subset)
-    texts = [pubmedqa.probe_text(item.doc()) for item in (*train, *test)]
+    texts = [probe_text(item.doc()) for item in (*train, *test)]
     embeddings, used_max_length, from_cache = cached_embeddings(
         embeddings_cache, encoder_dir, texts, pooling=pooling, max_length=max_length, dtype=dtype, batch_size=batch_size
     )
@@ -187,33 +259,32 @@ def run_probe(
     if not np.isfinite(embeddings).all():
         raise DataError(f"{encoder_dir}: the encoder produced non-finite embeddings (try dtype float32)")
     train_x, test_x = embeddings[: len(train)], embeddings[len(train) :]
-    pred = fit_and_predict(train_x, [item.answer for item in train], test_x)
+    fit = fit_and_predict(train_x, [item.answer for item in train], test_x, head=head)
     fitted = time.perf_counter()
-    gold = [item.answer for item in test]
+    gold, pred = [item.answer for item in test], fit.predictions
     return {
         "benchmark": "pubmedqa_probe",
+        "probe_version": PROBE_VERSION,
         "encoder": str(encoder_dir.resolve()),
-        "item_set": pubmedqa.SUBSETS[subset],
+        "item_set": SUBSETS[subset],
         "data_source": loaded.source,
         "n_train": len(train),
         "n_test": len(test),
-        "text": "Question: {question}\\nContext: {context}",
+        "text": PROBE_TEXT,
         "pooling": pooling,
         "layer": "last",
         "max_length": used_max_length,
+        "declared_max_lengths": declared,
         "dtype": dtype,
-        "head": f"StandardScaler + LogisticRegression(C={LOGISTIC_C}, lbfgs, multinomial)",
+        "head": head,
+        "head_description": HEADS[head],
+        "head_fit": fit.record(),
         **scores(gold, pred),
         "always_yes": {
             "accuracy": float(np.mean([g == "yes" for g in gold])),
-            "macro_f1": pubmedqa.macro_f1_value(gold, ["yes"] * len(gold)),
+            "macro_f1": macro_f1_value(gold, ["yes"] * len(gold)),
         },
-        "bootstrap": {
-            "n_resamples": stats.N_RESAMPLES,
-            "seed": stats.SEED,
-            "confidence": stats.CONFIDENCE,
-            "stratified_by": "gold answer",
-        },
+        "bootstrap": stats.bootstrap_description(stratified_by="gold answer"),
         "seconds": {
             "embed": round(embedded - started, 2),
             "fit": round(fitted - embedded, 2),
@@ -225,14 +296,19 @@ def run_probe(
 
 
 def summary(result: dict[str, Any]) -> str:
-    def fmt(estimate):
-        return f"{estimate['value']:.4f} [{estimate['low']:.4f}, {estimate['high']:.4f}]"
-
+    fit = result["head_fit"]
+    convergence = (
+        f"converged in {fit['iterations']} lbfgs iterations"
+        if fit["converged"]
+        else f"NOT CONVERGED after {fit['iterations']} iterations: {fit['warning']}"
+    )
     lines = [
-        f"PubMedQA probe, {result['item_set']} ({result['n_test']} test items, {result['n_train']} train): "
-        f"{result['encoder']}, {result['pooling']} pooling, max_length {result['max_length']}, {result['dtype']}",
-        f"  accuracy {fmt(result['accuracy'])}",
-        f"  macro-F1 {fmt(result['macro_f1'])}",
+        f"PubMedQA probe v{result['probe_version']}, {result['item_set']} ({result['n_test']} test items, "
+        f"{result['n_train']} train): {result['encoder']}, {result['pooling']} pooling, "
+        f"max_length {result['max_length']}, {result['dtype']}",
+        f"  head {result['head']}: {result['head_description']}; {convergence}",
+        f"  accuracy {stats.format_estimate(result['accuracy'], digits=4)}",
+        f"  macro-F1 {stats.format_estimate(result['macro_f1'], digits=4)}",
         f"  always-yes: accuracy {result['always_yes']['accuracy']:.4f}, macro-F1 {result['always_yes']['macro_f1']:.4f}",
         f"  wall time {result['seconds']['total']:.1f} s (embedding {result['seconds']['embed']:.1f} s"
         f"{', from cache' if result['seconds']['embeddings_from_cache'] else ''})",

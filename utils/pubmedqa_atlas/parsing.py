@@ -1,0 +1,88 @@
+"""Answers and scores: the tie rule of the log-likelihood tasks, the generative reply parser, macro-F1.
+
+Each protocol has ONE scoring function, called by its lm-eval ``process_results`` hook and by the report
+spec alike (:func:`score_choice`, :func:`score_generation`). Rules in lm_eval_tasks/pubmedqa_atlas/README.md.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .. import stats
+from ..scoring import INVALID, first_argmax
+from ..text import strip_think
+from .constants import LABELS
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """One scored item: the gold answer, the prediction (a label or INVALID) and per-item rates."""
+
+    gold: str
+    pred: str
+    extras: Mapping[str, float] = field(default_factory=dict)
+
+    @property
+    def correct(self) -> float:
+        return float(self.pred == self.gold)
+
+
+def predicted_label(loglikelihoods: Sequence[float]) -> str:
+    """The choice with the highest log-likelihood, in LABELS order; an exact tie (common in bf16)
+    goes to the earliest of yes, no, maybe. A NaN score means no answer (INVALID)."""
+    values = [float(v) for v in loglikelihoods]
+    if len(values) != len(LABELS):
+        raise ValueError(f"expected {len(LABELS)} log-likelihoods (yes, no, maybe), got {len(values)}")
+    if any(math.isnan(v) for v in values):
+        return INVALID
+    return LABELS[first_argmax(values)]
+
+
+def is_tied(loglikelihoods: Sequence[float]) -> bool:
+    values = [float(v) for v in loglikelihoods]
+    return values.count(max(values)) > 1
+
+
+def score_choice(gold: str, loglikelihoods: Sequence[float]) -> Verdict:
+    """A log-likelihood item: yes / no / maybe scores in that order."""
+    return Verdict(gold, predicted_label(loglikelihoods), {"tied_top_choice": float(is_tied(loglikelihoods))})
+
+
+# Only ASCII letters are case-folded: Python's IGNORECASE would also read "yeſ" (long s) as "yes" and
+# return a prediction that is none of the labels.
+_ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
+# Both patterns are linear: the leading one is anchored, and every try of the stated one starts at the
+# word "answer" and scans only the whitespace / punctuation after it, which holds no other "answer".
+_LEADING_ANSWER = re.compile(r"^\W*(?:(?:final\s+)?answer\W*(?:is\W*)?)?(yes|no|maybe)\b")
+_STATED_ANSWER = re.compile(r"\banswer\s*(?:is|would be|:)\W*(yes|no|maybe)\b")
+
+
+def parse_answer(reply: str) -> str | None:
+    """yes / no / maybe from a generated reply, else None; never raises, linear in the reply's length.
+
+    After ``<think>`` blocks are removed (an unclosed one means no answer), the reply must either
+    start with the answer word (punctuation, markdown and an "Answer:" label may precede it) or
+    state it as "answer is X" / "answer would be X" / "answer: X" (the first such statement counts).
+    """
+    text = strip_think(reply)
+    if text is None:
+        return None
+    text = text.translate(_ASCII_LOWER)
+    match = _LEADING_ANSWER.match(text) or _STATED_ANSWER.search(text)
+    return match.group(1) if match else None
+
+
+def score_generation(gold: str, reply: str) -> Verdict:
+    """A generated reply: an unreadable one is INVALID, counted wrong and kept in every denominator."""
+    answer = parse_answer(reply)
+    return Verdict(gold, answer or INVALID, {"parseable": float(answer is not None)})
+
+
+def macro_f1_value(gold: Sequence[str], pred: Sequence[str]) -> float:
+    """Macro-F1 over yes, no and maybe (a class never predicted has F1 0; INVALID is simply wrong)."""
+    return stats.macro_f1_of(gold, pred, LABELS)(np.arange(len(gold)))

@@ -1,0 +1,101 @@
+"""What the report computes for each PubMedQA task: the logged samples re-scored by :mod:`.parsing`.
+
+The notes and CIs are described in lm_eval_tasks/pubmedqa_atlas/README.md ("Metrics").
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from ..scoring import BenchmarkSpec, Headline, ScoredItem, Stratum, logged_loglikelihoods, logged_reply, scored_item
+from .constants import LABELS, PUBLISHED_NUMBERS, SUBSET_SIZES, SUBSETS
+from .parsing import Verdict, score_choice, score_generation
+
+ScoreSample = Callable[[str, Mapping[str, Any]], ScoredItem]
+
+
+def _item(task: str, sample: Mapping[str, Any], component: str, verdict: Verdict) -> ScoredItem:
+    return scored_item(task, sample, component=component, gold=verdict.gold, pred=verdict.pred, extras=verdict.extras)
+
+
+def _choice_scorer(component: str) -> ScoreSample:
+    def score(task: str, sample: Mapping[str, Any]) -> ScoredItem:
+        verdict = score_choice(sample["doc"]["final_decision"], logged_loglikelihoods(sample))
+        return _item(task, sample, component, verdict)
+
+    return score
+
+
+def _score_generation_sample(task: str, sample: Mapping[str, Any]) -> ScoredItem:
+    verdict = score_generation(sample["doc"]["final_decision"], logged_reply(sample))
+    return _item(task, sample, SUBSETS["full"], verdict)
+
+
+_COMMON_NOTES = (
+    "Test set: the authors' 500 official test pubids (test_ground_truth.json); the probe and any few-shot "
+    "use only the other 500.",
+    "Bootstrap stratified by gold answer, so every resample keeps 276 yes / 169 no / 55 maybe (55/34/11 on n100).",
+)
+_CHOICE_NOTE = (
+    "tied_top_choice: share of items whose best log-likelihood was shared by two answers "
+    "(exact ties, common in bf16); the earliest of yes, no, maybe wins."
+)
+
+
+def _spec(
+    name: str, title: str, task: str, component: str, size: int, score: ScoreSample, notes: Sequence[str]
+) -> BenchmarkSpec:
+    return BenchmarkSpec(
+        name=name,
+        title=title,
+        task_prefix=task,
+        task_names=frozenset({task}),
+        score_sample=score,
+        expected_counts={component: size},
+        labels=LABELS,
+        stratify_by=Stratum.GOLD,
+        headline=Headline.ACCURACY_MICRO,
+        reference={model: dict(numbers) for model, numbers in PUBLISHED_NUMBERS.items()},
+        notes=(*notes, *_COMMON_NOTES),
+    )
+
+
+REPORT_SPECS = (
+    _spec(
+        "pubmedqa_atlas",
+        "PubMedQA, zero-shot log-likelihood (official test set)",
+        "pubmedqa_atlas",
+        SUBSETS["full"],
+        SUBSET_SIZES["full"],
+        _choice_scorer(SUBSETS["full"]),
+        (_CHOICE_NOTE,),
+    ),
+    _spec(
+        "pubmedqa_atlas_n100",
+        "PubMedQA, zero-shot log-likelihood (frozen stratified 100)",
+        "pubmedqa_atlas_n100",
+        SUBSETS["n100"],
+        SUBSET_SIZES["n100"],
+        _choice_scorer(SUBSETS["n100"]),
+        (_CHOICE_NOTE, "atlas-n100-v1 is a separate ranking: never compare it with full-set numbers."),
+    ),
+    _spec(
+        "pubmedqa_atlas_gen",
+        "PubMedQA, generative (official test set)",
+        "pubmedqa_atlas_gen",
+        SUBSETS["full"],
+        SUBSET_SIZES["full"],
+        _score_generation_sample,
+        ("INVALID (no yes/no/maybe could be read) is counted wrong and kept in every denominator.",),
+    ),
+    _spec(
+        "pubmedqa_lm_eval_builtin",
+        "PubMedQA, lm-eval's built-in task definition on the official test set",
+        "pubmedqa",
+        "official-test-500",
+        SUBSET_SIZES["full"],
+        _choice_scorer("official-test-500"),
+        (_CHOICE_NOTE, "lm-eval's own pubmedqa prompt: every context section joined by newlines, no 300-word cut."),
+    ),
+)
