@@ -44,5 +44,9 @@ SHAPES = {
     "unclosed fence and blanks": lambda size: pad("```", " ", "", size),
     "unterminated string of escaped quotes": lambda size: pad('{"a": "', '\\"', "", size),
     "repeated answer keys, never closed": lambda size: pad("", '{"selected_answer": "C", ', "", size),
+    "answer then spaces then yesterday": lambda size: pad("answer", " ", "yesterday", size),
+    "bold answer labels": lambda size: pad("", "**Answer:** ", "", size),
+    "long s": lambda size: pad("", "yeſ anſwer iſ ", "", size),
+    "whitespace only": lambda size: pad("", " \n\t", "", size),
     "raw newlines in repeated strings": lambda size: pad("", '{"selected_answer": "A\n", ', "", size),
 }

@@ -1,5 +1,5 @@
 """The generative answer parser on hostile replies: a verdict (yes / no / maybe / None) for any string, never an
-exception; linear time is shown by examples/parse_timing_pubmedqa_atlas.py (no timing assertions here)."""
+exception; linear time is shown by examples/parse_timing.py (no timing assertions here)."""
 
 import re
 

@@ -224,3 +224,19 @@ def test_a_bad_max_seq_length_is_named(tmp_path, value):
         DataError, match=r"sentence_bert_config.json, field 'max_seq_length': expected a positive integer"
     ):
         probe.encoder_max_length(tmp_path, SimpleNamespace(model_max_length=512), config)
+
+
+def test_the_probe_runs_in_the_dtype_chosen_for_the_hardware(monkeypatch, shared_data):
+    from lm_eval_tasks.utils import models
+
+    seen = {}
+
+    def embed(encoder_dir, texts, **options):
+        seen["dtype"] = options["dtype"]
+        raise RuntimeError("stop after the dtype is chosen")
+
+    monkeypatch.setattr(models, "_cpu_flags", lambda: frozenset({"avx2"}))  # no native bfloat16
+    monkeypatch.setattr(probe, "embed_texts", embed)
+    with pytest.raises(RuntimeError, match="stop after"):
+        probe.run_probe(models.minilm_dir(), data_dir=str(shared_data))
+    assert seen["dtype"] == "float32"

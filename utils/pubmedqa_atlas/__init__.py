@@ -6,7 +6,7 @@ hooks), report_spec (``REPORT_SPECS``), probe (the linear probe), commands (``pu
 """
 
 from ..benchmarks import Benchmark
-from . import commands
+from . import commands, parsing, prompts
 from .constants import BENCHMARK as DATA_FOLDER
 from .report_spec import REPORT_SPECS
 
@@ -17,4 +17,5 @@ BENCHMARK = Benchmark(
     report_specs=REPORT_SPECS,
     register_commands=commands.register,
     smoke_tasks=("pubmedqa_atlas", "pubmedqa_atlas_gen"),
+    reply_parsers={"parse_answer": parsing.parse_answer, "first_words": prompts.first_words},
 )

@@ -22,6 +22,7 @@ def _pubmedqa_probe(args: argparse.Namespace) -> int:
         except models.ModelUnavailable as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 1
+    print(models.dtype_reason(models.choose_dtype(args.dtype)), file=sys.stderr)
     result = run_probe(
         encoder,
         data_dir=args.data_dir,
@@ -68,7 +69,12 @@ def register(commands: argparse._SubParsersAction) -> None:
         help="raw: logistic regression on the pooled vectors (the protocol); standardized: features standardised "
         "on the train pool first (probe version 1)",
     )
-    probe.add_argument("--dtype", default="float32", choices=["float32", "bfloat16"])
+    probe.add_argument(
+        "--dtype",
+        default="auto",
+        choices=["auto", "bfloat16", "float16", "float32"],
+        help="auto (default): bfloat16 where this CPU computes it natively, else float32",
+    )
     probe.add_argument("--batch-size", type=int, default=16)
     probe.add_argument("--embeddings-cache", help=".npz file reused when encoder, texts and options are unchanged")
     probe.add_argument("--out", help="write the full result (CIs, per-class, confusion matrix, predictions) as JSON")

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from tqdm import tqdm
 
 from .. import models, stats
 from ..data import DataError, read_json
@@ -117,7 +118,7 @@ def embed_texts(
     order = sorted(range(len(texts)), key=lambda i: len(encoded[i]))  # similar lengths share a batch
     out = np.zeros((len(texts), model.config.hidden_size), dtype=np.float32)
     with torch.inference_mode():
-        for start in range(0, len(order), batch_size):
+        for start in tqdm(range(0, len(order), batch_size), desc=f"embedding {len(texts)} texts", unit="batch"):
             chunk = order[start : start + batch_size]
             batch = tokenizer.pad({"input_ids": [encoded[i] for i in chunk]}, return_tensors="pt")
             hidden = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]).last_hidden_state
@@ -232,14 +233,18 @@ def run_probe(
     subset: str = "full",
     pooling: str = "mean",
     max_length: int | None = None,
-    dtype: str = "float32",
+    dtype: str = "auto",
     batch_size: int = 16,
     embeddings_cache: str | os.PathLike | None = None,
     head: str = DEFAULT_HEAD,
 ) -> dict[str, Any]:
-    """The probe end to end; returns a JSON-ready result (scores, setup, timings, per-item predictions)."""
+    """The probe end to end; returns a JSON-ready result (scores, setup, timings, per-item predictions).
+
+    ``dtype="auto"``: bfloat16 where the CPU computes it natively, float32 otherwise (the choice is recorded).
+    """
     from transformers import AutoConfig, AutoTokenizer
 
+    dtype = models.choose_dtype(dtype)
     started = time.perf_counter()
     encoder_dir = Path(encoder)
     if not (encoder_dir / "config.json").is_file():
