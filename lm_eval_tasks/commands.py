@@ -8,6 +8,8 @@ import sys
 import time
 from pathlib import Path
 
+from lm_eval_tasks.utils.models import add_dtype_option
+
 
 def _report_target(results: Path, out: str | None, each: bool) -> Path | None:
     """Where one run's report goes: --out, or <run folder>/report; with --each one folder per run."""
@@ -122,12 +124,7 @@ def register(commands: argparse._SubParsersAction) -> None:
     prepare = commands.add_parser("prepare-model", help="convert a packaged small model for --model hf")
     prepare.add_argument("model", choices=["smollm2"])
     prepare.add_argument("--out", help="target folder (default: ~/.cache/lm_eval_tasks/...)")
-    prepare.add_argument(
-        "--dtype",
-        default="auto",
-        choices=["auto", "bfloat16", "float16", "float32"],
-        help="auto (default): bfloat16 where this CPU computes it natively, else float32; load with dtype=auto",
-    )
+    add_dtype_option(prepare, "--dtype")
     prepare.set_defaults(func=_prepare_model)
 
     serve = commands.add_parser("serve", help="serve a GGUF model (SmolLM2 by default) on 127.0.0.1")

@@ -91,3 +91,16 @@ def build_report(path) -> dict:
     from lm_eval_tasks.utils import report, runs
 
     return report.build(runs.load_run(path))[0]
+
+
+def lm_eval_tasks_cli(*args) -> subprocess.CompletedProcess:
+    """``python -m lm_eval_tasks ARGS`` as a user runs it; it must succeed."""
+    return subprocess.run(
+        [sys.executable, "-m", "lm_eval_tasks", *map(str, args)], check=True, capture_output=True, text=True
+    )
+
+
+def report_cli(output_path, out_dir) -> dict:
+    """``python -m lm_eval_tasks report OUTPUT_PATH --out OUT_DIR``, then the report.json it wrote."""
+    lm_eval_tasks_cli("report", output_path, "--out", out_dir)
+    return json.loads((Path(out_dir) / "report.json").read_text(encoding="utf-8"))

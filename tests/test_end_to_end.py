@@ -1,6 +1,5 @@
 """Real runs as a user makes them: the lm_eval CLI, real small models, a real local server."""
 
-import json
 import subprocess
 import sys
 import zipfile
@@ -8,19 +7,9 @@ import zipfile
 import pytest
 from lm_eval_tasks.utils.medfact_bench.loader import load
 
-from tests.conftest import REPO, logged_messages, read_results, read_samples, run_lm_eval
+from tests.conftest import REPO, logged_messages, read_results, read_samples, report_cli, run_lm_eval
 
 pytestmark = pytest.mark.slow
-
-
-def report_cli(output_path, out_dir):
-    subprocess.run(
-        [sys.executable, "-m", "lm_eval_tasks", "report", str(output_path), "--out", str(out_dir)],
-        check=True,
-        capture_output=True,
-        text=True,
-    )
-    return json.loads((out_dir / "report.json").read_text(encoding="utf-8"))
 
 
 def test_smollm2_through_the_cli_then_the_report(smollm2_dir, demo_data_dir, tmp_path):
@@ -30,7 +19,7 @@ def test_smollm2_through_the_cli_then_the_report(smollm2_dir, demo_data_dir, tmp
             "--model",
             "hf",
             "--model_args",
-            f"pretrained={smollm2_dir},dtype=bfloat16",
+            f"pretrained={smollm2_dir},dtype=auto",
             "--device",
             "cpu",
             "--tasks",

@@ -1,24 +1,16 @@
 """MedExQA as a user runs it: the lm_eval CLI with SmolLM2, the report, explanation scores, a real judge."""
 
 import json
-import subprocess
-import sys
 
 import pytest
 from lm_eval_tasks.utils.medexqa import explanations as mx
 from lm_eval_tasks.utils.medexqa import loader, parsing, prompts
 from lm_eval_tasks.utils.openai_client import parse_endpoint_spec
 
-from tests.conftest import read_results, read_samples, run_lm_eval
+from tests.conftest import lm_eval_tasks_cli, read_results, read_samples, run_lm_eval
 from tests.test_medexqa_explanations import write_run
 
 pytestmark = pytest.mark.slow
-
-
-def run_cli(*args):
-    return subprocess.run(
-        [sys.executable, "-m", "lm_eval_tasks", *map(str, args)], check=True, capture_output=True, text=True
-    )
 
 
 def test_smollm2_both_protocols_then_report_and_explanations(smollm2_dir, shared_data, tmp_path):
@@ -28,7 +20,7 @@ def test_smollm2_both_protocols_then_report_and_explanations(smollm2_dir, shared
             "--model",
             "hf",
             "--model_args",
-            f"pretrained={smollm2_dir},dtype=bfloat16",
+            f"pretrained={smollm2_dir},dtype=auto",
             "--device",
             "cpu",
             "--tasks",
@@ -59,13 +51,15 @@ def test_smollm2_both_protocols_then_report_and_explanations(smollm2_dir, shared
     logit = read_samples(out, "medexqa_logit_be")
     assert [logit[0]["arguments"][f"gen_args_{i}"]["arg_1"] for i in range(4)] == ["A", "B", "C", "D"]
 
-    run_cli("report", out, "--out", tmp_path / "report")
+    lm_eval_tasks_cli("report", out, "--out", tmp_path / "report")
     report = json.loads((tmp_path / "report" / "report.json").read_text(encoding="utf-8"))["benchmarks"]
     for name, task in (("medexqa_logit", "medexqa_logit_be"), ("medexqa", "medexqa_be")):
         assert report[name]["n_items"] == 3 and report[name]["coverage"]["BE"]["loaded"] == 143
         assert report[name]["components"]["BE"]["accuracy"]["value"] == pytest.approx(results[task]["accuracy,none"])
 
-    printed = run_cli("medexqa-explanations", out, "--bertscore-model", "minilm", "--out", tmp_path / "explain").stdout
+    printed = lm_eval_tasks_cli(
+        "medexqa-explanations", out, "--bertscore-model", "minilm", "--out", tmp_path / "explain"
+    ).stdout
     summary = json.loads((tmp_path / "explain" / "medexqa_explanations.json").read_text(encoding="utf-8"))
     assert list(summary["explanation_metrics"]) == ["rouge_l", "bleu", "meteor", "bertscore"]
     assert summary["unavailable_metrics"] == {} and summary["n_items"] == 3

@@ -1,25 +1,11 @@
 """MillerQA as a user runs it: the lm_eval CLI with SmolLM2 (hf) and the real local server, then the report."""
 
-import json
-import subprocess
-import sys
-
 import pytest
 from lm_eval_tasks.utils.millerqa import prompts
 
-from tests.conftest import logged_messages, read_results, read_samples, run_lm_eval
+from tests.conftest import logged_messages, read_results, read_samples, report_cli, run_lm_eval
 
 pytestmark = pytest.mark.slow
-
-
-def report_cli(output_path, out_dir):
-    subprocess.run(
-        [sys.executable, "-m", "lm_eval_tasks", "report", str(output_path), "--out", str(out_dir)],
-        check=True,
-        capture_output=True,
-        text=True,
-    )
-    return json.loads((out_dir / "report.json").read_text(encoding="utf-8"))["benchmarks"]
 
 
 def test_smollm2_generative_and_loglikelihood_through_the_cli(smollm2_dir, shared_data, tmp_path):
@@ -29,7 +15,7 @@ def test_smollm2_generative_and_loglikelihood_through_the_cli(smollm2_dir, share
             "--model",
             "hf",
             "--model_args",
-            f"pretrained={smollm2_dir},dtype=bfloat16",
+            f"pretrained={smollm2_dir},dtype=auto",
             "--device",
             "cpu",
             "--tasks",
@@ -62,7 +48,7 @@ def test_smollm2_generative_and_loglikelihood_through_the_cli(smollm2_dir, share
     )
     ll_samples = read_samples(out, "millerqa_ll_triage")
     assert [len(s["filtered_resps"]) for s in ll_samples] == [4, 4, 4]
-    report = report_cli(out, tmp_path / "report")
+    report = report_cli(out, tmp_path / "report")["benchmarks"]
     generative, loglikelihood = report["millerqa"], report["millerqa_ll"]
     task = results["millerqa_triage"]
     # the report re-parses the raw replies and must agree with lm-eval's own metrics
@@ -106,4 +92,4 @@ def test_local_chat_completions_against_a_real_server(llama_server, shared_data,
         {"role": "user", "content": prompts.user_prompt(doc["question"], doc["shuffled_options"])},
     ]
     assert all(s["filtered_resps"][0].strip() for s in samples)  # the server answered with text
-    assert report_cli(out, tmp_path / "report")["millerqa"]["n_items"] == 2
+    assert report_cli(out, tmp_path / "report")["benchmarks"]["millerqa"]["n_items"] == 2

@@ -1,13 +1,9 @@
 """PubMedQA with real models: left truncation in the hf backend, the CLI plus report, the MiniLM probe."""
 
-import json
-import subprocess
-import sys
-
 import pytest
 from lm_eval_tasks.utils.pubmedqa_atlas import loader, prompts
 
-from tests.conftest import read_results, run_lm_eval
+from tests.conftest import read_results, report_cli, run_lm_eval
 
 pytestmark = pytest.mark.slow
 
@@ -65,13 +61,7 @@ def test_cli_run_then_report_agrees_with_lm_eval(tiny_model_dir, demo_data_dir, 
         cwd=tmp_path,
     )
     results = read_results(out)["results"]
-    subprocess.run(
-        [sys.executable, "-m", "lm_eval_tasks", "report", str(out), "--out", str(tmp_path / "report")],
-        check=True,
-        capture_output=True,
-        text=True,
-    )
-    report = json.loads((tmp_path / "report" / "report.json").read_text(encoding="utf-8"))["benchmarks"]
+    report = report_cli(out, tmp_path / "report")["benchmarks"]
     for task in ("pubmedqa_atlas", "pubmedqa_atlas_gen"):
         bench = report[task]
         assert bench["n_items"] == 6 and bench["tasks"] == [task]

@@ -98,6 +98,16 @@ def choose_dtype(requested: str = "auto", device: str = "cpu") -> str:
     return requested
 
 
+def add_dtype_option(parser: Any, flag: str = "--dtype") -> None:
+    """The dtype option of every command that loads a model."""
+    parser.add_argument(
+        flag,
+        default="auto",
+        choices=("auto", *DTYPES),
+        help="auto (default): bfloat16 where the CPU/GPU computes it natively, else float32",
+    )
+
+
 def dtype_reason(dtype: str, device: str = "cpu") -> str:
     """One line saying which dtype a model runs in and why (printed by every command that loads a model)."""
     native = native_bfloat16(device)

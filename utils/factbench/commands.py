@@ -6,6 +6,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from ..models import add_dtype_option
+
 
 def _factbench_index(args: argparse.Namespace) -> int:
     from lm_eval_tasks.utils.factbench.passage_store import PassageStore
@@ -130,12 +132,7 @@ def register(commands: argparse._SubParsersAction) -> None:
     )
     check.add_argument("--nli-revision", help="hub revision of the NLI model")
     check.add_argument("--nli-required", action="store_true", help="fail instead of reporting NLI as unavailable")
-    check.add_argument(
-        "--nli-dtype",
-        default="auto",
-        choices=["auto", "bfloat16", "float16", "float32"],
-        help="auto (default): bfloat16 where the CPU/GPU computes it natively, else float32",
-    )
+    add_dtype_option(check, "--nli-dtype")
     check.add_argument("--nli-max-length", type=int, default=1024)
     check.add_argument("--nli-stride", type=int, default=128)
     check.add_argument("--nli-batch-size", type=int, default=8)

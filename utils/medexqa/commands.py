@@ -6,6 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from ..models import add_dtype_option
 from .explanation_metrics import BERTSCORE_BATCH_SIZE  # a light module: its libraries load with each metric
 
 
@@ -77,12 +78,7 @@ def register(commands: argparse._SubParsersAction) -> None:
         default=BERTSCORE_BATCH_SIZE,
         help=f"default {BERTSCORE_BATCH_SIZE}, evaluate's",
     )
-    explain.add_argument(
-        "--bertscore-dtype",
-        default="auto",
-        choices=["auto", "bfloat16", "float16", "float32"],
-        help="auto (default): float32, as evaluate computes it, unless the CPU/GPU has native bfloat16",
-    )
+    add_dtype_option(explain, "--bertscore-dtype")
     explain.add_argument(
         "--judge",
         action="append",

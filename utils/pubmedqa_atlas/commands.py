@@ -7,6 +7,7 @@ import json
 import sys
 from pathlib import Path
 
+from ..models import add_dtype_option
 from .probe import DEFAULT_HEAD, HEADS
 
 
@@ -69,12 +70,7 @@ def register(commands: argparse._SubParsersAction) -> None:
         help="raw: logistic regression on the pooled vectors (the protocol); standardized: features standardised "
         "on the train pool first (probe version 1)",
     )
-    probe.add_argument(
-        "--dtype",
-        default="auto",
-        choices=["auto", "bfloat16", "float16", "float32"],
-        help="auto (default): bfloat16 where this CPU computes it natively, else float32",
-    )
+    add_dtype_option(probe, "--dtype")
     probe.add_argument("--batch-size", type=int, default=16)
     probe.add_argument("--embeddings-cache", help=".npz file reused when encoder, texts and options are unchanged")
     probe.add_argument("--out", help="write the full result (CIs, per-class, confusion matrix, predictions) as JSON")
