@@ -327,6 +327,18 @@ def clamp_confidence(value: Any) -> int | None:
 # ----------------------------------------------------------------------------- scoring, one function per protocol
 
 
+def _item_record(doc: Mapping[str, Any]) -> dict[str, Any]:
+    """What every per-item record says of its doc: which item, and how its options were shuffled."""
+    return {
+        "benchmark": doc["benchmark"],
+        "release": doc["release"],
+        "id": doc["id"],
+        "model_label": doc["model_label"],
+        "permutation": list(doc["permutation"]),
+        "correct_letter": doc["correct_letter"],
+    }
+
+
 @dataclass(frozen=True)
 class Answer:
     """One reply scored against one shuffled doc (the authors' result record, in brief)."""
@@ -344,12 +356,7 @@ class Answer:
 
     def record(self, doc: Mapping[str, Any]) -> dict[str, Any]:
         return {
-            "benchmark": doc["benchmark"],
-            "release": doc["release"],
-            "id": doc["id"],
-            "model_label": doc["model_label"],
-            "permutation": list(doc["permutation"]),
-            "correct_letter": doc["correct_letter"],
+            **_item_record(doc),
             "selected_letter": self.letter,
             "selected_original_index": self.original_index,
             "is_correct": self.is_correct,
@@ -386,12 +393,7 @@ class Choice:
 
     def record(self, doc: Mapping[str, Any]) -> dict[str, Any]:
         return {
-            "benchmark": doc["benchmark"],
-            "release": doc["release"],
-            "id": doc["id"],
-            "model_label": doc["model_label"],
-            "permutation": list(doc["permutation"]),
-            "correct_letter": doc["correct_letter"],
+            **_item_record(doc),
             "selected_letter": LETTERS[self.position],
             "selected_original_index": self.original_index,
             "is_correct": self.is_correct,
