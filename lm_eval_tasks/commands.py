@@ -15,7 +15,9 @@ def _report_target(results: Path, out: str | None, each: bool) -> Path | None:
     """Where one run's report goes: --out, or <run folder>/report; with --each one folder per run."""
     if not each:
         return Path(out) if out else None
-    stamp = results.stem[len("results_") :]
+    from lm_eval_tasks.utils.runs import run_timestamp
+
+    stamp = run_timestamp(results)
     return Path(out) / f"{results.parent.name}_{stamp}" if out else results.parent / f"report_{stamp}"
 
 

@@ -20,7 +20,8 @@ class Run:
     repeated_sample_lines: dict[str, int] = field(default_factory=dict)  # task -> identical lines read once
 
 
-def _timestamp(results_path: Path) -> str:
+def run_timestamp(results_path: Path) -> str:
+    """The timestamp lm-eval put in a results file's name (its samples files carry the same)."""
     return results_path.stem[len("results_") :]
 
 
@@ -31,7 +32,7 @@ def find_all_results(path: str | os.PathLike) -> list[Path]:
         return [path]
     if not path.is_dir():
         raise DataError(f"{path}: no such file or directory")
-    found = sorted(path.rglob("results_*.json"), key=lambda p: (str(p.parent), _timestamp(p)))
+    found = sorted(path.rglob("results_*.json"), key=lambda p: (str(p.parent), run_timestamp(p)))
     if not found:
         raise DataError(f"{path}: no results_*.json; pass lm_eval's --output_path (run with --log_samples)")
     return found
@@ -82,7 +83,7 @@ def load_run(path: str | os.PathLike) -> Run:
     results = read_json(results_path)
     if not isinstance(results, dict) or "configs" not in results:
         raise DataError(f"{results_path}: not an lm-eval results file (no 'configs')")
-    stamp = _timestamp(results_path)
+    stamp = run_timestamp(results_path)
     samples, files, repeated = {}, {}, {}
     for task in results["configs"]:
         sample_path = results_path.parent / f"samples_{task}_{stamp}.jsonl"
