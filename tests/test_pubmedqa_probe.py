@@ -162,8 +162,15 @@ def fake_embeddings(calls):
     return cached_embeddings
 
 
+@pytest.mark.parametrize("cpu_flags, dtype", [({"avx2"}, "float32"), ({"avx2", "amx_bf16"}, "bfloat16")])
 @pytest.mark.parametrize("head", ["raw", "standardized"])
-def test_cli_records_the_head_version_and_convergence(head, tiny_model_dir, shared_data, tmp_path, monkeypatch, capsys):
+def test_cli_records_the_head_version_and_convergence(
+    head, cpu_flags, dtype, tiny_model_dir, shared_data, tmp_path, monkeypatch, capsys
+):
+    from lm_eval_tasks.utils import models
+
+    # Both kinds of CPU, whichever this one is: --dtype auto follows the (stubbed) flags.
+    monkeypatch.setattr(models, "_cpu_flags", lambda: frozenset(cpu_flags))
     calls = []
     monkeypatch.setattr(probe, "cached_embeddings", fake_embeddings(calls))
     out = tmp_path / "probe.json"
@@ -185,7 +192,7 @@ def test_cli_records_the_head_version_and_convergence(head, tiny_model_dir, shar
     embeddings = fake_embeddings([])(None, None, ["t"] * 1000)[0]
     expected = probe.fit_and_predict(embeddings[:500], _train_answers(shared_data), embeddings[500:], head=head)
     assert [p["pred"] for p in result["predictions"]] == expected.predictions
-    assert calls == [{"pooling": "mean", "max_length": None, "dtype": "float32", "batch_size": 16}]
+    assert calls == [{"pooling": "mean", "max_length": None, "dtype": dtype, "batch_size": 16}]
     printed = capsys.readouterr().out
     assert (
         f"head {head}: {probe.HEADS[head]}; converged in {result['head_fit']['iterations']} lbfgs iterations" in printed
