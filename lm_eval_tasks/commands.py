@@ -29,7 +29,8 @@ def _report(args: argparse.Namespace) -> int:
 
     runs = find_all_results(args.path) if args.each else [args.path]
     for run in runs:
-        report, files = write_report(run, _report_target(Path(run), args.out, args.each))
+        scored, files = write_report(run, _report_target(Path(run), args.out, args.each))
+        report = scored.report()
         for path in files:
             print(path)
         for name, bench in report["benchmarks"].items():
@@ -45,10 +46,11 @@ def _report(args: argparse.Namespace) -> int:
 
 
 def _compare(args: argparse.Namespace) -> int:
+    from lm_eval_tasks.utils.comparison import compare_runs
     from lm_eval_tasks.utils.files import write_atomically
-    from lm_eval_tasks.utils.report import compare_runs
+    from lm_eval_tasks.utils.results import score_path
 
-    text = json.dumps(compare_runs(args.run_a, args.run_b), indent=2) + "\n"
+    text = json.dumps(compare_runs(score_path(args.run_a), score_path(args.run_b)), indent=2) + "\n"
     if args.out:
         out = Path(args.out)
         write_atomically(out.parent, {out.name: text.encode("utf-8")})

@@ -88,9 +88,9 @@ def logged_messages(sample: dict) -> list[dict]:
 
 def build_report(path) -> dict:
     """The report of the run at ``path`` (as ``python -m lm_eval_tasks report`` computes it)."""
-    from lm_eval_tasks.utils import report, runs
+    from lm_eval_tasks.utils.results import score_path
 
-    return report.build(runs.load_run(path))[0]
+    return score_path(path).report()
 
 
 def lm_eval_tasks_cli(*args) -> subprocess.CompletedProcess:

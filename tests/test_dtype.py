@@ -1,10 +1,8 @@
 """The model dtype is chosen from the hardware (bfloat16 only where native) and recorded in the report."""
 
-import json
 
 import pytest
 from lm_eval_tasks.utils import models
-from lm_eval_tasks.utils.runs import model_dtype
 
 
 @pytest.mark.parametrize(
@@ -32,13 +30,3 @@ def test_an_explicit_dtype_wins_and_a_wrong_one_is_refused(monkeypatch):
 def test_cpu_flags_are_read_from_this_machine():
     flags = models._cpu_flags()
     assert isinstance(flags, frozenset) and all(" " not in flag for flag in flags)
-
-
-def test_the_report_records_the_dtype_from_the_arguments_or_the_saved_config(tmp_path):
-    (tmp_path / "config.json").write_text(json.dumps({"dtype": "float32"}), encoding="utf-8")
-    assert model_dtype(f"pretrained={tmp_path},dtype=auto") == "float32"
-    assert model_dtype({"pretrained": str(tmp_path)}) == "float32"
-    assert model_dtype("pretrained=m,dtype=bfloat16") == "bfloat16"
-    assert model_dtype('{"pretrained": "m", "torch_dtype": "float16"}') == "float16"
-    assert model_dtype("model=gpt-4o,base_url=http://x/v1") is None
-    assert model_dtype(None) is None

@@ -4,7 +4,7 @@ import json
 import shutil
 
 import pytest
-from lm_eval_tasks.utils import report as report_mod
+from lm_eval_tasks.utils import results
 from lm_eval_tasks.utils.factbench import constants, loader, report_spec
 from lm_eval_tasks.utils.factbench.pipeline import FactChecker, generations_from_run, split_sentences
 from lm_eval_tasks.utils.factbench.tables import write_outputs
@@ -64,7 +64,7 @@ def run_dir(demo_data_dir, tmp_path):
 
 def test_the_report_covers_a_factbench_run(run_dir):
     folder, replies = run_dir
-    report = report_mod.build(load_run(folder))[0]
+    report = results.score(load_run(folder)).report()
     assert report["unreported_tasks"] == []
     bench = report["benchmarks"]["factbench"]
     assert bench["n_items"] == 4 * ITEMS and bench["n_invalid"] == 1  # the empty lay summary
@@ -163,7 +163,7 @@ def test_the_report_ends_its_factbench_section_with_the_fact_check(run_dir, tmp_
     folder, _ = run_dir
     monkeypatch.delenv(report_spec.CHECK_DIR_ENV, raising=False)
     saved = check(folder, folder / "factcheck")
-    report = report_mod.build(load_run(folder))[0]
+    report = results.score(load_run(folder)).report()
     bench = report["benchmarks"]["factbench"]
     assert bench["headline_metric"] == "none" and bench["paper_comparable"]["value"] is None
     assert bench["extra"]["status"] == "ok" and bench["extra"]["table"] == saved["table"]
@@ -236,7 +236,7 @@ def test_the_scorecard_and_the_leaderboard_take_a_factbench_run(run_dir, tmp_pat
     from lm_eval_tasks.utils.scorecard import render_html
 
     folder, _ = run_dir
-    page = render_html(report_mod.build(load_run(folder))[0])
+    page = render_html(results.score(load_run(folder)).report())
     assert "FActBench" in page and 'data-benchmark="factbench"' in page
     twin = shutil.copytree(folder, tmp_path / "twin" / "model")
     board = build_leaderboard([folder, twin])

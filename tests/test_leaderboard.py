@@ -5,6 +5,7 @@ import re
 
 import pytest
 from lm_eval_tasks.utils import leaderboard as lb
+from lm_eval_tasks.utils.comparison import holm
 from lm_eval_tasks.utils.data import DataError
 from lm_eval_tasks.utils.runs import find_all_results
 
@@ -59,13 +60,6 @@ def _pairs(board, benchmark="medfact_bench"):
     return {(c["a"], c["b"]): c for c in board["benchmarks"][benchmark]["comparisons"]}
 
 
-def test_holm_hand_worked():
-    # sorted 0.005 (x4 = 0.02), 0.01 (x3 = 0.03), 0.03 (x2 = 0.06), 0.04 (x1 = 0.04, raised to 0.06: step-down)
-    assert lb.holm([0.01, 0.04, 0.03, 0.005]) == pytest.approx([0.03, 0.06, 0.06, 0.02])
-    assert lb.holm([0.5, 0.6]) == [1.0, 1.0]  # 2 x 0.5 = 1; never above 1, never below an earlier step
-    assert lb.holm([0.2]) == [0.2] and lb.holm([]) == []
-
-
 def test_three_runs_on_the_same_seven_items(tmp_path):
     paths = [medfact_run(tmp_path / name, flags, model_name=name) for name, flags in (("a", A), ("b", B), ("c", C))]
     board = lb.build_leaderboard(paths)
@@ -85,14 +79,14 @@ def test_three_runs_on_the_same_seven_items(tmp_path):
     assert ab["difference"]["value"] == pytest.approx(7 / 12 - 1)
     assert ac["difference"]["value"] == pytest.approx(7 / 12 - 5 / 12)
     assert bc["difference"]["value"] == pytest.approx(1 - 5 / 12)
-    # McNemar exact, two-sided, from the discordant items: 2 x P(Binomial(n, 1/2) <= min count)
-    assert (ab["a_only_correct"], ab["b_only_correct"], ab["mcnemar_p_value"]) == (0, 3, pytest.approx(2 * 1 / 8))
-    assert (ac["a_only_correct"], ac["b_only_correct"], ac["mcnemar_p_value"]) == (2, 1, pytest.approx(1.0))  # 2 x 4/8
-    assert (bc["a_only_correct"], bc["b_only_correct"], bc["mcnemar_p_value"]) == (4, 0, pytest.approx(2 * 1 / 16))
-    # Holm over 3 pairs: bc 3 x 0.125 = 0.375; ab max(0.375, 2 x 0.25) = 0.5; ac max(0.5, 1 x 1) = 1
-    assert (bc["holm_p_value"], ab["holm_p_value"], ac["holm_p_value"]) == pytest.approx((0.375, 0.5, 1.0))
+    # The discordant items behind the difference (A right and B wrong, and the reverse)
+    assert [(c["a_only_correct"], c["b_only_correct"]) for c in (ab, ac, bc)] == [(0, 3), (2, 1), (4, 0)]
+    # A macro headline: its p-value is the paired bootstrap's of the macro difference, Holm over the 3 pairs.
+    assert {c["test"] for c in (ab, ac, bc)} == {bench["test"]} and bench["test"].startswith("paired bootstrap")
+    assert [c["holm_p_value"] for c in (ab, ac, bc)] == pytest.approx(holm([c["p_value"] for c in (ab, ac, bc)]))
     for c in (ab, ac, bc):
         assert c["difference"]["low"] <= c["difference"]["value"] <= c["difference"]["high"]
+        assert 0 < c["p_value"] <= 1
     published = bench["published"]
     assert published["GPT-4o"] == 0.736 and published["Llama-3.2-3B-Instruct"] == 0.511 and len(published) == 9
 
@@ -107,32 +101,28 @@ def test_different_items_tasks_template_or_versions_are_not_comparable(tmp_path)
     d = pairs["run-1", "run-2"]
     assert d["comparable"] is False and (d["only_in_a"], d["only_in_b"], d["n_paired_items"]) == (3, 0, 4)
     assert d["reasons"] == [
-        "different items: 3 only in run-1, 0 only in run-2",
-        (
-            "different tasks (protocol): run-1 ran medfact_bench_healthver, medfact_bench_scifact; "
-            "run-2 ran medfact_bench_scifact"
-        ),
+        "different items: 3 only in A, 0 only in B",
+        "different tasks (protocol): A ran medfact_bench_healthver, medfact_bench_scifact; B ran medfact_bench_scifact",
     ]
     # descriptive only, on the 4 shared scifact items (macro over one component): 2/4 - 4/4; no test
     assert d["difference"]["value"] == pytest.approx(-0.5)
-    assert d["mcnemar_p_value"] is None and d["holm_p_value"] is None and d["bootstrap_p_value"] is None
-    assert pairs["run-1", "run-3"]["reasons"] == ["chat template applied: True in run-1, False in run-3"]
+    assert d["p_value"] is None and d["holm_p_value"] is None
+    assert pairs["run-1", "run-3"]["reasons"] == ["chat template applied: true vs false"]
     assert pairs["run-1", "run-4"]["reasons"] == [
-        ("different task versions: medfact_bench_healthver 1.0 vs 2.0, medfact_bench_scifact 1.0 vs 2.0")
+        'task versions: {"medfact_bench_healthver": 1.0, "medfact_bench_scifact": 1.0} vs '
+        '{"medfact_bench_healthver": 2.0, "medfact_bench_scifact": 2.0}'
     ]
     assert [key for key, c in pairs.items() if c["comparable"]] == []
     markdown = lb.to_markdown(board)
-    assert (
-        "| run-1 | run-3 | 7 | 0.000 [0.000, 0.000] | chat template applied: True in run-1, False in run-3 |"
-        in markdown
-    )
+    assert "| run-1 | run-3 | 7 | 0.000 [0.000, 0.000] | chat template applied: true vs false |" in markdown
 
 
 def test_holm_family_is_the_comparable_pairs(tmp_path):
     a, b = medfact_run(tmp_path / "a", A), medfact_run(tmp_path / "b", B)
     scifact_only = medfact_run(tmp_path / "d", "1111", tasks=("medfact_bench_scifact",))
     pairs = _pairs(lb.build_leaderboard([a, b, scifact_only]))
-    assert pairs["run-1", "run-2"]["holm_p_value"] == pytest.approx(0.25)  # one test: unadjusted
+    one = pairs["run-1", "run-2"]
+    assert one["holm_p_value"] == one["p_value"]  # one test: unadjusted
     assert pairs["run-1", "run-3"]["holm_p_value"] is None and pairs["run-2", "run-3"]["holm_p_value"] is None
 
 
@@ -147,7 +137,8 @@ def test_a_folder_contributes_every_run_under_it(tmp_path):
     ]
     board = lb.build_leaderboard([tmp_path / "out", tmp_path / "out" / "model"])  # the same runs twice: counted once
     labels = [run["label"] for run in board["runs"]]
-    assert labels == [f"m (model/results_{STAMP})", f"m (model/results_{STAMP_2})", "o"]
+    # Nothing lm-eval recorded tells the two runs of m apart: the file names do.
+    assert labels == [f"m [model/results_{STAMP}]", f"m [model/results_{STAMP_2}]", "o"]
     values = [entry["estimate"]["value"] for entry in board["benchmarks"]["medfact_bench"]["runs"].values()]
     assert values == pytest.approx([7 / 12, 1.0, 5 / 12])
     (tmp_path / "empty").mkdir()
@@ -184,16 +175,18 @@ def test_written_files(written):
     out, files, hostile = written
     assert sorted(p.name for p in files) == [f"leaderboard.{ext}" for ext in ("csv", "html", "json", "md")]
     board = json.loads((out / "leaderboard.json").read_text(encoding="utf-8"))
-    assert board["schema_version"] == "1.0" and board["runs"][0]["label"] == hostile
+    assert board["schema_version"] == "2.0" and board["runs"][0]["label"] == hostile.rsplit("/", 1)[-1]
     rows = list(csv.DictReader((out / "leaderboard.csv").open(encoding="utf-8")))
-    assert [r["kind"] for r in rows] == ["run"] * 3 + ["published"] * 9
-    assert rows[0]["label"] == "'" + hostile  # a spreadsheet would otherwise run the formula
-    assert float(rows[1]["medfact_bench"]) == 1.0 and rows[1]["medfact_bench_paper_comparable"] == "False"
-    assert [r["medfact_bench"] for r in rows if r["label"] == "GPT-4o"] == ["0.736"]
+    assert [r["kind"] for r in rows] == ["run"] * 3 + ["published"] * 9  # runs ranked by the headline
+    assert [r["id"] for r in rows[:3]] == ["run-2", "run-1", "run-3"]
+    assert rows[1]["label"] == "'" + hostile  # a spreadsheet would otherwise run the formula
+    assert float(rows[0]["value"]) == 1.0 and rows[0]["paper_comparable"] == "False"
+    assert [r["value"] for r in rows if r["label"] == "GPT-4o"] == ["0.736"]
     markdown = (out / "leaderboard.md").read_text(encoding="utf-8")
     assert "$\\\\frac{$&lt;img src=x onerror=alert(1)&gt;\\|" in markdown and "<img" not in markdown
-    assert "| published | GPT-4o |  |  | 0.736 |" in markdown
-    assert "| run-2 | run-3 | 7 | 0.583 [" in markdown and "| 4 | 0 | 0.125 | 0.375 |" in markdown
+    assert "|  | GPT-4o (published) | 0.736 |  |  |" in markdown
+    assert "| 1 | b (run-2) | 1.000 [1.000, 1.000] * | 7 | no |" in markdown
+    assert "| run-2 | run-3 | 7 | 0.583 [" in markdown and "| 4 | 0 |" in markdown
     page = (out / "leaderboard.html").read_text(encoding="utf-8")
     assert "<img src=x" not in page and "&lt;img src=x onerror=alert(1)&gt;" in page
     assert_self_contained(page)

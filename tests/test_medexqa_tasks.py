@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from lm_eval import simple_evaluate
 from lm_eval.tasks import TaskManager
-from lm_eval_tasks.utils import benchmarks, report, runs
+from lm_eval_tasks.utils import benchmarks, results, runs
 from lm_eval_tasks.utils.data import DataError
 from lm_eval_tasks.utils.medexqa import constants, loader, prompts, report_spec
 
@@ -126,8 +126,8 @@ def in_memory_run(out) -> runs.Run:
 def test_report_recomputes_both_protocols(always_d):
     run = in_memory_run(always_d)
     specs = {spec.name: spec for spec in benchmarks.report_specs()}
-    logit = report.benchmark_report(report.score_run(run, specs["medexqa_logit"]), specs["medexqa_logit"], run)
-    generation = report.benchmark_report(report.score_run(run, specs["medexqa"]), specs["medexqa"], run)
+    logit = results.score(run).sections[specs["medexqa_logit"].name].numbers
+    generation = results.score(run).sections[specs["medexqa"].name].numbers
     assert logit["tasks"] == sorted(LOGIT_TASKS) and generation["tasks"] == sorted(GENERATION_TASKS)
     assert logit["accuracy_macro"]["value"] == pytest.approx(always_d["results"]["medexqa_logit"]["accuracy,none"])
     assert generation["accuracy_micro"]["value"] == pytest.approx(345 / 940)
@@ -204,7 +204,7 @@ def test_shuffled_run_shows_permuted_options_and_scores_them(shared_data):
         sum(d["answer"] == "A" for d in logit_docs) / 10
     )
     assert [d["permutation"] for d in logit_docs] == [s["doc"]["permutation"] for s in samples]
-    settings = report.build(in_memory_run(out))[0]["run"]["benchmark_settings"]
+    settings = results.score(in_memory_run(out)).report()["run"]["benchmark_settings"]
     shuffled = [{"split": "test", "shuffle": True, "shuffle_seed": 1618}]
     assert settings == {"medexqa_logit": shuffled, "medexqa": shuffled}
 
@@ -232,7 +232,7 @@ def test_a_dev_run_with_a_seed_says_so_in_the_report(shared_data):
     docs = [s["doc"] for s in out["samples"]["medexqa_logit_cp"]]
     assert [d["permutation"] for d in docs] == ["".join(loader.permutation(7, "CP", "dev", r["row"])) for r in dev]
     run = in_memory_run(out)
-    built = report.build(run)[0]
+    built = results.score(run).report()
     assert built["run"]["benchmark_settings"] == {
         "medexqa_logit": [{"split": "dev", "shuffle": True, "shuffle_seed": 7}]
     }
@@ -252,7 +252,7 @@ def test_a_partial_local_file_is_scored_and_its_coverage_shown(shared_data, tmp_
     path.write_bytes(b"".join(lines[:-10]))  # the last 10 items (none of them spans two lines)
     out = evaluate(ScriptedLM(loglikelihood=always("D")), tmp_path, ["medexqa_logit_be"])
     assert "holds 133 rows, the published test split of BE has 143" in caplog.text
-    logit = report.build(in_memory_run(out))[0]["benchmarks"]["medexqa_logit"]
+    logit = results.score(in_memory_run(out)).report()["benchmarks"]["medexqa_logit"]
     assert logit["coverage"]["BE"] == {"expected": 143, "loaded": 133, "scored": 133, "complete": False}
     assert [c["scored"] for code, c in logit["coverage"].items() if code != "BE"] == [0, 0, 0, 0]
     assert logit["full_coverage"] is False and logit["paper_comparable"]["value"] is None

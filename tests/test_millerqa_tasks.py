@@ -203,7 +203,8 @@ def save_run(out, folder, model_args="pretrained=scripted"):
 
 
 def test_the_report_recomputes_the_scripted_run(legal_run, tmp_path):
-    report, files = report_mod.write_report(save_run(legal_run, tmp_path / "run"), tmp_path / "report")
+    scored, files = report_mod.write_report(save_run(legal_run, tmp_path / "run"), tmp_path / "report")
+    report = scored.report()
     bench = report["benchmarks"]["millerqa"]
     assert bench["n_items"] == 54 and bench["n_invalid"] == 9
     assert bench["accuracy_micro"]["value"] == pytest.approx(25 / 45)  # exact pooled accuracy over answered items

@@ -4,6 +4,8 @@ import stat
 
 import pytest
 from lm_eval_tasks.utils import report as report_mod
+from lm_eval_tasks.utils import results
+from lm_eval_tasks.utils.comparison import compare_runs
 from lm_eval_tasks.utils.data import DataError
 from lm_eval_tasks.utils.redaction import redact
 from lm_eval_tasks.utils.runs import Run, load_run
@@ -23,10 +25,14 @@ SCIFACT = [
 HEALTHVER = [("NEI", STRICT.format(-2)), ("CONTRADICT", "<score>-1</score>"), ("CONTRADICT", STRICT.format(-2))]
 
 
-def write_run(folder, tasks, model_args=None, n_original=None):
+# What lm-eval logs for each request of the paper's generation protocol (MedFact-Bench: greedy, no stop, 1,024).
+PAPER_GENERATION = {"until": [], "max_gen_toks": 1024, "do_sample": False}
+
+
+def write_run(folder, tasks, model_args=None, n_original=None, generation=PAPER_GENERATION):
     folder.mkdir(parents=True, exist_ok=True)
     results = {
-        "configs": {task: {} for task in tasks},
+        "configs": {task: {"output_type": "generate_until"} for task in tasks},
         "n-samples": {
             task: {"original": (n_original or {}).get(task, len(rows)), "effective": len(rows)}
             for task, rows in tasks.items()
@@ -47,6 +53,8 @@ def write_run(folder, tasks, model_args=None, n_original=None):
                             "doc_id": i,
                             "doc": {"dataset": component, "label": gold},
                             "doc_hash": f"{task}-{i}",
+                            "prompt_hash": f"prompt-{task}-{i}",
+                            "arguments": {"gen_args_0": {"arg_0": f"prompt {i}", "arg_1": generation}},
                             "filter": "none",
                             "resps": [[reply]],
                             "filtered_resps": [reply],
@@ -97,7 +105,7 @@ def test_cli_writes_json_markdown_and_png(run_dir, tmp_path, capsys):
     files = sorted(p.name for p in (tmp_path / "rep").iterdir())
     assert files == ["confusion_medfact_bench.png", "report.html", "report.json", "report.md"]
     saved = json.loads((tmp_path / "rep" / "report.json").read_text(encoding="utf-8"))
-    assert saved["schema_version"] == report_mod.SCHEMA_VERSION
+    assert saved["schema_version"] == results.SCHEMA_VERSION
     assert saved["bootstrap"]["n_resamples"] == 1000
     assert (tmp_path / "rep" / "confusion_medfact_bench.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     markdown = (tmp_path / "rep" / "report.md").read_text(encoding="utf-8")
@@ -139,7 +147,7 @@ def test_full_coverage_gives_the_paper_comparable_number(tmp_path):
 
     spec = replace(REPORT_SPECS[0], expected_counts={"scifact": 4, "healthver": 3})
     run = load_run(write_run(tmp_path, {"medfact_bench_scifact": SCIFACT, "medfact_bench_healthver": HEALTHVER}))
-    bench = report_mod.benchmark_report(report_mod.score_run(run, spec), spec, run)
+    bench = results.score_section(results.score_items(run, spec), spec, run).numbers
     assert bench["full_coverage"] is True
     assert bench["paper_comparable"]["value"] == pytest.approx((2 / 4 + 2 / 3) / 2)
 
@@ -177,11 +185,13 @@ def test_paired_comparison_of_two_runs(tmp_path):
     better = [(gold, STRICT.format({"SUPPORT": 2, "NEI": 0, "CONTRADICT": -2}[gold])) for gold, _ in SCIFACT]
     a = write_run(tmp_path / "a", {"medfact_bench_scifact": better})
     b = write_run(tmp_path / "b", {"medfact_bench_scifact": SCIFACT})
-    result = report_mod.compare_runs(a, b)["benchmarks"]["medfact_bench"]
-    assert result["n_paired_items"] == 4
-    assert result["accuracy_micro"]["difference"]["value"] == pytest.approx(0.5)  # 4/4 vs 2/4
-    assert (result["accuracy_micro"]["a_only_correct"], result["accuracy_micro"]["b_only_correct"]) == (2, 0)
-    assert result["accuracy_micro"]["mcnemar_p_value"] == pytest.approx(0.5)
+    result = compare_runs(results.score_path(a), results.score_path(b))["benchmarks"]["medfact_bench"]
+    assert result["n_paired_items"] == 4 and result["comparable"] and result["metric"] == "accuracy_macro"
+    assert result["difference"]["value"] == pytest.approx(0.5)  # 4/4 vs 2/4 (one component: macro = micro)
+    assert (result["a_only_correct"], result["b_only_correct"]) == (2, 0)
+    # Paired bootstrap of the macro difference: A is never worse, so the difference is <= 0 only in resamples
+    # that draw neither discordant item: (2/4)^4 = 1/16, two-sided p = 2/16.
+    assert result["test"].startswith("paired bootstrap") and result["p_value"] == pytest.approx(0.125, abs=0.04)
 
 
 def test_accuracy_over_answered_items_with_component_groups(tmp_path):
@@ -217,7 +227,7 @@ def test_accuracy_over_answered_items_with_component_groups(tmp_path):
         task_names=frozenset({"bench_a", "bench_b", "bench_c"}),
     )
     run = Run(tmp_path / "results.json", {"n-samples": {}}, {}, {})
-    bench = report_mod.benchmark_report(items, spec, run)
+    bench = results.score_section(items, spec, run).numbers
     assert bench["accuracy_micro"]["value"] == pytest.approx(4 / 6)  # pooled over the 6 answered items
     assert bench["accuracy_macro"]["value"] == pytest.approx((1 / 2 + 3 / 4) / 2)  # c has no answered item
     assert bench["accuracy_all_micro"]["value"] == pytest.approx(4 / 8)

@@ -31,8 +31,43 @@ def test_same_seed_same_interval_and_seed_is_recorded():
 
 def test_stratified_resamples_keep_every_stratum_size():
     strata = ["a"] * 5 + ["b"] * 2 + ["c"] * 9
-    for idx in stats.resamples(strata, len(strata), n_resamples=50, seed=3):
+    drawn = stats.resample_indices(strata, len(strata), n_resamples=50, seed=3)
+    assert drawn.shape == (50, 16)
+    for idx in drawn:
         assert Counter(strata[i] for i in idx) == {"a": 5, "b": 2, "c": 9}
+
+
+def test_a_resample_set_is_drawn_once_and_reproduces_the_draw_in_order():
+    strata = ["x", "y", "x", "y", "y"]
+    drawn = stats.resample_indices(strata, 5, n_resamples=20, seed=11)
+    assert stats.resample_indices(strata, 5, n_resamples=20, seed=11) is drawn  # reused, not redrawn
+    rng = np.random.default_rng(11)  # independently: per resample, each stratum in order of first appearance
+    x, y = np.array([0, 2]), np.array([1, 3, 4])
+    expected = [np.concatenate([x[rng.integers(0, 2, 2)], y[rng.integers(0, 3, 3)]]) for _ in range(20)]
+    assert np.array_equal(drawn, np.array(expected))
+
+
+@pytest.mark.parametrize("kind", ["mean", "macro", "f1"])
+def test_vectorised_statistics_equal_their_definition_on_every_resample(kind):
+    rng = np.random.default_rng(2)
+    values = rng.integers(0, 2, 60).astype(float)
+    groups = list(rng.choice(["a", "b", "c"], 60))
+    gold, pred = list(rng.choice(["yes", "no"], 60)), list(rng.choice(["yes", "no", "INVALID"], 60))
+    statistic, reference = {
+        "mean": (stats.mean_of(values), lambda idx: values[idx].mean()),
+        "macro": (
+            stats.macro_mean_of(values, groups),
+            lambda idx: np.mean([values[[i for i in idx if groups[i] == g]].mean() for g in sorted(set(groups))]),
+        ),
+        "f1": (
+            stats.macro_f1_of(gold, pred, ["yes", "no"]),
+            lambda idx: f1_score(
+                [gold[i] for i in idx], [pred[i] for i in idx], labels=["yes", "no"], average="macro", zero_division=0
+            ),
+        ),
+    }[kind]
+    drawn = stats.resample_indices(groups, 60, n_resamples=40, seed=5)
+    assert statistic(drawn) == pytest.approx([reference(idx) for idx in drawn])
 
 
 def test_macro_mean_is_the_unweighted_mean_of_group_means():
@@ -83,24 +118,47 @@ def test_mcnemar_exact_values():
     assert stats.mcnemar_exact(8, 2) == pytest.approx(2 * 56 / 1024)
 
 
-def test_paired_comparison_of_identical_runs_is_null():
-    values = [1.0, 0.0, 1.0, 1.0] * 25
-    result = stats.paired_comparison(
-        stats.mean_of(values), stats.mean_of(values), 100, binary_a=values, binary_b=values
+def _paired(a, b, strata=None):
+    n = len(a)
+    return stats.paired_difference(
+        stats.bootstrap_distribution(stats.mean_of(a), n, strata),
+        stats.bootstrap_distribution(stats.mean_of(b), n, strata),
     )
+
+
+def test_paired_difference_of_identical_runs_is_null():
+    values = [1.0, 0.0, 1.0, 1.0] * 25
+    result = _paired(values, values)
     assert (result.difference.value, result.difference.low, result.difference.high) == (0.0, 0.0, 0.0)
-    assert result.p_value == 1.0 and result.mcnemar_p_value == 1.0
-    assert (result.a_only_correct, result.b_only_correct) == (0, 0)
+    assert result.p_value == 1.0 and not result.p_value_is_bound
 
 
-def test_paired_comparison_detects_a_clear_difference():
+def test_paired_difference_detects_a_clear_difference_and_never_prints_zero():
     a = [1.0] * 80 + [0.0] * 20
     b = [1.0] * 50 + [0.0] * 50  # a is right on 30 items where b is wrong, never the reverse
-    result = stats.paired_comparison(stats.mean_of(a), stats.mean_of(b), 100, binary_a=a, binary_b=b)
-    assert result.difference.value == pytest.approx(0.3)
-    assert result.difference.low > 0.15 and result.p_value < 0.01
-    assert (result.a_only_correct, result.b_only_correct) == (30, 0)
-    assert result.mcnemar_p_value == pytest.approx(2 * 0.5**30)
+    result = _paired(a, b)
+    assert result.difference.value == pytest.approx(0.3) and result.difference.low > 0.15
+    # No resample has a difference <= 0: the p-value is the bound 1 / (B + 1), flagged as a bound.
+    assert result.p_value == pytest.approx(1 / 1001) and result.p_value_is_bound
+
+
+def test_paired_difference_p_value_agrees_with_the_interval():
+    rng = np.random.default_rng(3)
+    for shift in (0.0, 0.05, 0.1, 0.15, 0.2):
+        a = (rng.random(200) < 0.5 + shift).astype(float)
+        b = (rng.random(200) < 0.5).astype(float)
+        result = _paired(a, b)
+        excludes_zero = result.difference.low > 0 or result.difference.high < 0
+        if abs(result.p_value - 0.05) > 0.01:  # away from the boundary, where percentile interpolation decides
+            assert (result.p_value < 0.05) == excludes_zero
+
+
+def test_paired_difference_needs_the_same_resamples():
+    with pytest.raises(ValueError):
+        stats.paired_difference(
+            stats.bootstrap_distribution(stats.mean_of([1.0, 0.0]), 2),
+            stats.bootstrap_distribution(stats.mean_of([1.0, 0.0, 1.0]), 3),
+        )
 
 
 def test_zero_items_is_an_error():

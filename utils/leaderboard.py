@@ -1,18 +1,12 @@
-"""A leaderboard over runs: every run's headline numbers, the published models, and paired comparisons.
+"""A leaderboard over runs: per report section, the runs ranked by the headline, the published models, and pairs.
 
 ``write_leaderboard(run_paths, out_dir)`` writes ``leaderboard.json`` (schema below), ``leaderboard.md``,
-``leaderboard.csv`` and a self-contained ``leaderboard.html`` (forest plot per benchmark). Each run folder
+``leaderboard.csv`` and a self-contained ``leaderboard.html`` (a forest plot per section). Each run folder
 contributes every ``results_*.json`` under it (each timestamp, each model subfolder).
 
-The numbers are the per-run reports' numbers: each run's report is built by the report module itself
-(:func:`_load`, the only place this module calls it), and the leaderboard copies its headline estimates.
-
-Every pair of runs is compared per benchmark on the items both scored (paired bootstrap CI of A minus B,
-stratified as the report's bootstrap; exact McNemar test on per-item correctness, Holm-adjusted over the
-comparable pairs of that benchmark). Pairs whose item sets, tasks, chat-template setting or task versions
-differ are flagged "not comparable" with the reasons, and get no p-value: a different protocol is not a
-ranking. Benchmarks that score accuracy over answered items only are compared with unanswered items
-counted wrong (``accuracy_all_*``), since a paired test needs one denominator for both runs.
+Each run is scored once (:func:`.results.score`): the headline numbers are its report's. Every pair of runs
+is compared per section by :func:`.comparison.compare_section`, the comparison ``compare`` prints, with
+Holm's adjustment over the comparable pairs of that section. Renderers here format those numbers only.
 """
 
 from __future__ import annotations
@@ -22,226 +16,127 @@ import io
 import json
 import os
 from collections import Counter
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from . import plots, stats
+from tqdm import tqdm
+
+from . import plots
+from .comparison import adjust, compare_section, test_name
 from .data import DataError
-from .files import write_atomically
-from .runs import find_all_results
-from .scorecard import (
-    Html,
-    attrs,
-    esc,
-    estimate_attrs,
-    fmt_estimate,
-    generic,
-    interval,
-    page,
-    published_headline,
-    run_label,
-    table,
+from .files import utf8, write_atomically
+from .report import md
+from .results import SCHEMA_VERSION as REPORT_SCHEMA_VERSION
+from .results import ScoredRun, score_path
+from .runs import find_all_results, model_name
+from .scorecard import Html, attrs, esc, estimate_attrs, fmt_estimate, generic, interval, page, table
+
+# 2.0: one table per section (runs ranked by the headline, that section's published models); each pair carries
+# p_value from the test it names (paired bootstrap for a macro headline, exact McNemar for a micro one) and
+# holm_p_value; short unique run labels.
+SCHEMA_VERSION = "2.0"
+
+
+# ----------------------------------------------------------------------------- runs and their labels
+
+
+def _flag(name: str) -> Callable[[Mapping[str, Any]], str | None]:
+    return lambda run: None if run.get(name) in (None, {}, "") else f"{name} {json.dumps(run.get(name))}"
+
+
+# What tells two runs of one model apart, in the order a label names them.
+_DISTINGUISHERS: tuple[Callable[[Mapping[str, Any]], str | None], ...] = (
+    lambda run: run.get("dtype"),
+    lambda run: "chat template" if run.get("chat_template_applied") else "no chat template",
+    lambda run: "n-shot " + ",".join(sorted({str(n) for n in (run.get("n_shot") or {}).values()})),
+    lambda run: "system instruction" if run.get("system_instruction") else None,
+    _flag("gen_kwargs"),
+    _flag("limit"),
+    lambda run: run.get("date"),
 )
 
-SCHEMA_VERSION = "1.0"
-_COMPARED_METRICS = ("accuracy_micro", "accuracy_macro")
 
-
-# ----------------------------------------------------------------------------- the report module, in one place
-
-
-def _load(results_path: Path) -> tuple[dict[str, Any], dict[str, list[Any]]]:
-    """One run's report, exactly as the report command builds it, and its scored items per benchmark."""
-    from .report import build_with_items
-    from .runs import load_run
-
-    report, _details, items = build_with_items(load_run(results_path))
-    return report, items
-
-
-# ----------------------------------------------------------------------------- runs
-
-
-@dataclass(frozen=True)
-class LoadedRun:
-    id: str
-    label: str
-    results_path: Path
-    report: dict[str, Any]
-    items: dict[str, list[Any]]  # benchmark -> scored items
-
-
-def _item_key(item: Any) -> tuple:
-    """What makes two runs' items the same item. MillerQA docs differ per model (the option shuffle is
-    keyed by the model label, and so is the doc hash): its items are matched by their own id."""
-    item_id = item.details.get("id") if isinstance(item.details, Mapping) else None
-    return (item.task, "id", str(item_id)) if item_id is not None else (item.task, item.doc_id, item.doc_hash)
-
-
-def _keyed(run: LoadedRun, benchmark: str) -> dict[tuple, Any]:
-    keyed: dict[tuple, Any] = {}
-    for item in run.items.get(benchmark, []):
-        key = _item_key(item)
-        if key in keyed:
-            raise DataError(f"{run.results_path}: {benchmark} scored item {key} twice; it would be counted twice")
-        keyed[key] = item
-    return keyed
-
-
-def load_runs(run_paths: Sequence[str | os.PathLike]) -> list[LoadedRun]:
-    paths = list(dict.fromkeys(p.resolve() for path in run_paths for p in find_all_results(path)))
-    if not paths:
-        raise DataError("no runs given")
-    loaded = [(path, *_load(path)) for path in paths]
-    bases = [run_label(report["run"]) for _, report, _ in loaded]
-    repeated = Counter(bases)
+def run_labels(provenances: Sequence[Mapping[str, Any]], paths: Sequence[Path]) -> list[str]:
+    """Short unique labels: the model's name, then only what tells runs of the same name apart."""
+    bases = [model_name(run) for run in provenances]
+    labels = []
+    for index, (run, base) in enumerate(zip(provenances, bases, strict=True)):
+        peers = [other for other, other_base in zip(provenances, bases, strict=True) if other_base == base]
+        extras = [
+            str(describe(run))
+            for describe in _DISTINGUISHERS
+            if len({describe(peer) for peer in peers}) > 1 and describe(run) is not None
+        ]
+        labels.append(f"{base} ({', '.join(extras)})" if extras else base)
+    repeated = Counter(labels)
     return [
-        LoadedRun(
-            f"run-{index}",
-            base if repeated[base] == 1 else f"{base} ({path.parent.name}/{path.stem})",
-            path,
-            report,
-            items,
-        )
-        for index, ((path, report, items), base) in enumerate(zip(loaded, bases, strict=True), start=1)
+        label if repeated[label] == 1 else f"{label} [{path.parent.name}/{path.stem}]"
+        for label, path in zip(labels, paths, strict=True)
     ]
 
 
-# ----------------------------------------------------------------------------- statistics
-
-
-def holm(p_values: Sequence[float]) -> list[float]:
-    """Holm's step-down adjustment, in the input order: the i-th smallest of m p-values becomes
-    max over j <= i of min(1, (m - j + 1) * p_(j))."""
-    adjusted = [0.0] * len(p_values)
-    running = 0.0
-    for rank, index in enumerate(sorted(range(len(p_values)), key=lambda i: p_values[i])):
-        running = max(running, min(1.0, (len(p_values) - rank) * p_values[index]))
-        adjusted[index] = running
-    return adjusted
-
-
-def compared_metric(bench: Mapping[str, Any]) -> str | None:
-    """The metric a pair of runs is compared on: the headline, over all items (see the module notes)."""
-    metric = bench.get("headline_metric")
-    if metric not in _COMPARED_METRICS:
-        return None
-    return metric if bench.get("accuracy_over", "all") == "all" else metric.replace("accuracy_", "accuracy_all_")
-
-
-def _reasons(a: LoadedRun, b: LoadedRun, benchmark: str, only_a: int, only_b: int) -> list[str]:
-    bench_a, bench_b = a.report["benchmarks"][benchmark], b.report["benchmarks"][benchmark]
-    run_a, run_b = a.report["run"], b.report["run"]
-    reasons = []
-    if only_a or only_b:
-        reasons.append(f"different items: {only_a} only in {a.id}, {only_b} only in {b.id}")
-    tasks_a, tasks_b = bench_a.get("tasks", []), bench_b.get("tasks", [])
-    if tasks_a != tasks_b:
-        reasons.append(f"different tasks (protocol): {a.id} ran {', '.join(tasks_a)}; {b.id} ran {', '.join(tasks_b)}")
-    if run_a.get("chat_template_applied") != run_b.get("chat_template_applied"):
-        reasons.append(
-            f"chat template applied: {run_a.get('chat_template_applied')} in {a.id}, "
-            f"{run_b.get('chat_template_applied')} in {b.id}"
-        )
-    versions_a, versions_b = run_a.get("task_versions") or {}, run_b.get("task_versions") or {}
-    changed = [t for t in sorted(set(tasks_a) & set(tasks_b)) if versions_a.get(t) != versions_b.get(t)]
-    if changed:
-        reasons.append(
-            "different task versions: " + ", ".join(f"{t} {versions_a.get(t)} vs {versions_b.get(t)}" for t in changed)
-        )
-    return reasons
-
-
-def compare_pair(a: LoadedRun, b: LoadedRun, benchmark: str) -> dict[str, Any]:
-    """A minus B on the items both scored; p-values only when the pair is comparable."""
-    keyed_a, keyed_b = _keyed(a, benchmark), _keyed(b, benchmark)
-    shared = sorted(set(keyed_a) & set(keyed_b), key=str)
-    only_a, only_b = len(set(keyed_a) - set(keyed_b)), len(set(keyed_b) - set(keyed_a))
-    reasons = _reasons(a, b, benchmark, only_a, only_b)
-    bench = a.report["benchmarks"][benchmark]
-    metric = compared_metric(bench)
-    if metric is None:
-        raise ValueError(f"{benchmark}: no paired comparison for the headline metric {bench.get('headline_metric')!r}")
-    out: dict[str, Any] = {
-        "a": a.id,
-        "b": b.id,
-        "metric": metric,
-        "comparable": not reasons,
-        "reasons": reasons,
-        "n_paired_items": len(shared),
-        "only_in_a": only_a,
-        "only_in_b": only_b,
-        "difference": None,
-        "bootstrap_p_value": None,
-        "mcnemar_p_value": None,
-        "a_only_correct": None,
-        "b_only_correct": None,
-        "holm_p_value": None,
-    }
-    if not shared:
-        return out
-    items_a, items_b = [keyed_a[k] for k in shared], [keyed_b[k] for k in shared]
-    correct_a, correct_b = [i.correct for i in items_a], [i.correct for i in items_b]
-    by_gold = a.report.get("bootstrap", {}).get("stratified_by", {}).get(benchmark) == "gold"
-    strata = [i.gold if by_gold else i.component for i in items_a]
-    if metric.endswith("_micro"):
-        statistic_a, statistic_b = stats.mean_of(correct_a), stats.mean_of(correct_b)
-    else:
-        components = [i.component for i in items_a]
-        statistic_a, statistic_b = (
-            stats.macro_mean_of(correct_a, components),
-            stats.macro_mean_of(correct_b, components),
-        )
-    result = stats.paired_comparison(
-        statistic_a, statistic_b, len(shared), strata, binary_a=correct_a, binary_b=correct_b
-    )
-    out["difference"] = result.difference.as_dict()
-    if not reasons:
-        out.update(
-            bootstrap_p_value=result.p_value,
-            mcnemar_p_value=result.mcnemar_p_value,
-            a_only_correct=result.a_only_correct,
-            b_only_correct=result.b_only_correct,
-        )
-    return out
+def score_runs(run_paths: Sequence[str | os.PathLike]) -> list[ScoredRun]:
+    paths = list(dict.fromkeys(p.resolve() for path in run_paths for p in find_all_results(path)))
+    if not paths:
+        raise DataError("no runs given")
+    return [score_path(path) for path in tqdm(paths, desc="scoring runs", unit="run", disable=len(paths) < 3)]
 
 
 # ----------------------------------------------------------------------------- the leaderboard
 
 
+def _entry(section_numbers: Mapping[str, Any]) -> dict[str, Any]:
+    comparable = section_numbers["paper_comparable"]
+    metric = section_numbers["headline_metric"]
+    return {
+        "estimate": section_numbers.get(metric),
+        "n_items": section_numbers["n_items"],
+        "full_coverage": section_numbers["full_coverage"],
+        "paper_comparable": comparable["value"] is not None,
+        "paper_comparable_reason": comparable["reason"],
+    }
+
+
+def _ranking(runs: Mapping[str, Mapping[str, Any]]) -> list[str]:
+    def value(run_id: str) -> float:
+        estimate = runs[run_id]["estimate"]
+        return -estimate["value"] if estimate else float("inf")
+
+    return sorted(runs, key=value)
+
+
 def build_leaderboard(run_paths: Sequence[str | os.PathLike]) -> dict[str, Any]:
-    runs = load_runs(run_paths)
-    names = list(dict.fromkeys(name for run in runs for name in run.report["benchmarks"]))
+    scored = score_runs(run_paths)
+    ids = [f"run-{index}" for index in range(1, len(scored) + 1)]
+    labels = run_labels([run.provenance for run in scored], [run.results_path for run in scored])
+    names = list(dict.fromkeys(name for run in scored for name in run.sections))
     benchmarks = {}
     for name in names:
-        present = [run for run in runs if name in run.report["benchmarks"]]
-        first = present[0].report["benchmarks"][name]
-        metric = first.get("headline_metric")
+        present = [(run_id, run) for run_id, run in zip(ids, scored, strict=True) if name in run.sections]
+        section = present[0][1].sections[name]
+        spec = section.spec
         unavailable = (
-            f"no paired comparison for the headline metric {metric!r}"
-            if compared_metric(first) is None
-            else "no per-item scores"
-            if not any(run.items.get(name) for run in present)
+            f"no paired comparison for the headline metric {spec.headline.value!r}"
+            if spec.compared_metric is None
             else None
         )
-        pairs = [(a, b) for i, a in enumerate(present) for b in present[i + 1 :]]
-        comparisons = [] if unavailable else [compare_pair(a, b, name) for a, b in pairs]
-        tested = [c for c in comparisons if c["mcnemar_p_value"] is not None]
-        for comparison, adjusted in zip(tested, holm([c["mcnemar_p_value"] for c in tested]), strict=True):
-            comparison["holm_p_value"] = adjusted
+        comparisons = []
+        if not unavailable:
+            for i, (id_a, run_a) in enumerate(present):
+                for id_b, run_b in present[i + 1 :]:
+                    comparisons.append({"a": id_a, "b": id_b, **compare_section(run_a, run_b, name)})
+            adjust(comparisons)
+        runs = {run_id: _entry(run.sections[name].numbers) for run_id, run in present}
         benchmarks[name] = {
-            "title": first.get("title", name),
-            "headline_metric": metric,
-            "compared_metric": compared_metric(first),
+            "title": spec.title,
+            "headline_metric": spec.headline.value,
+            "compared_metric": spec.compared_metric,
+            "test": test_name(section),
             "comparisons_unavailable": unavailable,
-            "runs": {run.id: _headline(run.report["benchmarks"][name]) for run in present},
-            "published": {
-                str(model): published_headline(numbers, str(metric))
-                for model, numbers in (first.get("reference") or {}).items()
-                if isinstance(numbers, Mapping)
-            },
+            "ranking": _ranking(runs),
+            "runs": runs,
+            "published": spec.published_headlines(),
             "comparisons": comparisons,
         }
     from lm_eval_tasks import __version__
@@ -251,38 +146,27 @@ def build_leaderboard(run_paths: Sequence[str | os.PathLike]) -> dict[str, Any]:
         "generated_by": f"lm-eval-medical-tasks {__version__}",
         "runs": [
             {
-                "id": run.id,
-                "label": run.label,
+                "id": run_id,
+                "label": label,
                 "results_file": str(run.results_path),
-                "report_schema_version": run.report.get("schema_version"),
-                "run": run.report["run"],
+                "report_schema_version": REPORT_SCHEMA_VERSION,
+                "run": run.provenance,
             }
-            for run in runs
+            for run_id, label, run in zip(ids, labels, scored, strict=True)
         ],
         "benchmarks": benchmarks,
     }
 
 
-def _headline(bench: Mapping[str, Any]) -> dict[str, Any]:
-    comparable = bench.get("paper_comparable") or {}
-    return {
-        "estimate": bench.get(bench.get("headline_metric", "")),
-        "n_items": bench.get("n_items"),
-        "full_coverage": bench.get("full_coverage"),
-        "paper_comparable": comparable.get("value") is not None,
-        "paper_comparable_reason": comparable.get("reason"),
-    }
-
-
 # ----------------------------------------------------------------------------- rendering
 
-
-_SETTINGS = ("model", "model_args", "chat_template_applied", "limit", "lm_eval_version", "date")
+_SETTINGS = ("model", "model_args", "dtype", "chat_template_applied", "n_shot", "limit", "lm_eval_version", "date")
 _INTRO = (
-    "{n} runs; headline numbers with 95% percentile bootstrap CIs, copied from each run's report. *: partial "
-    "coverage, not comparable with the paper. Published models have no CI."
+    "{n} runs; per section, runs ranked by the headline with 95% percentile bootstrap CIs (each run's report "
+    "numbers). *: not paper-comparable (see the reason in each run's report). Published models have no CI."
 )
-_PAIR_HEADER = ("A", "B", "items", "difference [95% CI]", "A only correct", "B only correct", "McNemar p", "Holm p")
+_RANK_HEADER = ("rank", "run", "headline [95% CI]", "items", "paper-comparable")
+_PAIR_HEADER = ("A", "B", "items", "difference [95% CI]", "A only correct", "B only correct", "p-value", "Holm p")
 _FLAGGED_HEADER = ("A", "B", "shared items", "difference [95% CI]", "reasons")
 _FLAGGED_NOTE = "Not comparable: no test; the difference is on the shared items only, not a ranking."
 
@@ -292,27 +176,18 @@ def _setting(run: Mapping[str, Any], key: str) -> str:
     return json.dumps(value, ensure_ascii=False, sort_keys=True) if isinstance(value, (Mapping, list)) else str(value)
 
 
-def _column(bench: Mapping[str, Any]) -> str:
-    return f"{bench['title']} ({bench['headline_metric']})"
+def _labels(board: Mapping[str, Any]) -> dict[str, str]:
+    return {run["id"]: run["label"] for run in board["runs"]}
 
 
-def _entries(board: Mapping[str, Any], run_id: str) -> list[Mapping[str, Any] | None]:
-    """A run's headline entry per benchmark (None where it did not run that benchmark)."""
-    return [bench["runs"].get(run_id) for bench in board["benchmarks"].values()]
-
-
-def _published(board: Mapping[str, Any]) -> dict[str, list[float | None]]:
-    """Each published model's number per benchmark (None where its paper has none)."""
-    models = dict.fromkeys(model for bench in board["benchmarks"].values() for model in bench["published"])
-    return {model: [bench["published"].get(model) for bench in board["benchmarks"].values()] for model in models}
-
-
-def _headline_text(entry: Mapping[str, Any] | None) -> str:
-    return "-" if entry is None else fmt_estimate(entry["estimate"]) + ("" if entry["paper_comparable"] else " *")
-
-
-def _p(value: float | None) -> str:
-    return "-" if value is None else f"{value:.3g}"
+def p_text(pair: Mapping[str, Any], key: str = "p_value") -> str:
+    """A p-value as printed: 3 significant digits; a resampling p with no resample beyond 0 as ``< bound``."""
+    value = pair.get(key)
+    if value is None:
+        return "-"
+    if pair.get("p_value_is_bound") and key == "p_value":
+        return f"< {value:.2g}"
+    return f"{value:.3g}"
 
 
 def _count(value: int | None) -> str:
@@ -322,9 +197,27 @@ def _count(value: int | None) -> str:
 def _comparison_intro(bench: Mapping[str, Any]) -> str:
     tested = sum(c["comparable"] for c in bench["comparisons"])
     return (
-        f"A minus B in {bench['compared_metric']} on the items both scored; exact McNemar test on per-item "
-        f"correctness, Holm-adjusted over the {tested} comparable pairs."
+        f"A minus B in {bench['compared_metric']} on the items both scored; p-value: {bench['test']}; "
+        f"Holm-adjusted over the {tested} comparable pairs."
     )
+
+
+def _rank_rows(board: Mapping[str, Any], bench: Mapping[str, Any]) -> list[list[Any]]:
+    labels = _labels(board)
+    rows = []
+    for rank, run_id in enumerate(bench["ranking"], start=1):
+        entry = bench["runs"][run_id]
+        rows.append(
+            [
+                str(rank),
+                f"{labels[run_id]} ({run_id})",
+                fmt_estimate(entry["estimate"]) + ("" if entry["paper_comparable"] else " *"),
+                str(entry["n_items"]),
+                "yes" if entry["paper_comparable"] else "no",
+            ]
+        )
+    rows += [["", f"{model} (published)", f"{value:.3f}", "", ""] for model, value in bench["published"].items()]
+    return rows
 
 
 def _pair_row(c: Mapping[str, Any]) -> list[str]:
@@ -335,8 +228,8 @@ def _pair_row(c: Mapping[str, Any]) -> list[str]:
         fmt_estimate(c["difference"]),
         _count(c["a_only_correct"]),
         _count(c["b_only_correct"]),
-        _p(c["mcnemar_p_value"]),
-        _p(c["holm_p_value"]),
+        p_text(c),
+        p_text(c, "holm_p_value"),
     ]
 
 
@@ -345,36 +238,33 @@ def _flagged_row(c: Mapping[str, Any]) -> list[str]:
 
 
 def to_csv(board: Mapping[str, Any]) -> str:
-    """One row per run and per published model; spreadsheet formulas in names are defused with a quote."""
+    """One row per (run or published model, section); spreadsheet formulas in names are defused with a quote."""
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
-    suffixes = ("", "_low", "_high", "_n_items", "_paper_comparable")
     writer.writerow(
-        [
-            "kind",
-            "id",
-            "label",
-            *_SETTINGS,
-            "results_file",
-            *(f"{name}{suffix}" for name in board["benchmarks"] for suffix in suffixes),
-        ]
+        ["kind", "section", "id", "label", "value", "low", "high", "n_items", "paper_comparable", *_SETTINGS]
     )
-    for run in board["runs"]:
-        cells = []
-        for entry in _entries(board, run["id"]):
-            estimate = (entry or {}).get("estimate") or {}
-            cells += [
-                estimate.get("value", ""),
-                estimate.get("low", ""),
-                estimate.get("high", ""),
-                (entry or {}).get("n_items", ""),
-                (entry or {}).get("paper_comparable", ""),
-            ]
-        settings = [_defuse(_setting(run["run"], key)) for key in _SETTINGS]
-        writer.writerow(["run", run["id"], _defuse(run["label"]), *settings, _defuse(run["results_file"]), *cells])
-    for model, values in _published(board).items():
-        cells = [cell for value in values for cell in ("" if value is None else value, "", "", "", "")]
-        writer.writerow(["published", "", _defuse(model), *([""] * len(_SETTINGS)), "", *cells])
+    runs = {run["id"]: run for run in board["runs"]}
+    for name, bench in board["benchmarks"].items():
+        for run_id in bench["ranking"]:
+            entry, run = bench["runs"][run_id], runs[run_id]
+            estimate = entry["estimate"] or {}
+            writer.writerow(
+                [
+                    "run",
+                    name,
+                    run_id,
+                    _defuse(run["label"]),
+                    estimate.get("value", ""),
+                    estimate.get("low", ""),
+                    estimate.get("high", ""),
+                    entry["n_items"],
+                    entry["paper_comparable"],
+                    *(_defuse(_setting(run["run"], key)) for key in _SETTINGS),
+                ]
+            )
+        for model, value in bench["published"].items():
+            writer.writerow(["published", name, "", _defuse(model), value, "", "", "", "", *([""] * len(_SETTINGS))])
     return buffer.getvalue()
 
 
@@ -382,45 +272,26 @@ def _defuse(text: str) -> str:
     return "'" + text if text[:1] in ("=", "+", "-", "@", "\t", "\r") else text
 
 
-def _md(text: Any) -> str:
-    """A Markdown table cell: one line, pipes escaped, HTML escaped (Markdown renders raw HTML)."""
-    return esc(" ".join(str(text).split())).replace("\\", "\\\\").replace("|", "\\|")
-
-
 def _md_table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> list[str]:
-    return ["| " + " | ".join(map(_md, header)) + " |", "|" + "---|" * len(header)] + [
-        "| " + " | ".join(map(_md, row)) + " |" for row in rows
+    return ["| " + " | ".join(map(md, header)) + " |", "|" + "---|" * len(header)] + [
+        "| " + " | ".join(map(md, row)) + " |" for row in rows
     ]
 
 
 def to_markdown(board: Mapping[str, Any]) -> str:
-    header = ["id", "run", "chat template", "limit", *map(_column, board["benchmarks"].values())]
-    rows = [
-        [
-            run["id"],
-            run["label"],
-            run["run"].get("chat_template_applied"),
-            run["run"].get("limit"),
-            *map(_headline_text, _entries(board, run["id"])),
-        ]
-        for run in board["runs"]
-    ]
-    rows += [
-        ["published", model, "", "", *("-" if v is None else f"{v:.3f}" for v in values)]
-        for model, values in _published(board).items()
-    ]
-    lines = ["# Leaderboard", "", _INTRO.format(n=len(board["runs"])), "", *_md_table(header, rows), "", "Runs:", ""]
+    lines = ["# Leaderboard", "", _INTRO.format(n=len(board["runs"])), "", "Runs:", ""]
     lines += [
-        f"- {run['id']}: {_md(run['results_file'])}; model {_md(run['run'].get('model'))} "
-        f"{_md(_setting(run['run'], 'model_args'))}"
+        f"- {run['id']}: {md(run['label'])}; {md(run['results_file'])}; model {md(run['run'].get('model'))} "
+        f"{md(_setting(run['run'], 'model_args'))}"
         for run in board["runs"]
     ]
     for name, bench in board["benchmarks"].items():
-        lines += ["", f"## {_md(bench['title'])} (`{name}`)", ""]
+        lines += ["", f"## {md(bench['title'])} (`{name}`): {bench['headline_metric']}", ""]
+        lines += _md_table(_RANK_HEADER, _rank_rows(board, bench))
         if bench["comparisons_unavailable"]:
-            lines.append(f"Runs not compared: {_md(bench['comparisons_unavailable'])}.")
+            lines += ["", f"Runs not compared: {md(bench['comparisons_unavailable'])}."]
         if bench["comparisons"]:
-            lines += [_comparison_intro(bench), ""]
+            lines += ["", md(_comparison_intro(bench)), ""]
             comparable = [_pair_row(c) for c in bench["comparisons"] if c["comparable"]]
             flagged = [_flagged_row(c) for c in bench["comparisons"] if not c["comparable"]]
             lines += _md_table(_PAIR_HEADER, comparable) + [""] if comparable else []
@@ -430,12 +301,12 @@ def to_markdown(board: Mapping[str, Any]) -> str:
 
 def forest_png(board: Mapping[str, Any], name: str) -> bytes:
     bench = board["benchmarks"][name]
-    labels = {run["id"]: run["label"] for run in board["runs"]}
+    labels = _labels(board)
     rows = [
-        plots.Row(f"{run_id}: {plots.short(labels[run_id], 38)}", *interval(entry["estimate"]))
-        for run_id, entry in bench["runs"].items()
+        plots.Row(f"{run_id}: {plots.short(labels[run_id], 38)}", *interval(bench["runs"][run_id]["estimate"]))
+        for run_id in bench["ranking"]
     ]
-    published = sorted(((v, m) for m, v in bench["published"].items() if v is not None), reverse=True)
+    published = sorted(((v, m) for m, v in bench["published"].items()), reverse=True)
     rows += [plots.Row(f"{plots.short(model, 36)} (published)", value) for value, model in published]
     metric = bench["headline_metric"]
     return plots.dot_whisker_png(rows, f"{bench['title']}: {metric}", f"{metric} (95% CI)")
@@ -449,71 +320,38 @@ def _repr(value: float | None) -> str | None:
     return None if value is None else repr(value)
 
 
+def _rank_table(board: Mapping[str, Any], name: str, bench: Mapping[str, Any]) -> Html:
+    rows = _rank_rows(board, bench)
+    for row, run_id in zip(rows, bench["ranking"], strict=False):
+        entry = bench["runs"][run_id]
+        row[2] = _span("headline", row[2], run=run_id, benchmark=name, **estimate_attrs(entry["estimate"]))
+    for row, (model, value) in zip(rows[len(bench["ranking"]) :], bench["published"].items(), strict=True):
+        row[2] = _span("published-value", row[2], model=model, benchmark=name, value=repr(value))
+    css = [""] * len(bench["ranking"]) + ["published"] * len(bench["published"])
+    return table(_RANK_HEADER, rows, numeric=(0, 2, 3), row_css=css)
+
+
 def to_html(board: Mapping[str, Any]) -> str:
-    names = list(board["benchmarks"])
-    header = [
-        "kind",
-        "id",
-        "run",
-        "chat template",
-        "limit",
-        *(
-            Html(
-                f'<a href="#benchmark-{esc(n)}" title="{esc(b["title"])}">{esc(n)}</a><br>'
-                f'<span class="muted">{esc(b["headline_metric"])}</span>'
-            )
-            for n, b in board["benchmarks"].items()
-        ),
-    ]
-    rows, css = [], []
-    for run in board["runs"]:
-        cells = [
-            "-"
-            if entry is None
-            else Html(
-                _span(
-                    "headline",
-                    fmt_estimate(entry["estimate"]),
-                    run=run["id"],
-                    benchmark=name,
-                    **estimate_attrs(entry["estimate"]),
-                )
-                + ("" if entry["paper_comparable"] else " *")
-            )
-            for name, entry in zip(names, _entries(board, run["id"]), strict=True)
-        ]
-        rows.append(
-            ["run", run["id"], run["label"], run["run"].get("chat_template_applied"), run["run"].get("limit"), *cells]
-        )
-        css.append("")
-    for model, values in _published(board).items():
-        cells = [
-            "-" if v is None else _span("published-value", f"{v:.3f}", model=model, benchmark=n, value=repr(v))
-            for n, v in zip(names, values, strict=True)
-        ]
-        rows.append(["published", "", model, "", "", *cells])
-        css.append("published")
     body = [
         "<h1>Leaderboard</h1>",
         (
             f'<p class="muted">{esc(board["generated_by"])}; leaderboard schema {esc(board["schema_version"])}. '
             f"{esc(_INTRO.format(n=len(board['runs'])))}</p>"
         ),
-        '<div class="wide">',
-        table(header, rows, numeric=tuple(range(5, 5 + len(names))), row_css=css),
-        "</div>",
-        "<h2>Runs</h2>",
-    ]
-    body += [
-        f"<details><summary>{esc(run['id'])}: {esc(run['label'])} <code>{esc(run['results_file'])}</code>"
-        f"</summary>{generic(run['run'])}</details>"
-        for run in board["runs"]
+        "<ul>"
+        + "".join(
+            f'<li><a href="#benchmark-{esc(n)}">{esc(b["title"])}</a> ({len(b["runs"])} runs)</li>'
+            for n, b in board["benchmarks"].items()
+        )
+        + "</ul>",
     ]
     for name, bench in board["benchmarks"].items():
         forest = plots.data_uri(forest_png(board, name))
         body += [
             f'<section id="benchmark-{esc(name)}"{attrs(benchmark=name)}>',
             f"<h2>{esc(bench['title'])} <code>{esc(name)}</code></h2>",
+            f'<p class="muted">headline: {esc(bench["headline_metric"])}</p>',
+            _rank_table(board, name, bench),
             f'<img alt="forest plot of {esc(bench["title"])}" src="{forest}">',
         ]
         if bench["comparisons_unavailable"]:
@@ -528,14 +366,10 @@ def to_html(board: Mapping[str, Any]) -> str:
                     [
                         [
                             *_pair_row(c)[:6],
+                            _span("p-value", p_text(c), a=c["a"], b=c["b"], value=_repr(c["p_value"]), test=c["test"]),
                             _span(
-                                "mcnemar",
-                                _p(c["mcnemar_p_value"]),
-                                a=c["a"],
-                                b=c["b"],
-                                value=_repr(c["mcnemar_p_value"]),
+                                "holm", p_text(c, "holm_p_value"), a=c["a"], b=c["b"], value=_repr(c["holm_p_value"])
                             ),
-                            _span("holm", _p(c["holm_p_value"]), a=c["a"], b=c["b"], value=_repr(c["holm_p_value"])),
                         ]
                         for c in comparable
                     ],
@@ -556,15 +390,21 @@ def to_html(board: Mapping[str, Any]) -> str:
                 ),
             ]
         body.append("</section>")
+    body.append("<h2>Runs</h2>")
+    body += [
+        f"<details><summary>{esc(run['id'])}: {esc(run['label'])}</summary>"
+        f"<p><code>{esc(run['results_file'])}</code></p>{generic(run['run'])}</details>"
+        for run in board["runs"]
+    ]
     return page("Leaderboard", "\n".join(body))
 
 
 def render(board: Mapping[str, Any]) -> dict[str, bytes]:
     return {
-        "leaderboard.json": (json.dumps(board, indent=2, ensure_ascii=False) + "\n").encode("utf-8"),
-        "leaderboard.md": to_markdown(board).encode("utf-8"),
-        "leaderboard.csv": to_csv(board).encode("utf-8"),
-        "leaderboard.html": to_html(board).encode("utf-8"),
+        "leaderboard.json": utf8(json.dumps(board, indent=2, ensure_ascii=False) + "\n"),
+        "leaderboard.md": utf8(to_markdown(board)),
+        "leaderboard.csv": utf8(to_csv(board)),
+        "leaderboard.html": utf8(to_html(board)),
     }
 
 

@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import hashlib
+import math
 import os
+import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -98,43 +103,97 @@ def load_run(path: str | os.PathLike) -> Run:
     return Run(results_path, results, samples, files, repeated)
 
 
-def model_dtype(model_args: Any) -> str | None:
-    """The dtype the model ran in: ``dtype=`` of its arguments, or, for ``auto`` or none, the saved config of a
-    local ``pretrained=`` folder (what transformers then loads)."""
-    dtype = model_args_value(model_args, "dtype") or model_args_value(model_args, "torch_dtype")
-    if dtype not in (None, "auto"):
-        return str(dtype)
-    folder = model_args_value(model_args, "pretrained")
-    config = Path(str(folder)) / "config.json" if folder else None
-    if config is None or not config.is_file():
-        return dtype
+def file_sha256(path: Path) -> str | None:
+    """The sha256 of a file read for a report (None for a run built in memory, with no file behind it)."""
+    if not Path(path).is_file():
+        return None
+    digest = hashlib.sha256()
+    with open(path, "rb") as stream:
+        for block in iter(lambda: stream.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def recorded_dtype(config: Mapping[str, Any]) -> str:
+    """The dtype the model ran in, as lm-eval recorded it: its ``model_dtype`` (hf), else a ``dtype=`` model
+    argument other than auto; "unknown" otherwise. Never read from a model folder later: it may have changed."""
+    logged = config.get("model_dtype")
+    if isinstance(logged, str) and logged:
+        return logged.removeprefix("torch.")
+    args = config.get("model_args")
+    given = model_args_value(args, "dtype") or model_args_value(args, "torch_dtype")
+    return str(given) if given not in (None, "", "auto") else "unknown"
+
+
+def _torch_version(env_info: Any) -> str | None:
+    """torch's version from lm-eval's ``pretty_env_info`` ("PyTorch version: 2.13.0+cpu")."""
+    match = re.search(r"^PyTorch version: (\S+)", env_info, re.MULTILINE) if isinstance(env_info, str) else None
+    return match.group(1) if match else None
+
+
+def _iso_date(timestamp: Any) -> str | None:
+    """lm-eval's start time (seconds since the epoch) as ISO 8601 in UTC."""
+    if isinstance(timestamp, (int, float)) and not isinstance(timestamp, bool) and 0 <= timestamp < 1e11:
+        return datetime.fromtimestamp(timestamp, tz=timezone.utc).isoformat(timespec="seconds")
+    return None
+
+
+def _seconds(value: Any) -> float | None:
     try:
-        saved = read_json(config)
-    except DataError:
-        return dtype
-    return saved.get("dtype") or saved.get("torch_dtype") or dtype
+        seconds = float(value)
+    except (TypeError, ValueError):
+        return None
+    return seconds if math.isfinite(seconds) else None
 
 
 def run_info(run: Run) -> dict[str, Any]:
-    """The run's settings as every report states them (credentials masked)."""
+    """Provenance of a run: everything lm-eval recorded that can move a score, and the files read (credentials
+    masked)."""
     results = run.results
-    config = results.get("config", {})
+    config = results.get("config", {}) if isinstance(results.get("config"), Mapping) else {}
     return {
         "results_file": str(run.results_path),
+        "results_sha256": file_sha256(run.results_path),
+        "samples_sha256": {task: file_sha256(path) for task, path in sorted(run.sample_files.items())},
         "model": config.get("model"),
         "model_args": redact(config.get("model_args")),
-        "dtype": model_dtype(config.get("model_args")),
         "model_name": results.get("model_name"),
-        "lm_eval_version": results.get("lm_eval_version"),
-        "date": results.get("date"),
+        "model_revision": config.get("model_revision"),
+        "model_sha": config.get("model_sha") or None,
+        "dtype": recorded_dtype(config),
+        "device": config.get("device"),
+        "batch_size": config.get("batch_size"),
+        "seeds": {key: config.get(key) for key in ("random_seed", "numpy_seed", "torch_seed", "fewshot_seed")},
         # Chat APIs log an empty template (the server applies its own); no template at all is None.
         "chat_template_applied": results.get("chat_template_sha") is not None
         or results.get("chat_template") is not None,
         "chat_template_sha": results.get("chat_template_sha"),
-        "system_instruction": results.get("system_instruction"),
-        "gen_kwargs": config.get("gen_kwargs"),
+        "system_instruction": redact(results.get("system_instruction")),
+        "system_instruction_sha": results.get("system_instruction_sha"),
+        "n_shot": dict(results.get("n-shot") or {}),
+        "gen_kwargs": redact(config.get("gen_kwargs")),
         "limit": config.get("limit"),
+        "lm_eval_version": results.get("lm_eval_version"),
+        "transformers_version": results.get("transformers_version"),
+        "torch_version": _torch_version(results.get("pretty_env_info")),
         "task_versions": results.get("versions", {}),
+        "task_hashes": dict(results.get("task_hashes") or {}),
+        "date": _iso_date(results.get("date")),
+        "evaluation_time_seconds": _seconds(results.get("total_evaluation_time_seconds")),
         "n_samples": results.get("n-samples", {}),
         "repeated_sample_lines": dict(run.repeated_sample_lines),
     }
+
+
+def model_name(provenance: Mapping[str, Any]) -> str:
+    """The model a run evaluated, as a short name: the last part of lm-eval's model_name, else of the
+    ``pretrained=``/``model=`` argument, else the backend."""
+    args = provenance.get("model_args")
+    named = (
+        provenance.get("model_name")
+        or model_args_value(args, "pretrained")
+        or model_args_value(args, "model")
+        or provenance.get("model")
+    )
+    text = str(named).rstrip("/") if named else ""
+    return text.rsplit("/", 1)[-1] or text or "unnamed run"

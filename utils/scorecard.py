@@ -18,6 +18,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from . import plots
+from .runs import model_name
 
 ESTIMATE_ORDER = (
     "accuracy_micro",
@@ -46,12 +47,10 @@ _SECTION_FIELDS = frozenset(
         "component_groups",
         "per_class",
         "confusion_matrix",
-        "settings",
-        "component_name",
+        "compared_metric",
+        "published_headlines",
     }
 )
-# How published tables name a headline metric (the papers say "macro" or "accuracy").
-_REFERENCE_KEYS = {"accuracy_macro": ("accuracy_macro", "macro"), "accuracy_micro": ("accuracy_micro", "accuracy")}
 
 STYLE = """
 body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,Helvetica,Arial,sans-serif;margin:24px auto;max-width:1200px;
@@ -147,23 +146,6 @@ def estimate_attrs(estimate: Any) -> dict[str, Any]:
     } | ({"n": estimate["n"]} if "n" in estimate else {})
 
 
-def published_headline(numbers: Mapping[str, Any], metric: str) -> float | None:
-    """A published model's number for ``metric`` (a paper's "macro" is our accuracy_macro), or None."""
-    for key in _REFERENCE_KEYS.get(metric, (metric,)):
-        if number(numbers.get(key)) is not None:
-            return number(numbers[key])
-    return None
-
-
-def run_label(run: Mapping[str, Any]) -> str:
-    """The model a run evaluated, as a short name: lm-eval's model_name, else pretrained=/model=, else the backend."""
-    args = run.get("model_args")
-    if isinstance(args, str):
-        args = dict(part.split("=", 1) for part in args.split(",") if "=" in part)
-    named = (args.get("pretrained") or args.get("model")) if isinstance(args, Mapping) else None
-    return str(run.get("model_name") or named or run.get("model") or "unnamed run")
-
-
 def generic(value: Any) -> Html:
     """Any JSON value as HTML: estimates formatted, mappings of records as tables, mappings as key/value tables."""
     if is_estimate(value):
@@ -255,9 +237,11 @@ def _run_value(bench: Mapping[str, Any], key: str) -> float | None:
     component = bench.get("components", {}).get(key)
     if isinstance(component, Mapping):
         return number((component.get("accuracy") or {}).get("value"))
-    metric = bench.get("headline_metric")
-    if key in _REFERENCE_KEYS.get(metric, (metric,)) and is_estimate(bench.get(metric)):
-        return number(bench[metric]["value"])
+    # The column a published table gives its headline under ("macro", "accuracy"): this run's headline.
+    headlines = bench.get("published_headlines") or {}
+    reference = bench.get("reference") or {}
+    if any(headlines.get(model) == numbers.get(key) for model, numbers in reference.items() if model in headlines):
+        key = bench.get("headline_metric")
     return number(bench[key]["value"]) if is_estimate(bench.get(key)) else None
 
 
@@ -269,12 +253,13 @@ def _component_plot(bench: Mapping[str, Any], published: Mapping[str, Mapping[st
         plots.Row(str(c), *interval(entry.get("accuracy") if isinstance(entry, Mapping) else None))
         for c, entry in components.items()
     ]
+    headlines = bench.get("published_headlines") or {}
     markers = {
-        model: [published_headline(numbers, str(metric))] + [number(numbers.get(c)) for c in components]
+        model: [number(headlines.get(model))] + [number(numbers.get(c)) for c in components]
         for model, numbers in published.items()
     }
     markers = {model: values for model, values in markers.items() if any(v is not None for v in values)}
-    title = f"{bench.get('title', '')}: accuracy per {bench.get('component_name', 'component')}"
+    title = f"{bench.get('title', '')}: accuracy per component"
     return image(plots.dot_whisker_png(rows, title, "accuracy (95% CI)", markers), f"{title}, with published numbers")
 
 
@@ -310,10 +295,10 @@ def benchmark_section(name: str, bench: Mapping[str, Any]) -> str:
     if components:
         columns = list(dict.fromkeys(k for entry in components.values() if isinstance(entry, Mapping) for k in entry))
         parts += [
-            f"<h3>Per {esc(bench.get('component_name', 'component'))}</h3>",
+            "<h3>Per component</h3>",
             _component_plot(bench, published),
             table(
-                [bench.get("component_name", "component"), *columns],
+                ["component", *columns],
                 ([c, *(_value_cell(entry.get(k, "")) for k in columns)] for c, entry in components.items()),
                 numeric=tuple(range(1, len(columns) + 1)),
             ),
@@ -389,8 +374,6 @@ def benchmark_section(name: str, bench: Mapping[str, Any]) -> str:
                 row_css=["this-run"] + ["published"] * len(published),
             ),
         ]
-    if bench.get("settings"):
-        parts += ["<h3>Benchmark settings</h3>", generic(bench["settings"])]
     others = {
         k: v for k, v in bench.items() if k not in _SECTION_FIELDS and k not in ESTIMATE_ORDER and not is_estimate(v)
     }
@@ -408,7 +391,7 @@ def benchmark_section(name: str, bench: Mapping[str, Any]) -> str:
 def render_html(report: Mapping[str, Any]) -> str:
     run = report.get("run") or {}
     benchmarks = report.get("benchmarks") or {}
-    label = run_label(run)
+    label = model_name(run)
     summary = table(
         ["benchmark", "headline metric", "value [95% CI]", "items", "full coverage", "paper-comparable"],
         (

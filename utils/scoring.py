@@ -53,6 +53,19 @@ class ScoredItem:
     correct: float  # 0 or 1
     extras: Mapping[str, float] = field(default_factory=dict)  # per-item rates/scores, reported as means
     details: Mapping[str, Any] = field(default_factory=dict)  # per-item record for items_<benchmark>.jsonl
+    prompt_hash: str = ""  # lm-eval's hash of the item's first request (two runs with another prompt differ here)
+
+
+def default_item_key(item: ScoredItem) -> tuple:
+    """What makes two runs' items the same item: lm-eval's task, doc_id and doc_hash."""
+    return (item.task, item.doc_id, item.doc_hash)
+
+
+# How published tables name a headline metric (the papers say "macro" or "accuracy").
+_REFERENCE_KEYS = {
+    Headline.ACCURACY_MACRO: ("accuracy_macro", "macro"),
+    Headline.ACCURACY_MICRO: ("accuracy_micro", "accuracy"),
+}
 
 
 @dataclass(frozen=True)
@@ -80,6 +93,38 @@ class BenchmarkSpec:
     # report.json, and extra_markdown(extra) gives the lines its Markdown section ends with.
     extra_section: Callable[[Run], Mapping[str, Any]] | None = None
     extra_markdown: Callable[[Mapping[str, Any]], Sequence[str]] | None = None
+    # What pairs an item of one run with the same item of another (e.g. MillerQA's item id, since its doc
+    # and doc hash change with the model label).
+    item_key: Callable[[ScoredItem], tuple] = default_item_key
+    # The paper's protocol, for paper_comparable: its number of shots, and the values of settings_of that it uses
+    # (e.g. MedExQA's {"shuffle": False}); a run with anything else is not paper-comparable.
+    num_fewshot: int = 0
+    paper_settings: Mapping[str, Any] = field(default_factory=dict)
+    # Why this section is never paper-comparable (e.g. a frozen subset is a ranking of its own); None: it can be.
+    separate_ranking: str | None = None
+    # Settings that differ between models by the protocol's design (MillerQA shuffles options per model label):
+    # two runs that differ in them are still comparable, and their prompts differ by design.
+    per_model_settings: frozenset[str] = frozenset()
+
+    @property
+    def compared_metric(self) -> str | None:
+        """The metric two runs are compared on: the headline, over all items (a paired test needs one denominator
+        for both runs, so with AccuracyOver.ANSWERED it is accuracy_all_*, unanswered items counted wrong)."""
+        if self.headline is Headline.NONE:
+            return None
+        if self.accuracy_over is AccuracyOver.ANSWERED:
+            return self.headline.value.replace("accuracy_", "accuracy_all_", 1)
+        return self.headline.value
+
+    def published_headlines(self) -> dict[str, float]:
+        """Each published model's number for the headline metric (a paper's "macro" is our accuracy_macro)."""
+        names = _REFERENCE_KEYS.get(self.headline, ())
+        out = {}
+        for model, numbers in self.reference.items():
+            value = next((numbers[key] for key in names if isinstance(numbers.get(key), (int, float))), None)
+            if value is not None:
+                out[str(model)] = float(value)
+        return out
 
     def owns(self, task: str) -> bool:
         if self.task_names is not None:
@@ -129,4 +174,5 @@ def scored_item(
         correct=float(pred == gold) if correct is None else float(correct),
         extras=dict(extras or {}),
         details=dict(details or {}),
+        prompt_hash=str(sample.get("prompt_hash") or ""),
     )

@@ -27,6 +27,10 @@ def _component(doc: Mapping[str, Any]) -> str:
     return specialty(doc["specialty"]).code
 
 
+# The paper scores the test split with the options in their original order.
+PAPER_SETTINGS = {"split": "test", "shuffle": False}
+
+
 def settings_of(sample: Mapping[str, Any]) -> dict[str, Any]:
     """The settings a logged doc was built with that can move its score: split and answer shuffling."""
     doc = sample["doc"]
@@ -87,6 +91,7 @@ REPORT_SPECS = (
         reference=PUBLISHED_NUMBERS[LOGIT],
         notes=_COMMON_NOTES + ("The answer is the letter with the highest log-likelihood after 'Answer:'.",),
         settings_of=settings_of,
+        paper_settings=PAPER_SETTINGS,
     ),
     BenchmarkSpec(
         name="medexqa",
@@ -109,5 +114,6 @@ REPORT_SPECS = (
             "Explanation scores: python -m lm_eval_tasks medexqa-explanations OUTPUT_PATH.",
         ),
         settings_of=settings_of,
+        paper_settings=PAPER_SETTINGS,
     ),
 )

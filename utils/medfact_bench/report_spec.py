@@ -72,5 +72,6 @@ REPORT_SPECS = (
             "strip the stop string and the closing tag is required).",
         ),
         settings_of=generation_settings,
+        paper_settings={"paper_generation": True},
     ),
 )

@@ -69,6 +69,12 @@ def settings_of(sample: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
+def item_key(item: ScoredItem) -> tuple:
+    """A MillerQA item across runs: its task and its own id (the doc and its hash change with the model label,
+    which the options are shuffled by)."""
+    return (item.task, str(item.details["id"]))
+
+
 def _spec(family: Family) -> BenchmarkSpec:
     generative = family.variant != "loglikelihood"
     notes = [
@@ -104,6 +110,8 @@ def _spec(family: Family) -> BenchmarkSpec:
         component_groups={title: stems for title, stems in DIMENSIONS.values()},
         notes=tuple(notes),
         settings_of=settings_of,
+        item_key=item_key,
+        per_model_settings=frozenset({"model_label", "model_label_derived"}),
     )
 
 

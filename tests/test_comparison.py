@@ -1,0 +1,214 @@
+"""The one comparison of two scored runs (utils/comparison.py), as ``compare`` and the leaderboard use it."""
+
+import json
+from dataclasses import replace
+
+import numpy as np
+import pytest
+from lm_eval import simple_evaluate
+from lm_eval.loggers import EvaluationTracker
+from lm_eval.tasks import TaskManager
+from lm_eval_tasks.utils import leaderboard, stats
+from lm_eval_tasks.utils.comparison import compare_runs, compare_section, holm
+from lm_eval_tasks.utils.results import ScoredRun, score_path, score_section
+from lm_eval_tasks.utils.runs import Run
+from lm_eval_tasks.utils.scoring import BenchmarkSpec, Headline, ScoredItem, Stratum
+
+from lm_eval_tasks import tasks_dir
+from tests.conftest import lm_eval_tasks_cli
+from tests.ranked_lm import hashed_loglikelihood, hashed_reply
+from tests.scripted_lm import ScriptedLM
+
+
+def test_holm_hand_worked():
+    # sorted 0.005 (x4 = 0.02), 0.01 (x3 = 0.03), 0.03 (x2 = 0.06), 0.04 (x1 = 0.04, raised to 0.06: step-down)
+    assert holm([0.01, 0.04, 0.03, 0.005]) == pytest.approx([0.03, 0.06, 0.06, 0.02])
+    assert holm([0.5, 0.6]) == [1.0, 1.0]  # 2 x 0.5 = 1; never above 1, never below an earlier step
+    assert holm([0.2]) == [0.2] and holm([]) == []
+
+
+# ----------------------------------------------------------------------------- constructed cases
+
+
+def _scored(tmp_path, name, flags_by_component, headline, stratify=Stratum.COMPONENT):
+    """A scored run of one hand-made section: per component, one 0/1 flag per item."""
+    spec = BenchmarkSpec(
+        name="toy",
+        title="Toy",
+        task_prefix="toy",
+        score_sample=None,
+        expected_counts={c: len(f) for c, f in flags_by_component.items()},
+        headline=headline,
+        stratify_by=stratify,
+    )
+    items = [
+        ScoredItem("toy", i, f"{c}-{i}", c, "1", "1" if flag else "0", float(flag), prompt_hash=f"p{c}{i}")
+        for c, flags in flags_by_component.items()
+        for i, flag in enumerate(flags)
+    ]
+    run = Run(tmp_path / f"{name}.json", {"n-samples": {}}, {}, {})
+    section = score_section(items, spec, run)
+    return ScoredRun(run.results_path, {"n_shot": {}}, {"toy": section}, (), ())
+
+
+def test_a_macro_difference_the_pooled_mcnemar_misses(tmp_path):
+    """A is far better on a small component, slightly worse on a large one: pooled over items the discordant
+    counts tie (McNemar p = 1), but the macro difference is large and its CI excludes 0."""
+    small_a, small_b = [1] * 18 + [0] * 2, [1] * 8 + [0] * 12  # A right on 10 items B misses: 0.9 vs 0.4
+    large_a, large_b = [1] * 100 + [0] * 100, [1] * 110 + [0] * 90  # B right on 10 more: 0.50 vs 0.55
+    a = _scored(tmp_path, "a", {"small": small_a, "large": large_a}, Headline.ACCURACY_MACRO)
+    b = _scored(tmp_path, "b", {"small": small_b, "large": large_b}, Headline.ACCURACY_MACRO)
+    pair = compare_section(a, b, "toy")
+    assert (pair["a_only_correct"], pair["b_only_correct"]) == (10, 10)
+    assert stats.mcnemar_exact(10, 10) == 1.0  # what the old pooled test printed beside this CI
+    assert pair["difference"]["value"] == pytest.approx(((0.9 - 0.4) + (0.50 - 0.55)) / 2)
+    assert pair["difference"]["low"] > 0 and pair["p_value"] < 0.05
+    assert pair["test"] == "paired bootstrap of the accuracy_macro difference, stratified by component"
+
+
+def test_a_micro_accuracy_is_tested_by_exact_mcnemar(tmp_path):
+    a = _scored(tmp_path, "a", {"x": [1] * 70 + [0] * 30}, Headline.ACCURACY_MICRO)
+    b = _scored(tmp_path, "b", {"x": [1] * 55 + [0] * 45}, Headline.ACCURACY_MICRO)
+    pair = compare_section(a, b, "toy")
+    assert (pair["a_only_correct"], pair["b_only_correct"]) == (15, 0)
+    assert pair["p_value"] == pytest.approx(2 * 0.5**15) and pair["test"].startswith("exact McNemar")
+    assert pair["difference"]["low"] > 0  # the CI agrees
+
+
+@pytest.mark.parametrize("headline", [Headline.ACCURACY_MACRO, Headline.ACCURACY_MICRO])
+def test_the_p_value_is_below_005_exactly_when_the_ci_excludes_0(tmp_path, headline):
+    rng = np.random.default_rng(8)
+    agree = 0
+    cases = 0
+    for case in range(12):
+        shift = 0.02 * case
+        flags_a = {c: list((rng.random(120) < 0.5 + shift).astype(int)) for c in ("c1", "c2", "c3")}
+        flags_b = {c: list((rng.random(120) < 0.5).astype(int)) for c in ("c1", "c2", "c3")}
+        pair = compare_section(
+            _scored(tmp_path, "a", flags_a, headline), _scored(tmp_path, "b", flags_b, headline), "toy"
+        )
+        excludes = pair["difference"]["low"] > 0 or pair["difference"]["high"] < 0
+        if abs(pair["p_value"] - 0.05) < 0.015:  # at the boundary resampling noise decides
+            continue
+        cases += 1
+        agree += (pair["p_value"] < 0.05) == excludes
+    assert cases >= 8 and agree == cases
+
+
+# ----------------------------------------------------------------------------- runs of all five benchmarks
+
+TASKS = (
+    "medfact_bench_scifact",
+    "medexqa_logit_be",
+    "medexqa_be",
+    "pubmedqa_atlas_n100",
+    "millerqa_triage",
+    "millerqa_ll_triage",
+)
+
+
+def _salted(salt):
+    return ScriptedLM(
+        reply=lambda prompt: hashed_reply(salt + prompt),
+        loglikelihood=lambda context, continuation: hashed_loglikelihood(salt + context, continuation),
+    )
+
+
+def evaluated_run(folder, demo_data_dir, tasks, salt="a", label="m", limit=12, metadata=None, **kwargs):
+    """A scripted model's run of ``tasks``, saved as the lm_eval CLI saves it (results and samples files)."""
+    manager = TaskManager(
+        include_path=tasks_dir(),
+        include_defaults=False,
+        metadata={"data_dir": str(demo_data_dir), "millerqa_model_label": label, **(metadata or {})},
+    )
+    tracker = EvaluationTracker(output_path=str(folder))
+    out = simple_evaluate(
+        model=_salted(salt),
+        model_args=f"pretrained={label}",
+        tasks=list(tasks),
+        task_manager=manager,
+        limit=limit,
+        log_samples=True,
+        bootstrap_iters=0,
+        evaluation_tracker=tracker,
+        **kwargs,
+    )
+    samples = out.pop("samples")
+    tracker.save_results_aggregated(results=out, samples=samples)
+    for task in out["configs"]:
+        tracker.save_results_samples(task_name=task, samples=samples[task])
+    return folder
+
+
+@pytest.fixture(scope="module")
+def five_benchmark_runs(demo_data_dir, tmp_path_factory):
+    root = tmp_path_factory.mktemp("runs")
+    return (
+        evaluated_run(root / "a", demo_data_dir, TASKS, "a", "model-a"),
+        evaluated_run(root / "b", demo_data_dir, TASKS, "b", "model-b"),
+    )
+
+
+def test_compare_and_leaderboard_give_the_same_pairs_for_every_section(five_benchmark_runs, tmp_path):
+    a, b = five_benchmark_runs
+    compared = json.loads(lm_eval_tasks_cli("compare", a, b).stdout)["benchmarks"]
+    board = leaderboard.build_leaderboard([a, b])
+    sections = {"medfact_bench", "medexqa_logit", "medexqa", "pubmedqa_atlas_n100", "millerqa", "millerqa_ll"}
+    assert sections <= set(compared) and set(compared) == set(board["benchmarks"])
+    for name, pair in compared.items():
+        (listed,) = board["benchmarks"][name]["comparisons"]
+        for key in ("difference", "p_value", "holm_p_value", "n_paired_items", "reasons", "test", "a_only_correct"):
+            assert listed[key] == pair[key], (name, key)
+    # MillerQA's docs differ per model label; its items are paired by id, and the label is per model by design.
+    for name in ("millerqa", "millerqa_ll"):
+        assert compared[name]["n_paired_items"] == 12 and compared[name]["comparable"], compared[name]["reasons"]
+    assert compared["pubmedqa_atlas_n100"]["test"].startswith("exact McNemar")
+    assert compared["medfact_bench"]["test"].startswith("paired bootstrap")
+
+
+def test_the_same_run_twice_is_a_null_comparison(five_benchmark_runs):
+    a, _ = five_benchmark_runs
+    compared = compare_runs(score_path(a), score_path(a))["benchmarks"]
+    for pair in compared.values():
+        assert pair["comparable"] and pair["difference"]["value"] == 0.0 and pair["p_value"] == 1.0
+
+
+@pytest.mark.parametrize(
+    "change, reason",
+    [
+        ({"num_fewshot": 3}, "n-shot"),
+        ({"system_instruction": "You are a careful physician."}, "system instruction"),
+    ],
+)
+def test_another_protocol_is_not_comparable_nor_paper_comparable(demo_data_dir, tmp_path, change, reason):
+    tasks = ("medexqa_logit_be",)
+    plain = score_path(evaluated_run(tmp_path / "plain", demo_data_dir, tasks, limit=4))
+    other = score_path(evaluated_run(tmp_path / "other", demo_data_dir, tasks, limit=4, **change))
+    pair = compare_section(plain, other, "medexqa_logit")
+    assert not pair["comparable"] and any(r.startswith(reason) for r in pair["reasons"]), pair["reasons"]
+    assert pair["p_value"] is None
+    reasons = other.sections["medexqa_logit"].numbers["paper_comparable"]["reasons"]
+    assert any(reason in r for r in reasons), reasons
+
+
+def test_a_shuffled_run_is_not_comparable_nor_paper_comparable(demo_data_dir, tmp_path):
+    tasks = ("medexqa_logit_be",)
+    plain = score_path(evaluated_run(tmp_path / "plain", demo_data_dir, tasks, limit=4))
+    shuffled = score_path(
+        evaluated_run(tmp_path / "shuffled", demo_data_dir, tasks, limit=4, metadata={"medexqa_shuffle": True})
+    )
+    pair = compare_section(plain, shuffled, "medexqa_logit")
+    assert not pair["comparable"] and any(r.startswith("benchmark settings") for r in pair["reasons"])
+    plain_paper, shuffled_paper = (
+        run.sections["medexqa_logit"].numbers["paper_comparable"]["reasons"] for run in (plain, shuffled)
+    )
+    assert any(r.startswith("setting shuffle") for r in shuffled_paper), shuffled_paper
+    assert not any(r.startswith("setting shuffle") for r in plain_paper)
+
+
+def test_a_section_only_one_run_has_is_listed_with_its_reason(five_benchmark_runs, tmp_path):
+    a, _ = five_benchmark_runs
+    scored = score_path(a)
+    fewer = replace(scored, sections={k: v for k, v in scored.sections.items() if k != "medfact_bench"})
+    listed = compare_runs(scored, fewer)["benchmarks"]["medfact_bench"]
+    assert listed["n_paired_items"] == 0 and listed["reasons"] == ["only A ran this section"]

@@ -1,0 +1,109 @@
+"""The scored run (utils/results.py): provenance, one scoring per run, the same numbers every time."""
+
+import json
+import shutil
+
+import pytest
+from lm_eval_tasks.utils import stats
+from lm_eval_tasks.utils.results import metric_statistic, score_path
+from lm_eval_tasks.utils.runs import recorded_dtype
+
+from tests.test_report import HEALTHVER, SCIFACT, write_run
+
+
+def _with(folder, **fields):
+    results_file = next(folder.glob("results_*.json"))
+    results = json.loads(results_file.read_text(encoding="utf-8"))
+    for key, value in fields.items():
+        if key == "config":
+            results["config"].update(value)
+        else:
+            results[key] = value
+    results_file.write_text(json.dumps(results), encoding="utf-8")
+    return folder
+
+
+def test_the_dtype_is_what_lm_eval_recorded_never_a_folder_read_later():
+    assert recorded_dtype({"model_dtype": "torch.bfloat16", "model_args": "pretrained=m,dtype=auto"}) == "bfloat16"
+    assert recorded_dtype({"model_args": "pretrained=m,dtype=float32"}) == "float32"
+    assert recorded_dtype({"model_args": {"pretrained": "m", "torch_dtype": "float16"}}) == "float16"
+    assert recorded_dtype({"model_args": "pretrained=m,dtype=auto"}) == "unknown"
+    assert recorded_dtype({"model_args": "model=gpt-4o,base_url=http://x/v1"}) == "unknown"
+
+
+def test_reporting_twice_with_the_model_folder_changed_between_gives_the_same_report(tmp_path):
+    model = tmp_path / "model"
+    model.mkdir()
+    (model / "config.json").write_text(json.dumps({"dtype": "float32"}), encoding="utf-8")
+    folder = write_run(
+        tmp_path / "run", {"medfact_bench_scifact": SCIFACT}, model_args=f"pretrained={model},dtype=auto"
+    )
+    first = score_path(folder).report()
+    (model / "config.json").write_text(json.dumps(["a", "list"]), encoding="utf-8")  # changed, and not a mapping
+    assert score_path(folder).report() == first
+    shutil.rmtree(model)
+    assert score_path(folder).report() == first and first["run"]["dtype"] == "unknown"
+
+
+def test_the_run_section_records_what_can_move_a_score(tmp_path):
+    folder = _with(
+        write_run(tmp_path, {"medfact_bench_scifact": SCIFACT}),
+        config={
+            "model_dtype": "torch.float32",
+            "model_revision": "main",
+            "batch_size": 4,
+            "device": "cpu",
+            "random_seed": 0,
+            "numpy_seed": 1234,
+            "torch_seed": 1234,
+            "fewshot_seed": 1234,
+            "gen_kwargs": "temperature=0,api_key=sk-abcdefghijklmnopqrstuv",
+        },
+        **{
+            "n-shot": {"medfact_bench_scifact": 0},
+            "task_hashes": {"medfact_bench_scifact": "h1"},
+            "date": 1764590400.0,
+            "total_evaluation_time_seconds": "12.5",
+            "transformers_version": "5.24.0",
+            "pretty_env_info": "PyTorch version: 2.13.0+cpu\nIs debug build: False",
+            "system_instruction": None,
+        },
+    )
+    run = score_path(folder).provenance
+    assert run["dtype"] == "float32" and run["batch_size"] == 4 and run["device"] == "cpu"
+    assert run["seeds"] == {"random_seed": 0, "numpy_seed": 1234, "torch_seed": 1234, "fewshot_seed": 1234}
+    assert run["n_shot"] == {"medfact_bench_scifact": 0} and run["task_hashes"] == {"medfact_bench_scifact": "h1"}
+    assert run["date"] == "2025-12-01T12:00:00+00:00" and run["evaluation_time_seconds"] == 12.5
+    assert run["torch_version"] == "2.13.0+cpu" and run["transformers_version"] == "5.24.0"
+    assert "sk-abcdefghijklmnopqrstuv" not in json.dumps(run) and "temperature=0" in run["gen_kwargs"]
+    import hashlib
+
+    results_file = next(folder.glob("results_*.json"))
+    assert run["results_sha256"] == hashlib.sha256(results_file.read_bytes()).hexdigest()
+    (samples,) = folder.glob("samples_*.jsonl")
+    assert run["samples_sha256"] == {"medfact_bench_scifact": hashlib.sha256(samples.read_bytes()).hexdigest()}
+
+
+def test_the_compared_metric_is_the_headline_on_the_same_resamples(tmp_path):
+    scored = score_path(write_run(tmp_path, {"medfact_bench_scifact": SCIFACT, "medfact_bench_healthver": HEALTHVER}))
+    section = scored.sections["medfact_bench"]
+    assert section.spec.compared_metric == "accuracy_macro"
+    assert section.compared.estimate.as_dict() == section.numbers["accuracy_macro"]  # one computation
+    statistic = metric_statistic("accuracy_macro", section.items)
+    strata = [item.component for item in section.items]
+    drawn = stats.resample_indices(strata, len(strata))
+    assert section.compared.distribution == pytest.approx(statistic(drawn))
+
+
+def test_a_partial_run_says_every_reason_it_is_not_paper_comparable(tmp_path):
+    folder = _with(
+        write_run(tmp_path, {"medfact_bench_scifact": SCIFACT}, generation={"until": ["</score>"], "max_gen_toks": 64}),
+        system_instruction="Be brief.",
+    )
+    comparable = score_path(folder).sections["medfact_bench"].numbers["paper_comparable"]
+    assert comparable["value"] is None
+    assert comparable["reasons"] == [
+        "not every published item was scored (see coverage)",
+        "a system instruction was added (--system_instruction); the paper's prompt has none",
+        "setting paper_generation = false (the paper's: true)",
+    ]

@@ -1,0 +1,381 @@
+"""One scored run: a run folder scored once, by the benchmarks' report specs, into every number anyone shows.
+
+:func:`score` reads an lm-eval run (``--output_path`` with ``--log_samples``), re-scores every logged
+sample with its benchmark's own parser (:class:`~.scoring.BenchmarkSpec`), and computes, per report
+section: micro and macro accuracy, per-component accuracy, per-item rates, per-class precision/recall/F1
+and macro-F1, a confusion matrix with an INVALID column, coverage against the published counts, whether
+the number is paper-comparable (with every reason when not), and a stratified bootstrap CI for every
+number (:mod:`.stats`). The result, :class:`ScoredRun`, is typed: its provenance, and per section the
+scored items (in one order, with their pairing keys), the section's numbers and the bootstrap
+distribution of the metric runs are compared on.
+
+report.json/.md/.html (:mod:`.report`, :mod:`.scorecard`), ``compare`` and the leaderboard
+(:mod:`.comparison`, :mod:`.leaderboard`) are views of a scored run: they format, never compute.
+
+Sections whose specs leave unparseable answers unscored (``AccuracyOver.ANSWERED``, e.g. MillerQA)
+get accuracy over the answered items, the same with unanswered items counted wrong
+(``accuracy_all_*``) and the answered rate, everywhere accuracy is reported.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from . import stats
+from .benchmarks import report_specs
+from .data import DataError
+from .runs import Run, load_run, run_info
+from .scoring import INVALID, AccuracyOver, BenchmarkSpec, Headline, ScoredItem
+
+# 2.0: run provenance (n_shot, seeds, device, dtype as lm-eval recorded it, versions, hashes, file sha256s);
+# per section compared_metric, published_headlines and paper_comparable.reasons.
+SCHEMA_VERSION = "2.0"
+
+
+@dataclass(frozen=True)
+class Section:
+    """One report section of a run: a spec's scored items and the numbers computed from them."""
+
+    spec: BenchmarkSpec
+    items: tuple[ScoredItem, ...]  # in (task, doc_id) order
+    keys: tuple[tuple, ...]  # spec.item_key of each item, in the same order
+    numbers: dict[str, Any]  # the section as report.json holds it
+    compared: stats.Bootstrapped | None  # the spec's compared metric over these items, with its distribution
+    settings: tuple[dict[str, Any], ...]  # every distinct set of score-moving settings among the samples
+    generative: bool  # its tasks generate text (lm-eval output_type generate_until)
+
+
+@dataclass(frozen=True)
+class ScoredRun:
+    results_path: Path
+    provenance: dict[str, Any]  # report.json's "run"
+    sections: dict[str, Section]
+    empty_tasks: tuple[str, ...]
+    unreported_tasks: tuple[str, ...]
+
+    def report(self) -> dict[str, Any]:
+        """report.json."""
+        from lm_eval_tasks import __version__
+
+        return {
+            "schema_version": SCHEMA_VERSION,
+            "generated_by": f"lm-eval-medical-tasks {__version__}",
+            "run": self.provenance,
+            "bootstrap": stats.bootstrap_description(
+                stratified_by={name: section.spec.stratify_by.value for name, section in self.sections.items()}
+            ),
+            "benchmarks": {name: section.numbers for name, section in self.sections.items()},
+            "empty_tasks": list(self.empty_tasks),
+            "unreported_tasks": list(self.unreported_tasks),
+        }
+
+    def item_details(self) -> dict[str, list[dict[str, Any]]]:
+        """Per section whose items carry details: one record per item (items_<section>.jsonl)."""
+        return {
+            name: [{"task": item.task, "doc_id": item.doc_id, **item.details} for item in section.items]
+            for name, section in self.sections.items()
+            if any(item.details for item in section.items)
+        }
+
+
+def score_items(run: Run, spec: BenchmarkSpec) -> list[ScoredItem]:
+    items = []
+    for task in sorted(t for t in run.samples if spec.owns(t)):
+        for number, sample in enumerate(run.samples[task], start=1):
+            try:
+                items.append(spec.score_sample(task, sample))
+            except (KeyError, TypeError, ValueError, IndexError) as exc:
+                raise DataError(f"{run.sample_files[task]}, line {number}: cannot score this sample ({exc!r})") from exc
+    return sorted(items, key=lambda item: (item.task, item.doc_id))
+
+
+def score(run: Run) -> ScoredRun:
+    """Every section of ``run``, scored once."""
+    provenance = run_info(run)
+    sections, owned, settings = {}, set(), {}
+    for spec in report_specs():
+        items = score_items(run, spec)
+        owned |= {item.task for item in items}
+        if not items:
+            continue
+        section = score_section(items, spec, run, provenance)
+        sections[spec.name] = section
+        if spec.settings_of is not None:
+            settings[spec.name] = list(section.settings)
+    provenance["benchmark_settings"] = settings
+    return ScoredRun(
+        results_path=run.results_path,
+        provenance=provenance,
+        sections=sections,
+        empty_tasks=tuple(sorted(task for task, samples in run.samples.items() if not samples)),
+        unreported_tasks=tuple(sorted(task for task, samples in run.samples.items() if samples and task not in owned)),
+    )
+
+
+def score_path(path: str | os.PathLike) -> ScoredRun:
+    return score(load_run(path))
+
+
+# ----------------------------------------------------------------------------- one section
+
+
+def _strata(items: Sequence[ScoredItem], spec: BenchmarkSpec) -> list[str]:
+    return [spec.stratum_of(item) for item in items]
+
+
+def _estimate(statistic, items: Sequence[ScoredItem], spec: BenchmarkSpec) -> dict[str, Any]:
+    return stats.bootstrap(statistic, len(items), strata=_strata(items, spec)).as_dict()
+
+
+def metric_statistic(metric: str, items: Sequence[ScoredItem]) -> stats.Statistic:
+    """The statistic of an accuracy metric (accuracy[_all]_micro / _macro) over ``items``.
+
+    ``accuracy_all_*`` counts unanswered (INVALID) items wrong; it equals ``accuracy_*`` for specs whose
+    accuracy is over all items.
+    """
+    correct = [item.correct for item in items]
+    if metric.endswith("_micro"):
+        return stats.mean_of(correct)
+    if metric.endswith("_macro"):
+        return stats.macro_mean_of(correct, [item.component for item in items])
+    raise ValueError(f"no statistic for the metric {metric!r}")
+
+
+def compared_bootstrap(items: Sequence[ScoredItem], spec: BenchmarkSpec) -> stats.Bootstrapped | None:
+    """The spec's compared metric over ``items`` with its bootstrap distribution (None: nothing to compare)."""
+    metric = spec.compared_metric
+    if metric is None or not items:
+        return None
+    return stats.bootstrap_distribution(metric_statistic(metric, items), len(items), strata=_strata(items, spec))
+
+
+def _accuracies(items: Sequence[ScoredItem], spec: BenchmarkSpec) -> dict[str, Any]:
+    """Micro and macro accuracy (over components) of ``items``, as the spec defines accuracy.
+
+    With ``AccuracyOver.ANSWERED`` they are taken over answered items only (None when there are
+    none; the macro then averages the components that have answered items), next to
+    ``accuracy_all_*`` (unanswered counted wrong) and the ``answered`` rate.
+    """
+
+    def pair(group: Sequence[ScoredItem], prefix: str) -> dict[str, Any]:
+        if not group:
+            return {f"{prefix}_micro": None, f"{prefix}_macro": None}
+        return {
+            f"{prefix}_micro": _estimate(metric_statistic("accuracy_micro", group), group, spec),
+            f"{prefix}_macro": _estimate(metric_statistic("accuracy_macro", group), group, spec),
+        }
+
+    if spec.accuracy_over is AccuracyOver.ALL:
+        return pair(items, "accuracy")
+    answered = [item for item in items if item.pred != INVALID]
+    return {
+        **pair(answered, "accuracy"),
+        **pair(items, "accuracy_all"),
+        "answered": _estimate(stats.mean_of([float(i.pred != INVALID) for i in items]), items, spec),
+    }
+
+
+def _by_component(items: Sequence[ScoredItem], spec: BenchmarkSpec) -> dict[str, list[ScoredItem]]:
+    """Items per component: the published components first, in their order, then any others sorted."""
+    groups: dict[str, list[ScoredItem]] = {}
+    for item in items:
+        groups.setdefault(item.component, []).append(item)
+    order = [c for c in spec.expected_counts if c in groups] + sorted(set(groups) - set(spec.expected_counts))
+    return {component: groups[component] for component in order}
+
+
+def _coverage(by_component: Mapping[str, Sequence[ScoredItem]], spec: BenchmarkSpec, run: Run) -> dict[str, Any]:
+    """Published vs loaded (before --limit, known when a task is one component) vs scored items per component."""
+    task_components: dict[str, set[str]] = {}
+    for component, group in by_component.items():
+        for item in group:
+            task_components.setdefault(item.task, set()).add(component)
+    loaded: Counter = Counter()
+    for task, components in task_components.items():
+        original = run.results.get("n-samples", {}).get(task, {}).get("original")
+        if original is not None and len(components) == 1:
+            loaded[next(iter(components))] += original
+    coverage = {}
+    for component in list(spec.expected_counts) + [c for c in by_component if c not in spec.expected_counts]:
+        expected = spec.expected_counts.get(component)
+        scored = len(by_component.get(component, []))
+        coverage[component] = {
+            "expected": expected,
+            "loaded": loaded.get(component),
+            "scored": scored,
+            "complete": expected is not None and scored == expected,
+        }
+    return coverage
+
+
+def protocol_differences(
+    spec: BenchmarkSpec,
+    tasks: Sequence[str],
+    provenance: Mapping[str, Any],
+    settings: Sequence[Mapping[str, Any]],
+    generative: bool,
+) -> list[str]:
+    """How a run's protocol differs from the paper's for a section: shots, system instruction, the spec's paper
+    settings (option shuffling, split, generation settings ...), and generation overrides."""
+    reasons = []
+    shots = provenance.get("n_shot") or {}
+    other_shots = {task: shots[task] for task in tasks if task in shots and shots[task] != spec.num_fewshot}
+    if other_shots:
+        reasons.append(
+            f"n-shot {', '.join(f'{t} {n}' for t, n in other_shots.items())} (the paper's: {spec.num_fewshot})"
+        )
+    if provenance.get("system_instruction"):
+        reasons.append("a system instruction was added (--system_instruction); the paper's prompt has none")
+    for name, paper_value in spec.paper_settings.items():
+        used = sorted({json.dumps(values.get(name), sort_keys=True, default=str) for values in settings})
+        if used and used != [json.dumps(paper_value, sort_keys=True, default=str)]:
+            reasons.append(f"setting {name} = {', '.join(used)} (the paper's: {json.dumps(paper_value)})")
+    if generative and provenance.get("gen_kwargs"):
+        reasons.append(
+            f"--gen_kwargs {json.dumps(provenance['gen_kwargs'], ensure_ascii=False)} overrides the paper's generation "
+            "settings (stop strings, token budget or sampling)"
+        )
+    return reasons
+
+
+def _paper_comparable(numbers: Mapping[str, Any], spec: BenchmarkSpec, protocol: Sequence[str]) -> dict[str, Any]:
+    if spec.headline is Headline.NONE:
+        reasons = ["the paper's numbers are not an accuracy: see this benchmark's own section"]
+        return {"metric": None, "value": None, "reasons": reasons, "reason": reasons[0]}
+    reasons = []
+    if spec.separate_ranking:
+        reasons.append(spec.separate_ranking)
+    if not numbers["full_coverage"]:
+        reasons.append("not every published item was scored (see coverage)")
+    reasons += protocol
+    headline = numbers[spec.headline.value]
+    comparable = not reasons and headline is not None
+    return {
+        "metric": spec.headline.value,
+        "value": headline["value"] if comparable else None,
+        "reasons": reasons,
+        "reason": "all published items were scored with the paper's protocol"
+        if comparable
+        else "not comparable with the paper: " + "; ".join(reasons),
+    }
+
+
+def _components(
+    by_component: Mapping[str, Sequence[ScoredItem]], spec: BenchmarkSpec, extras_names: Sequence[str]
+) -> dict[str, Any]:
+    out = {}
+    for component, group in by_component.items():
+        accuracies = _accuracies(group, spec)
+        out[component] = {
+            "n": len(group),
+            "accuracy": accuracies["accuracy_micro"],
+            **(
+                {"accuracy_all": accuracies["accuracy_all_micro"], "answered": accuracies["answered"]}
+                if spec.accuracy_over is AccuracyOver.ANSWERED
+                else {}
+            ),
+            **{name: float(sum(i.extras[name] for i in group) / len(group)) for name in extras_names},
+        }
+    return out
+
+
+def _component_groups(
+    items: Sequence[ScoredItem], by_component: Mapping[str, Sequence[ScoredItem]], spec: BenchmarkSpec
+) -> dict[str, Any]:
+    out = {}
+    for name, members in spec.component_groups.items():
+        group = [item for item in items if item.component in members]
+        if group:
+            out[name] = {
+                "components": [c for c in members if c in by_component],
+                "missing_components": [c for c in members if c not in by_component],
+                "n": len(group),
+                **_accuracies(group, spec),
+            }
+    return out
+
+
+def _classes(items: Sequence[ScoredItem], spec: BenchmarkSpec) -> dict[str, Any]:
+    """Per-class scores, macro-F1 and the confusion matrix (gold rows; predicted columns end in INVALID)."""
+    labels = list(spec.labels)
+    pred_labels = labels + sorted({i.pred for i in items} - set(labels) - {INVALID}) + [INVALID]
+    gold, pred = [i.gold for i in items], [i.pred for i in items]
+    matrix = stats.confusion_matrix(gold, pred, labels, pred_labels)
+    return {
+        "per_class": stats.per_class_scores(matrix, labels),
+        "macro_f1": _estimate(stats.macro_f1_of(gold, pred, labels), items, spec),
+        "confusion_matrix": {"gold": labels, "predicted": pred_labels, "counts": matrix.tolist()},
+    }
+
+
+def _distinct_settings(run: Run, spec: BenchmarkSpec) -> tuple[dict[str, Any], ...]:
+    """Every distinct set of score-moving settings among the spec's samples (one, unless a run mixed them)."""
+    if spec.settings_of is None:
+        return ()
+    seen: dict[str, dict[str, Any]] = {}
+    for task in sorted(t for t in run.samples if spec.owns(t)):
+        for sample in run.samples[task]:
+            values = dict(spec.settings_of(sample))
+            seen.setdefault(json.dumps(values, sort_keys=True, default=str), values)
+    return tuple(seen.values())
+
+
+def _generative(run: Run, tasks: Sequence[str]) -> bool:
+    configs = run.results.get("configs") or {}
+    return any(isinstance(configs.get(t), Mapping) and configs[t].get("output_type") == "generate_until" for t in tasks)
+
+
+def score_section(
+    items: list[ScoredItem], spec: BenchmarkSpec, run: Run, provenance: Mapping[str, Any] | None = None
+) -> Section:
+    """A spec's section of ``run`` from its scored items (``provenance``: the run's, computed when not given)."""
+    provenance = run_info(run) if provenance is None else provenance
+    by_component = _by_component(items, spec)
+    coverage = _coverage(by_component, spec, run)
+    extras_names = sorted({name for item in items for name in item.extras})
+    tasks = sorted({item.task for item in items})
+    settings = _distinct_settings(run, spec)
+    generative = _generative(run, tasks)
+    numbers: dict[str, Any] = {
+        "title": spec.title,
+        "tasks": tasks,
+        "n_items": len(items),
+        "n_invalid": sum(item.pred == INVALID for item in items),
+        "accuracy_over": spec.accuracy_over.value,
+        "headline_metric": spec.headline.value,
+        "compared_metric": spec.compared_metric,
+        **_accuracies(items, spec),
+        "rates": {
+            name: _estimate(stats.mean_of([item.extras[name] for item in items]), items, spec) for name in extras_names
+        },
+        "components": _components(by_component, spec, extras_names),
+        "coverage": coverage,
+        "full_coverage": all(entry["complete"] for entry in coverage.values()),
+        "paper_comparable": None,
+        "reference": {model: dict(values) for model, values in spec.reference.items()},
+        "published_headlines": spec.published_headlines(),
+        "notes": list(spec.notes),
+    }
+    numbers["paper_comparable"] = _paper_comparable(
+        numbers, spec, protocol_differences(spec, tasks, provenance, settings, generative)
+    )
+    if spec.component_groups:
+        numbers["component_groups"] = _component_groups(items, by_component, spec)
+    if spec.labels:
+        numbers.update(_classes(items, spec))
+    if spec.extra_section is not None:
+        numbers["extra"] = dict(spec.extra_section(run))
+    keys = tuple(spec.item_key(item) for item in items)
+    repeated = [key for key, count in Counter(keys).items() if count > 1]
+    if repeated:
+        raise DataError(
+            f"{run.results_path}: {spec.name} scored item {repeated[0]} {Counter(keys)[repeated[0]]} times; "
+            "it would be counted twice"
+        )
+    return Section(spec, tuple(items), keys, numbers, compared_bootstrap(items, spec), settings, generative)
