@@ -1,6 +1,5 @@
 """The model dtype is chosen from the hardware (bfloat16 only where native) and recorded in the report."""
 
-
 import pytest
 from lm_eval_tasks.utils import models
 

@@ -351,3 +351,15 @@ def test_report_files_follow_the_umask(run_dir, tmp_path):
     finally:
         os.umask(old)
     assert {stat.S_IMODE(path.stat().st_mode) for path in files} == {0o640}
+
+
+def test_report_md_carries_no_raw_html_from_the_run(tmp_path):
+    folder = write_run(
+        tmp_path / "run",
+        {"medfact_bench_scifact": SCIFACT},
+        model_args={"pretrained": "<script>alert(1)</script>", "note": "<img src=x onerror=alert(1)>"},
+    )
+    assert cli(["report", str(folder), "--out", str(tmp_path / "rep")]) == 0
+    markdown = (tmp_path / "rep" / "report.md").read_text(encoding="utf-8")
+    assert "<script" not in markdown and "<img" not in markdown
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in markdown and "&quot;" not in markdown

@@ -9,6 +9,7 @@ atomically (nothing is written unless every input parsed). Nothing here computes
 
 from __future__ import annotations
 
+import html
 import json
 import os
 from collections.abc import Mapping
@@ -26,8 +27,9 @@ _fmt = stats.format_estimate
 
 
 def md(text: Any) -> str:
-    """Text for Markdown: one line, HTML escaped (a Markdown viewer renders raw HTML), pipes escaped."""
-    return scorecard.esc(" ".join(str(text).split())).replace("\\", "\\\\").replace("|", "\\|")
+    """Text for Markdown: one line, with <, > and & escaped (a Markdown viewer renders raw HTML; quotes stay quotes),
+    pipes escaped."""
+    return html.escape(" ".join(str(text).split()), quote=False).replace("\\", "\\\\").replace("|", "\\|")
 
 
 # ----------------------------------------------------------------------------- rendering
