@@ -1,8 +1,8 @@
 """Uncertainty for every reported number: stratified bootstrap CIs and paired comparisons of runs.
 
-All functions take per-item arrays. A statistic is a vectorised function of index arrays: given an
-``(..., n)`` array of item indices (one row per resample) it returns one value per row, so one call
-evaluates every resample. The same machinery serves accuracy, macro accuracy over components,
+All functions take per-item arrays. A statistic is a vectorised function of item weights: given an
+``(..., n)`` array of how often each item was drawn (one row per resample; all ones for the items as
+they are) it returns one value per row, so one matrix product evaluates every resample. The same machinery serves accuracy, macro accuracy over components,
 macro-F1, or any other per-item-decomposable score. Resampling is stratified: each stratum (a
 component, or a gold answer) keeps its size in every resample, as the benchmarks' designs fix those
 sizes. A resample set is drawn once per (strata, size, count, seed) and reused by every estimate
@@ -22,7 +22,7 @@ N_RESAMPLES = 1000
 SEED = 1234
 CONFIDENCE = 0.95
 
-# (..., n) item indices -> (...) values
+# (..., n) item weights (draw counts) -> (...) values
 Statistic = Callable[[np.ndarray], np.ndarray]
 
 
@@ -72,7 +72,7 @@ def stratum_indices(strata: Sequence[Hashable] | None, n: int) -> list[np.ndarra
 
 
 _DRAWN: OrderedDict[tuple, np.ndarray] = OrderedDict()
-_DRAWN_KEPT = 8  # resample sets kept in memory (a 14,274-item set of 1,000 resamples is 57 MB)
+_DRAWN_KEPT = 8  # resample sets kept in memory (a 14,274-item set of 1,000 resamples is 114 MB of weights)
 
 
 def resample_indices(
@@ -81,28 +81,42 @@ def resample_indices(
     """``(n_resamples, n)`` item indices, each row drawing every stratum's size with replacement.
 
     Rows are drawn in order, stratum by stratum, from one generator seeded with ``seed``: the same
-    strata give the same rows in every call (drawn once, then reused).
+    strata give the same rows in every call.
     """
     groups = stratum_indices(strata, n)
-    layout = hashlib.sha256()
-    for members in groups:
-        layout.update(np.asarray(members, dtype=np.int64).tobytes() + b"|")
-    key = (layout.hexdigest(), n, n_resamples, seed)
-    if key in _DRAWN:
-        _DRAWN.move_to_end(key)
-        return _DRAWN[key]
     rng = np.random.default_rng(seed)
-    drawn = np.empty((n_resamples, n), dtype=np.int32 if n < 2**31 else np.int64)
+    drawn = np.empty((n_resamples, n), dtype=np.int64)
     for row in range(n_resamples):
         start = 0
         for members in groups:
             drawn[row, start : start + len(members)] = members[rng.integers(0, len(members), len(members))]
             start += len(members)
-    drawn.setflags(write=False)
-    _DRAWN[key] = drawn
+    return drawn
+
+
+def resample_weights(
+    strata: Sequence[Hashable] | None, n: int, n_resamples: int = N_RESAMPLES, seed: int = SEED
+) -> np.ndarray:
+    """``(n_resamples, n)``: how often each item is drawn in each row of :func:`resample_indices`.
+
+    Drawn once per (strata, n, n_resamples, seed) and reused (read-only) by every estimate and every
+    paired comparison over the same items.
+    """
+    layout = hashlib.sha256()
+    for members in stratum_indices(strata, n):
+        layout.update(np.asarray(members, dtype=np.int64).tobytes() + b"|")
+    key = (layout.hexdigest(), n, n_resamples, seed)
+    if key in _DRAWN:
+        _DRAWN.move_to_end(key)
+        return _DRAWN[key]
+    drawn = resample_indices(strata, n, n_resamples, seed)
+    offsets = (np.arange(n_resamples) * n)[:, None]
+    weights = np.bincount((offsets + drawn).ravel(), minlength=n_resamples * n).reshape(n_resamples, n).astype(float)
+    weights.setflags(write=False)
+    _DRAWN[key] = weights
     while len(_DRAWN) > _DRAWN_KEPT:
         _DRAWN.popitem(last=False)
-    return drawn
+    return weights
 
 
 def _interval(samples: np.ndarray, confidence: float) -> tuple[float, float]:
@@ -122,8 +136,8 @@ def bootstrap_distribution(
     """``statistic`` on all ``n`` items, with a stratified percentile bootstrap CI and its distribution."""
     if n == 0:
         raise ValueError("cannot estimate a statistic over zero items")
-    value = float(np.asarray(statistic(np.arange(n)[None, :]))[0])
-    distribution = np.asarray(statistic(resample_indices(strata, n, n_resamples, seed)), dtype=float)
+    value = float(np.asarray(statistic(np.ones((1, n))))[0])
+    distribution = np.asarray(statistic(resample_weights(strata, n, n_resamples, seed)), dtype=float)
     low, high = _interval(distribution, confidence)
     return Bootstrapped(Estimate(value, low, high, n, confidence, n_resamples, seed), distribution)
 
@@ -141,11 +155,13 @@ def bootstrap(
 
 
 def per_resample(statistic: Callable[[np.ndarray], float]) -> Statistic:
-    """A vectorised statistic from one that takes a single 1-D index array (e.g. a scikit-learn score)."""
+    """A vectorised statistic from one that takes the 1-D index array of one resample (e.g. a scikit-learn score)."""
 
-    def vectorised(idx: np.ndarray) -> np.ndarray:
-        rows = np.asarray(idx).reshape(-1, np.shape(idx)[-1])
-        return np.fromiter((statistic(row) for row in rows), float, len(rows)).reshape(np.shape(idx)[:-1])
+    def vectorised(weights: np.ndarray) -> np.ndarray:
+        rows = np.asarray(weights).reshape(-1, np.shape(weights)[-1])
+        items = np.arange(rows.shape[-1])
+        values = (statistic(np.repeat(items, row.astype(np.int64))) for row in rows)
+        return np.fromiter(values, float, len(rows)).reshape(np.shape(weights)[:-1])
 
     return vectorised
 
@@ -181,16 +197,13 @@ def mcnemar_exact(a_only: int, b_only: int) -> float:
 
 def mean_of(values: Sequence[float]) -> Statistic:
     array = np.asarray(values, dtype=float)
-    return lambda idx: array[idx].mean(axis=-1)
+    return lambda weights: (weights @ array) / weights.sum(axis=-1)
 
 
-def _group_sums(idx: np.ndarray, codes: np.ndarray, weights: np.ndarray | None, n_groups: int) -> np.ndarray:
-    """``(..., n_groups)`` sums of ``weights`` (counts when None) over each row's items, per group code."""
-    rows = np.asarray(idx).reshape(-1, np.shape(idx)[-1])
-    offsets = (np.arange(len(rows)) * n_groups)[:, None]
-    flat = (offsets + codes[rows]).ravel()
-    sums = np.bincount(flat, weights=None if weights is None else weights[rows].ravel(), minlength=len(rows) * n_groups)
-    return sums.reshape(*np.shape(idx)[:-1], n_groups)
+def _one_hot(codes: np.ndarray, n_groups: int) -> np.ndarray:
+    matrix = np.zeros((len(codes), n_groups))
+    matrix[np.arange(len(codes)), codes] = 1.0
+    return matrix
 
 
 def macro_mean_of(values: Sequence[float], groups: Sequence[Hashable]) -> Statistic:
@@ -201,10 +214,11 @@ def macro_mean_of(values: Sequence[float], groups: Sequence[Hashable]) -> Statis
     """
     array = np.asarray(values, dtype=float)
     codes, n_groups = _codes(groups)
+    members = _one_hot(codes, n_groups)
+    weighted = members * array[:, None]
 
-    def statistic(idx: np.ndarray) -> np.ndarray:
-        sums = _group_sums(idx, codes, array, n_groups)
-        counts = _group_sums(idx, codes, None, n_groups)
+    def statistic(weights: np.ndarray) -> np.ndarray:
+        sums, counts = weights @ weighted, weights @ members
         means = np.divide(sums, counts, out=np.full_like(sums, np.nan), where=counts > 0)
         return np.nanmean(means, axis=-1)
 
@@ -263,10 +277,10 @@ def macro_f1_of(gold: Sequence[str], pred: Sequence[str], labels: Sequence[str])
     index = {label: i for i, label in enumerate(labels)}
     gold_codes = np.fromiter((index[g] for g in gold), dtype=np.int64, count=len(gold))
     pred_codes = np.fromiter((index.get(p, k) for p in pred), dtype=np.int64, count=len(pred))
-    cell_codes = gold_codes * (k + 1) + pred_codes
+    cells = _one_hot(gold_codes * (k + 1) + pred_codes, k * (k + 1))
 
-    def statistic(idx: np.ndarray) -> np.ndarray:
-        counts = _group_sums(idx, cell_codes, None, k * (k + 1)).astype(float).reshape(*np.shape(idx)[:-1], k, k + 1)
+    def statistic(weights: np.ndarray) -> np.ndarray:
+        counts = (weights @ cells).reshape(*np.shape(weights)[:-1], k, k + 1)
         true_pos = np.diagonal(counts[..., :k], axis1=-2, axis2=-1)
         predicted, support = counts[..., :k].sum(axis=-2), counts.sum(axis=-1)
         precision = np.divide(true_pos, predicted, out=np.zeros_like(true_pos), where=predicted > 0)

@@ -85,4 +85,4 @@ def score_generation(gold: str, reply: str) -> Verdict:
 
 def macro_f1_value(gold: Sequence[str], pred: Sequence[str]) -> float:
     """Macro-F1 over yes, no and maybe (a class never predicted has F1 0; INVALID is simply wrong)."""
-    return stats.macro_f1_of(gold, pred, LABELS)(np.arange(len(gold)))
+    return float(stats.macro_f1_of(gold, pred, LABELS)(np.ones(len(gold))))
