@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 import torch
-from lm_eval_tasks.utils import benchmarks, runs
+from lm_eval_tasks.utils import benchmarks, models, runs
 from lm_eval_tasks.utils.medexqa import constants, loader, prompts
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -47,10 +47,12 @@ def main() -> None:
     parser.add_argument("model")
     parser.add_argument("--run", help="lm_eval --output_path of a medexqa_logit run with this model")
     parser.add_argument("--shared", default=str(Path(__file__).resolve().parents[2] / "shared" / "data"))
-    parser.add_argument("--dtype", default="bfloat16")
+    models.add_dtype_option(parser)
     args = parser.parse_args()
+    dtype = models.choose_dtype(args.dtype)
+    print(models.dtype_reason(dtype))
     tokenizer = AutoTokenizer.from_pretrained(args.model)
-    model = AutoModelForCausalLM.from_pretrained(args.model, dtype=getattr(torch, args.dtype)).eval()
+    model = AutoModelForCausalLM.from_pretrained(args.model, dtype=getattr(torch, dtype)).eval()
     readings = {
         "authors' tokens": single_tokens(tokenizer, list(constants.LETTERS)),
         "space-prefixed": single_tokens(tokenizer, [f" {letter}" for letter in constants.LETTERS]),

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The PubMedQA figures of lm_eval_tasks/pubmedqa_atlas/README.md with their wall times: SmolLM2-135M-
-# Instruct (hf backend, bf16, CPU) zero-shot on the official 500 (plain and chat), on the frozen n100,
+# Instruct (hf backend, dtype=auto: the dtype prepare-model saved, bfloat16 only where the CPU computes it
+# natively; CPU) zero-shot on the official 500 (plain and chat), on the frozen n100,
 # lm-eval's built-in pubmedqa definition on the same 500, the generative variant (chat), and the
 # MiniLM (256 and 512 tokens) and SmolLM2 probes, each with both heads (raw = the protocol, standardized). Each step runs under the shared lock when LOCK is set, so timings are
 # clean. Run from the repository root with the venv active. Knobs:
@@ -35,7 +36,7 @@ timed() {  # timed NAME COMMAND...: run holding the lock; append "NAME <seconds>
 lm_eval_run() {  # lm_eval_run NAME TASK [extra lm_eval args...]
   local name=$1 task=$2
   shift 2
-  timed "$name" lm_eval --model hf --model_args "pretrained=${model},dtype=bfloat16" --device cpu \
+  timed "$name" lm_eval --model hf --model_args "pretrained=${model},dtype=auto" --device cpu \
     --tasks "$task" --include_path "$tasks_dir" --metadata "data_dir=${data}" --batch_size 16 \
     --log_samples --output_path "$out/$name" "$@"
   python -m lm_eval_tasks report "$out/$name" --out "$out/$name/report"

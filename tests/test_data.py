@@ -41,7 +41,7 @@ def test_jsonl_csv_and_parquet_give_identical_rows(tmp_path, small_rows):
     write_jsonl(small_rows, tmp_path / "a" / "medfact_bench" / "x.jsonl")
     (tmp_path / "b" / "medfact_bench").mkdir(parents=True)
     with (tmp_path / "b" / "medfact_bench" / "x.csv").open("w", newline="", encoding="utf-8") as handle:
-        writer = csv.DictWriter(handle, fieldnames=constants.COLUMNS)
+        writer = csv.DictWriter(handle, fieldnames=[*constants.COLUMNS, constants.LABEL_SOURCE])
         writer.writeheader()
         writer.writerows(small_rows)
     (tmp_path / "c" / "medfact_bench").mkdir(parents=True)
@@ -63,6 +63,7 @@ def test_jsonl_csv_and_parquet_give_identical_rows(tmp_path, small_rows):
         (0, "source", None, "row 1, field 'source': expected a string, got NoneType"),
         (5, "claim", 17, "row 6, field 'claim': expected a string, got int 17"),
         (8, "label", ["SUPPORT"], "row 9, field 'label': expected a string, got list ['SUPPORT']"),
+        (3, "label_source", "expert", "row 4, field 'label_source': 'expert' is not one of gold, medv1_l3b_prediction"),
     ],
 )
 def test_bad_rows_are_named_by_file_row_and_field(tmp_path, small_rows, row_index, field, value, message):
@@ -73,6 +74,20 @@ def test_bad_rows_are_named_by_file_row_and_field(tmp_path, small_rows, row_inde
         loader.load(str(folder))
     assert str(tmp_path / "medfact_bench" / "medfact.jsonl") in str(error.value)
     assert message in str(error.value)
+
+
+def test_label_source_is_optional_but_then_on_every_row(tmp_path, small_rows):
+    # The hub's file has no label_source: its docs carry none (gold labels).
+    hub_like = [{k: v for k, v in r.items() if k != constants.LABEL_SOURCE} for r in small_rows]
+    assert all(constants.LABEL_SOURCE not in r for r in loader.load(str(data_dir_with(tmp_path / "a", hub_like))).rows)
+    kept = loader.load(str(data_dir_with(tmp_path / "b", small_rows))).rows
+    assert [r[constants.LABEL_SOURCE] for r in kept] == ["synthetic"] * len(small_rows)
+    mixed = [dict(r) for r in small_rows]
+    del mixed[6][constants.LABEL_SOURCE]
+    with pytest.raises(
+        DataError, match=r"medfact.jsonl, row 7, field 'label_source': missing column\(s\) label_source"
+    ):
+        loader.load(str(data_dir_with(tmp_path / "c", mixed)))
 
 
 def test_missing_column_is_named(tmp_path, small_rows):
@@ -91,7 +106,7 @@ def test_malformed_jsonl_line_is_named(tmp_path, small_rows):
 def write_csv(path, rows, encoding="utf-8"):
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("w", newline="", encoding=encoding) as handle:
-        writer = csv.DictWriter(handle, fieldnames=constants.COLUMNS)
+        writer = csv.DictWriter(handle, fieldnames=[*constants.COLUMNS, constants.LABEL_SOURCE])
         writer.writeheader()
         writer.writerows(rows)
     return path
@@ -234,6 +249,9 @@ def test_demo_file_is_valid_and_labelled_from_its_sources(demo_data_dir, shared_
         "NEI": 125,
         "CONTRADICT": 73,
     }
+    # every row says where its label comes from, and the loader keeps it
+    assert {r[constants.LABEL_SOURCE] for r in scifact} == {"medv1_l3b_prediction"}
+    assert {r[constants.LABEL_SOURCE] for r in healthver} == {"gold"}
     # HealthVer test: Supports 671 / Refutes 425 / Neutral 727 (PROVENANCE.md)
     assert {label: sum(r["label"] == label for r in healthver) for label in constants.LABELS} == {
         "SUPPORT": 671,

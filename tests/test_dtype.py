@@ -1,5 +1,8 @@
 """The model dtype is chosen from the hardware (bfloat16 only where native) and recorded in the report."""
 
+import re
+from pathlib import Path
+
 import pytest
 from lm_eval_tasks.utils import models
 
@@ -29,3 +32,31 @@ def test_an_explicit_dtype_wins_and_a_wrong_one_is_refused(monkeypatch):
 def test_cpu_flags_are_read_from_this_machine():
     flags = models._cpu_flags()
     assert isinstance(flags, frozenset) and all(" " not in flag for flag in flags)
+
+
+def code_lines(path: Path) -> list[str]:
+    """An example's lines, or the lines inside a Markdown file's fenced code blocks."""
+    lines = path.read_text(encoding="utf-8").splitlines()
+    if path.suffix != ".md":
+        return lines
+    fenced, inside = [], False
+    for line in lines:
+        if line.lstrip().startswith("```"):
+            inside = not inside
+        elif inside:
+            fenced.append(line)
+    return fenced
+
+
+def test_no_command_we_document_or_ship_hard_codes_bfloat16():
+    # On a CPU without native bfloat16 a hard-coded bf16 runs about 100x slower: commands say dtype=auto.
+    repo = Path(__file__).resolve().parents[1]
+    files = [*repo.glob("*.md"), *repo.glob("lm_eval_tasks/*/README.md"), *repo.glob("examples/*.*")]
+    assert len(files) > 10
+    offenders = [
+        f"{path.relative_to(repo)}: {line.strip()}"
+        for path in files
+        for line in code_lines(path)
+        if re.search(r"dtype=bfloat16|default=\"bfloat16\"", line)
+    ]
+    assert offenders == []

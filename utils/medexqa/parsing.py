@@ -9,7 +9,7 @@ The cascade (the authors' ``evaluate_pipe_MedExQA.py`` at 9a5b34af; lm_eval_task
 
 1. every option text (trailing periods removed; longest option first) is replaced, ignoring case,
    by its letter;
-2. "answer"/"choice ... X" or "choose ... X";
+2. "answer"/"choice ... X" or "choose ... X" ("choose" may start a longer word: "chooses", "choosed");
 3. "X is correct/right";
 4. the text starts with X followed by ".", ",", ":" or the end;
 5. the first capital X not touching another ASCII letter (nor followed by "=");
@@ -38,7 +38,9 @@ _ANSWER_CUE = rf"(?:[Aa]nswer|[Cc]hoice)(?!{_GAP}{{0,20}}?{_NEGATION}){_GAP}{{0,
 _CORRECT_CUE = rf"(?!{_GAP}{{0,8}}?{_NEGATION}{_GAP}{{0,5}}?(?:correct|right)){_GAP}{{0,10}}?\b(?:correct|right)\b"
 # (step name, pattern, anchored): an anchored pattern is tried at the start of the text only.
 STEP_PATTERNS = (
-    ("answer_pattern", re.compile(rf"(?:[Cc]hoose|{_ANSWER_CUE})\b{_GAP}{{0,20}}?\b([ABCD])\b"), False),
+    # The word boundary after the cue belongs to the answer/choice branch only, as in the authors' regex:
+    # "chooses D" and "choosed D" are cues too.
+    ("answer_pattern", re.compile(rf"(?:[Cc]hoose|{_ANSWER_CUE}\b){_GAP}{{0,20}}?\b([ABCD])\b"), False),
     ("correct_pattern", re.compile(rf"\b([ABCD])\b{_CORRECT_CUE}"), False),
     ("leading_letter", re.compile(r"([ABCD])(?:\.|,|:|$)"), True),
     ("first_letter", re.compile(r"(?<![a-zA-Z])([ABCD])(?![a-zA-Z=])"), False),

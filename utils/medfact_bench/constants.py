@@ -18,6 +18,14 @@ LOCAL_LAYOUT = (
 PUBLISHED_COUNTS = {"scifact": 340, "healthver": 903, "medaesqa": 9106, "pubmedqa-fact": 500, "bioasq-fact": 3425}
 TOTAL_ROWS = sum(PUBLISHED_COUNTS.values())  # 14,274
 LABELS = ("SUPPORT", "NEI", "CONTRADICT")
+# Where a row's label comes from: a column of the files this package writes (the demo file, synthetic
+# rows), kept in every logged doc. The hub's file has no such column: its labels are the benchmark's gold.
+LABEL_SOURCE = "label_source"
+LABEL_SOURCES = {
+    "gold": "the dataset's own label",
+    "medv1_l3b_prediction": "Med-V1-L3B's own prediction, not a gold label (the demo SciFact rows)",
+    "synthetic": "assigned in turn for plumbing checks and timing; never a score",
+}
 LABEL_TOTALS = {"SUPPORT": 10118, "NEI": 2988, "CONTRADICT": 1168}
 # sha256 of the published system prompt (UTF-8); it has tabs, en dashes, a U+2010 hyphen and a
 # trailing space, so it is always taken from the data, never retyped.

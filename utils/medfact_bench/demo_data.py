@@ -10,22 +10,42 @@ assembled from two real, related sources:
 - ``healthver``: the labelled sentence-level HealthVer test CSV (claim vs. an evidence snippet;
   Supports/Refutes/Neutral -> SUPPORT/CONTRADICT/NEI). This is related to, but not, the
   benchmark's 903-row abstract-level component.
+
+Every row says where its label comes from (``label_source``: ``medv1_l3b_prediction`` or ``gold``;
+synthetic rows ``synthetic``); the loader keeps it in the logged doc, and :func:`demo_label_note`
+gives the sentence to show next to a number scored on such labels.
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from .. import data as data_layer
 from ..files import write_jsonl
 from ..scoring import INVALID
-from .constants import LABELS, PUBLISHED_COUNTS
+from .constants import LABEL_SOURCE, LABELS, PUBLISHED_COUNTS
 from .parsing import score_to_label
 from .prompts import user_prompt
 
 HEALTHVER_LABELS = {"Supports": "SUPPORT", "Refutes": "CONTRADICT", "Neutral": "NEI"}
 MEDFACT_DEMO_FILE = "medfact_demo.jsonl"
+# What a number scored on non-gold labels measures, per label source (gold labels need no note).
+DEMO_LABEL_NOTES = {
+    "medv1_l3b_prediction": "demo labels: agreement with Med-V1-L3B's predictions, not correctness",
+    "synthetic": "synthetic labels assigned in turn: the number measures nothing",
+}
+
+
+def demo_label_note(doc: Mapping[str, Any]) -> str | None:
+    """The sentence to show next to a number scored on ``doc``'s label, or None for a gold label.
+
+    A doc without ``label_source`` (the published benchmark's rows) has a gold label.
+    """
+    source = doc.get(LABEL_SOURCE)
+    return DEMO_LABEL_NOTES.get(source) if isinstance(source, str) else None  # any logged value: a verdict
 
 
 def medfact_demo_rows(shared_data: Path) -> list[dict[str, str]]:
@@ -40,23 +60,26 @@ def medfact_demo_rows(shared_data: Path) -> list[dict[str, str]]:
             raise data_layer.row_error(
                 medv1_file, number, "extracted_score", f"not a score: {item['extracted_score']!r}"
             )
-        rows.append(_row("scifact", item["claim"], item["source"], label, system_prompt))
+        rows.append(_row("scifact", item["claim"], item["source"], label, "medv1_l3b_prediction", system_prompt))
     healthver_file = shared_data / "medfact_bench" / "healthver" / "healthver_test.csv"
     healthver = data_layer.read_table(healthver_file)
     data_layer.require_allowed(healthver, "label", HEALTHVER_LABELS, healthver_file)
     rows += [
-        _row("healthver", item["claim"], item["evidence"].strip(), HEALTHVER_LABELS[item["label"]], system_prompt)
+        _row(
+            "healthver", item["claim"], item["evidence"].strip(), HEALTHVER_LABELS[item["label"]], "gold", system_prompt
+        )
         for item in healthver
     ]
     return rows
 
 
-def _row(component: str, claim: str, source: str, label: str, system_prompt: str) -> dict[str, str]:
+def _row(component: str, claim: str, source: str, label: str, label_source: str, system_prompt: str) -> dict[str, str]:
     return {
         "dataset": component,
         "claim": claim,
         "source": source,
         "label": label,
+        LABEL_SOURCE: label_source,
         "system_prompt": system_prompt,
         "user_prompt": user_prompt(source, claim),
     }
@@ -87,5 +110,7 @@ def synthetic_medfact_rows(
     for component, n in counts.items():
         for _ in range(n):
             pair = pairs[len(rows) % len(pairs)]
-            rows.append(_row(component, pair["claim"], pair["source"], labels[len(rows)], pair["system_prompt"]))
+            rows.append(
+                _row(component, pair["claim"], pair["source"], labels[len(rows)], "synthetic", pair["system_prompt"])
+            )
     return rows

@@ -14,6 +14,8 @@ from .constants import (
     BENCHMARK,
     COLUMNS,
     HUB,
+    LABEL_SOURCE,
+    LABEL_SOURCES,
     LABEL_TOTALS,
     LABELS,
     LOCAL_LAYOUT,
@@ -28,15 +30,23 @@ logger = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class MedFactData:
-    rows: tuple[dict[str, Any], ...]  # the file's columns plus "row", the 0-based position in the file
+    rows: tuple[dict[str, Any], ...]  # the file's columns (label_source if it has one) plus "row", 0-based
     source: str
     system_prompt: str
     is_full_set: bool
 
 
 def validate_rows(rows: list[dict[str, Any]], source: str, require_full_set: bool) -> MedFactData:
-    """Check columns, strings, components, labels, the shared system prompt and the user prompts."""
+    """Check columns, strings, components, labels (and their source), the shared system prompt and the user prompts.
+
+    ``label_source`` is optional, but a file that has it must give it on every row.
+    """
     data_layer.require_columns(rows, COLUMNS, source)
+    columns = COLUMNS
+    if any(LABEL_SOURCE in row for row in rows):
+        columns += (LABEL_SOURCE,)
+        data_layer.require_columns(rows, columns, source)
+        data_layer.require_allowed(rows, LABEL_SOURCE, LABEL_SOURCES, source)
     data_layer.require_nonempty_strings(rows, COLUMNS, source)
     data_layer.require_allowed(rows, "dataset", PUBLISHED_COUNTS, source)
     data_layer.require_allowed(rows, "label", LABELS, source)
@@ -66,7 +76,7 @@ def validate_rows(rows: list[dict[str, Any]], source: str, require_full_set: boo
             source,
             SYSTEM_PROMPT_SHA256,
         )
-    kept = tuple({**{c: row[c] for c in COLUMNS}, "row": index} for index, row in enumerate(rows))
+    kept = tuple({**{c: row[c] for c in columns}, "row": index} for index, row in enumerate(rows))
     return MedFactData(kept, source, system_prompt, is_full_set)
 
 

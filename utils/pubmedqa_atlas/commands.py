@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from ..models import add_dtype_option
-from .probe import DEFAULT_HEAD, HEADS
+from .probe import DEFAULT_DTYPE, DEFAULT_HEAD, HEADS
 
 
 def _pubmedqa_probe(args: argparse.Namespace) -> int:
@@ -70,7 +70,7 @@ def register(commands: argparse._SubParsersAction) -> None:
         help="raw: logistic regression on the pooled vectors (the protocol); standardized: features standardised "
         "on the train pool first (probe version 1)",
     )
-    add_dtype_option(probe, "--dtype")
+    add_dtype_option(probe, "--dtype", default=DEFAULT_DTYPE)
     probe.add_argument("--batch-size", type=int, default=16)
     probe.add_argument("--embeddings-cache", help=".npz file reused when encoder, texts and options are unchanged")
     probe.add_argument("--out", help="write the full result (CIs, per-class, confusion matrix, predictions) as JSON")
