@@ -19,6 +19,7 @@ __all__ = [
     "custom_dataset",
     "generative_prompt",
     "macro_f1",
+    "process_builtin_results",
     "process_generation",
     "process_results",
     "zero_shot_prompt",
@@ -65,6 +66,11 @@ def process_results(doc: Mapping[str, Any], results: Sequence[tuple[float, bool]
     """multiple_choice: ``results`` holds (log-likelihood, is_greedy) for yes, no, maybe."""
     verdict = score_choice(doc["final_decision"], [ll for ll, _ in results])
     return {"acc": verdict.correct, "macro_f1": (verdict.gold, verdict.pred)}
+
+
+def process_builtin_results(doc: Mapping[str, Any], results: Sequence[tuple[float, bool]]) -> dict[str, float]:
+    """lm-eval's built-in ``pubmedqa`` metric (``acc`` only), read by :func:`process_results`'s scoring function."""
+    return {"acc": score_choice(doc["final_decision"], [ll for ll, _ in results]).correct}
 
 
 def process_generation(doc: Mapping[str, Any], results: Sequence[str]) -> dict[str, Any]:
