@@ -132,7 +132,7 @@ def run_info(run: Run) -> dict[str, Any]:
         or results.get("chat_template") is not None,
         "chat_template_sha": results.get("chat_template_sha"),
         "system_instruction": results.get("system_instruction"),
-        "gen_kwargs": config.get("gen_kwargs"),
+        "gen_kwargs": redact(config.get("gen_kwargs")),
         "limit": config.get("limit"),
         "task_versions": results.get("versions", {}),
         "n_samples": results.get("n-samples", {}),
