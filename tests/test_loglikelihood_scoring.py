@@ -11,7 +11,6 @@ import math
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-
 from lm_eval_tasks.utils.medexqa import report_spec as medexqa_spec
 from lm_eval_tasks.utils.medexqa import tasks as medexqa_tasks
 from lm_eval_tasks.utils.millerqa import report_spec as millerqa_spec
