@@ -341,3 +341,33 @@ def test_report_files_follow_the_umask(run_dir, tmp_path):
     finally:
         os.umask(old)
     assert {stat.S_IMODE(path.stat().st_mode) for path in files} == {0o640}
+
+
+def test_a_full_disk_is_one_line_from_the_command(run_dir, tmp_path, monkeypatch, capsys):
+    from tests.test_files import _full_disk
+
+    out = tmp_path / "rep"
+    _full_disk(monkeypatch)
+    assert cli(["report", str(run_dir), "--out", str(out)]) == 1
+    error = capsys.readouterr().err
+    assert error.count("\n") == 1 and error.startswith(f"error: {out / 'report.json'}: cannot write (the disk is full)")
+    assert list(out.iterdir()) == []
+
+
+def test_each_never_writes_two_runs_into_one_folder(tmp_path, capsys):
+    # Same model folder name and timestamp in two places: the old --each --out wrote both to out/model_<stamp>.
+    first = write_run(tmp_path / "runs" / "a" / "model", {"medfact_bench_scifact": SCIFACT})
+    second = write_run(tmp_path / "runs" / "b" / "model", {"medfact_bench_scifact": SCIFACT[:2]})
+    unique = write_run(tmp_path / "runs" / "c" / "other", {"medfact_bench_scifact": SCIFACT[:3]})
+    out = tmp_path / "reports"
+    assert cli(["report", str(tmp_path / "runs"), "--each", "--out", str(out)]) == 0
+    folders = sorted(out.iterdir())
+    assert len(folders) == 3
+    by_results = {
+        json.loads((folder / "report.json").read_text(encoding="utf-8"))["run"]["results_file"]: folder
+        for folder in folders
+    }
+    assert set(by_results) == {str(run / f"results_{STAMP}.json") for run in (first, second, unique)}
+    assert by_results[str(unique / f"results_{STAMP}.json")].name == f"other_{STAMP}"
+    for run in (first, second):
+        assert by_results[str(run / f"results_{STAMP}.json")].name.startswith(f"model_{STAMP}_")
