@@ -29,7 +29,11 @@ def _full_disk(monkeypatch, error=errno.ENOSPC):
         def write(self, content):
             raise OSError(error, os.strerror(error))
 
-    monkeypatch.setattr(os, "fdopen", lambda fd, mode: Full(real_fdopen(fd, mode)))
+    def fdopen(fd, mode="r", *args, **kwargs):
+        stream = real_fdopen(fd, mode, *args, **kwargs)
+        return Full(stream) if "w" in mode else stream
+
+    monkeypatch.setattr(os, "fdopen", fdopen)
 
 
 @pytest.mark.parametrize(
