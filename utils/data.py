@@ -469,23 +469,6 @@ def require_counts(
         raise DataError(f"{source}: {what} counts differ from the published benchmark ({detail})")
 
 
-def refuse_unscoped_settings(benchmark: str, settings: Mapping[str, Any], names: Iterable[str]) -> None:
-    """lm-eval gives every task the same ``--metadata``: a setting of one benchmark is named ``<benchmark>_<name>``.
-
-    ``names`` are this benchmark's settings; given without the prefix (``shuffle_seed=7``) they would
-    also reach, and could change, every other benchmark in the run, so they are refused.
-    """
-    for name in names:
-        if name in settings:
-            value = settings[name]
-            shown = "<a huge integer>" if isinstance(value, int) and abs(value) >= 10**18 else repr(value)[:80]
-            raise DataError(
-                f"--metadata {name}={shown}: lm-eval gives every task the same metadata, so a setting of "
-                f"one benchmark must name it: use {benchmark}_{name}=... (a setting of one benchmark never changes "
-                f"another's)."
-            )
-
-
 def refuse_training_split(benchmark: str, split: str | None) -> None:
     if split is not None and split.strip().lower() in TRAINING_SPLITS:
         raise DataError(
