@@ -428,3 +428,23 @@ def test_a_failed_judge_call_names_no_url_credential(tmp_path, monkeypatch):
     assert not result.ok and "/api/judge?code=***" in result.error
     for value in secrets.values():
         assert value not in result.error and URL_SECRET not in result.error
+
+
+@given(
+    name=st.sampled_from(
+        ["code", "sig", "signature", "pwd", "pass", "api%5Fkey", "api%5fkey", "c%6Fde", "x%2Dapi%2Dkey"]
+    ),
+    secret=SECRETS,
+    before=st.sampled_from(["", "x=1&", "sv=2024&"]),
+    after=st.sampled_from(["", "&se=2030", "#frag"]),
+)
+def test_a_random_secret_under_a_url_credential_name_never_survives(name, secret, before, after):
+    url = f"https://h.example/api/judge?{before}{name}={secret}{after}"
+    assume(secret not in url.replace(secret, ""))
+    for form in (url, f"model=m,base_url={url}", {"base_url": url}, f"HTTPError: 401 for url: {url}"):
+        assert secret not in json.dumps(redact(form))
+    # A fragment may be masked with the value (more than the secret, never less).
+    assert redact(url) in (
+        f"https://h.example/api/judge?{before}{name}=***{after}",
+        f"https://h.example/api/judge?{before}{name}=***",
+    )

@@ -207,16 +207,27 @@ def _secret_spans(text: str) -> Iterator[Span]:
         colon = text.find(":", start, end)
         if end > start:
             yield (colon + 1 if colon >= 0 else start), end
-    for match in _QUERY_NAME.finditer(text):
-        if unquote(match.group(1)).strip().lower() in _QUERY_SECRET_NAMES:
-            value_end = _BARE_VALUE.match(text, match.end()).end()
-            if text[match.end() : value_end].lower() not in _UNSET_VALUES:
-                yield match.end(), value_end
+    yield from _query_value_spans(text)
     for match in _AUTH_SCHEME.finditer(text):
         group = 1 if match.group(1) is not None else 2
         yield match.span(group)
     for match in _KEY_SHAPES.finditer(text):
         yield match.span()
+
+
+def _query_value_spans(text: str) -> Iterator[Span]:
+    """Values of URL query parameters that are credentials only there (``?code=``, ``&sig=``).
+
+    The search resumes after a masked value, so each character is looked at a bounded number of times.
+    """
+    position = 0
+    while match := _QUERY_NAME.search(text, position):
+        position = match.end()
+        if unquote(match.group(1)).strip().lower() in _QUERY_SECRET_NAMES:
+            value_end = _BARE_VALUE.match(text, position).end()
+            if text[position:value_end].lower() not in _UNSET_VALUES:
+                yield position, value_end
+            position = max(value_end, position)
 
 
 def _top_level_parts(text: str) -> Iterator[tuple[int, int]]:
