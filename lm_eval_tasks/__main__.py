@@ -48,10 +48,11 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help()
         return 2
     from lm_eval_tasks.utils.data import DataError
+    from lm_eval_tasks.utils.files import WriteError
 
     try:
         return args.func(args)
-    except DataError as exc:
+    except (DataError, WriteError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
 

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -11,14 +13,25 @@ from pathlib import Path
 from lm_eval_tasks.utils.models import add_dtype_option
 
 
-def _report_target(results: Path, out: str | None, each: bool) -> Path | None:
-    """Where one run's report goes: --out, or <run folder>/report; with --each one folder per run."""
+def _report_targets(runs: list[Path], out: str | None, each: bool) -> list[Path | None]:
+    """Where each run's report goes: --out, or <run folder>/report; with --each one folder per run.
+
+    With --each --out a folder is named <model folder>_<timestamp>; two runs that would share one (the same
+    model folder name and timestamp in two places) each get a hash of their own folder's path added.
+    """
     if not each:
-        return Path(out) if out else None
+        return [Path(out) if out else None for _ in runs]
     from lm_eval_tasks.utils.runs import run_timestamp
 
-    stamp = run_timestamp(results)
-    return Path(out) / f"{results.parent.name}_{stamp}" if out else results.parent / f"report_{stamp}"
+    if not out:
+        return [results.parent / f"report_{run_timestamp(results)}" for results in runs]
+    names = [f"{results.parent.name}_{run_timestamp(results)}" for results in runs]
+    shared = {name for name in names if names.count(name) > 1}
+    return [
+        Path(out)
+        / (f"{name}_{hashlib.sha256(os.fsencode(results.parent)).hexdigest()[:8]}" if name in shared else name)
+        for results, name in zip(runs, names)
+    ]
 
 
 def _report(args: argparse.Namespace) -> int:
@@ -27,9 +40,9 @@ def _report(args: argparse.Namespace) -> int:
     from lm_eval_tasks.utils.scoring import Headline
     from lm_eval_tasks.utils.stats import format_estimate
 
-    runs = find_all_results(args.path) if args.each else [args.path]
-    for run in runs:
-        scored, files = write_report(run, _report_target(Path(run), args.out, args.each))
+    runs = find_all_results(args.path) if args.each else [Path(args.path)]
+    for run, target in zip(runs, _report_targets(runs, args.out, args.each)):
+        scored, files = write_report(run, target)
         report = scored.report()
         for path in files:
             print(path)

@@ -110,7 +110,7 @@ def test_check_then_cached_rerun_then_rescore(run_dir, store, tmp_path):
         assert table["gen"]["cells"]["nli_intrinsic"]["status"] == "unavailable"
         assert report["config"]["cot"]["model"] == "fake-judge" and report["config"]["cot"]["temperature"] == 0.0
         assert report["config"]["passage_store"]["n_documents"] == 1000
-        assert report["run"]["task_versions"] == {f"factbench_{t}": 1.0 for t in ("gen", "laysumm", "rag", "summ")}
+        assert report["run"]["task_versions"] == {f"factbench_{t}": 1.1 for t in ("gen", "laysumm", "rag", "summ")}
         calls = report["calls"]
         # one decomposer call per distinct sentence (the 3 invented answers share theirs)
         assert calls["decomposer"]["calls"] == 9 + 2 and calls["cot"]["calls"] == 9 + 6 + 2

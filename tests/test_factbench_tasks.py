@@ -49,7 +49,7 @@ def test_prompts_budgets_and_metrics(demo_data_dir, chat):
     # every logged doc carries what the fact-checker needs
     sample = out["samples"]["factbench_rag"][0]
     assert {"task", "id", "question", "document", "reference"} <= set(sample["doc"])
-    assert out["versions"]["factbench_summ"] == 1.0
+    assert out["versions"]["factbench_summ"] == 1.1
 
 
 def test_num_fewshot_cannot_add_benchmark_rows(demo_data_dir):

@@ -4,8 +4,6 @@ import time
 from collections import Counter
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
 from lm_eval_tasks.utils.data import DataError
 from lm_eval_tasks.utils.medexqa import constants, loader, tasks
 
@@ -198,28 +196,6 @@ def test_docs_record_every_score_moving_setting(shared_data):
     assert {(d["split"], d["shuffle"], d["shuffle_seed"]) for d in shuffled["dev"]} == {("dev", True, 7)}
     dev = tasks.custom_dataset("BE", data_dir=str(shared_data), medexqa_split="dev")["test"]
     assert {(d["split"], d["shuffle"], d["shuffle_seed"]) for d in dev} == {("dev", False, -1)}
-
-
-@settings(max_examples=300, deadline=None)
-@given(
-    shuffle=st.one_of(st.booleans(), st.text(max_size=30), st.integers(), st.just(10**5000), st.floats(), st.none()),
-    seed=st.one_of(
-        st.integers(),
-        st.just(10**5000),
-        st.text(max_size=30),
-        st.just("9" * 5000),
-        st.floats(),
-        st.booleans(),
-        st.none(),
-    ),
-)
-def test_any_shuffle_setting_gives_a_seed_or_a_named_error(shuffle, seed):
-    try:
-        value = tasks.shuffle_setting(shuffle, seed)
-    except DataError as error:
-        assert str(error).startswith("--metadata medexqa_shuffle")
-    else:
-        assert value is None or (type(value) is int and value == (seed if type(seed) is int else int(seed.strip())))
 
 
 def test_bad_shuffle_options_are_named(shared_data):

@@ -136,8 +136,10 @@ def test_model_label(kwargs, label):
 
 @pytest.mark.parametrize("label", [100000.0, True, 42])
 def test_a_model_label_read_as_a_number_or_boolean_is_an_error(label):
+    from lm_eval_tasks.utils.millerqa import BENCHMARK
+
     with pytest.raises(DataError, match=r"millerqa_model_label=.* was read as a .*, not text; pass it as JSON"):
-        tasks.model_label_from(label, pretrained="/models/x")
+        BENCHMARK.read_settings({"millerqa_model_label": label})
 
 
 def test_a_missing_model_label_is_an_error_that_says_what_to_pass():

@@ -176,9 +176,9 @@ def test_unknown_subset_is_named(loaded):
     ],
 )
 def test_predicted_label_and_the_tie_rule(lls, label, tied):
-    assert parsing.predicted_label(lls) == label
-    if label != INVALID:
-        assert parsing.is_tied(lls) is tied
+    verdict = parsing.score_choice("yes", lls)
+    assert verdict.pred == label
+    assert verdict.extras["tied_top_choice"] == float(tied)
 
 
 @pytest.mark.parametrize(

@@ -344,3 +344,107 @@ def test_scrub_removes_known_secrets_also_escaped():
 @given(prefix=st.text(), secret=SECRETS, suffix=st.text())
 def test_scrub_leaves_no_secret(prefix, secret, suffix):
     assert secret not in scrub(prefix + secret + suffix, [secret])
+
+
+# ----------------------------------------------------------------------------- issue 15: names that passed
+
+URL_SECRET = "Zq81-cred-7Hx0"
+
+
+@pytest.mark.parametrize(
+    "template",
+    [
+        "https://fn.azurewebsites.net/api/judge?code={s}",  # Azure Functions
+        "https://h/v1?x=1&code={s}&y=2",
+        "https://h/v1?pwd={s}",
+        "https://h/v1?pass={s}",
+        "https://h/v1?sv=2024&sig={s}&se=2030",  # a SAS token
+        "https://h/v1?signature={s}",
+        "https://h/v1?api%5Fkey={s}",  # percent-encoded names
+        "https://h/v1?api%5fkey={s}",
+        "https://h/v1?x%2Dapi%2Dkey={s}",
+        "https://h/v1?c%6Fde={s}",
+        "https://h/v1?db_pwd={s}",
+    ],
+)
+def test_credentials_under_url_names_that_passed_are_masked_in_every_form(template):
+    url = template.format(s=URL_SECRET)
+    masked = template.format(s="***")
+    assert redact(url) == masked
+    assert redact(f"model=m,base_url={url},max_tokens=5") == f"model=m,base_url={masked},max_tokens=5"
+    assert redact({"base_url": url, "max_tokens": 5}) == {"base_url": masked, "max_tokens": 5}
+    assert json.loads(redact(json.dumps({"base_url": url}))) == {"base_url": masked}
+    # In prose a key=value part may be masked to its end: more than the value, never less.
+    error = redact(f"ConnectionError: Max retries exceeded with url: {url} (Caused by ...)")
+    assert error.startswith(f"ConnectionError: Max retries exceeded with url: {masked}") and URL_SECRET not in error
+
+
+@pytest.mark.parametrize("name", ["pwd", "db_pwd", "pass", "db_pass", "api%5Fkey", "x%2Dapi%2Dkey", "client%5Fsecret"])
+def test_more_secret_key_names(name):
+    assert is_secret_key(name)
+
+
+@pytest.mark.parametrize("name", ["code_revision", "passage_store", "bypass", "compass", "signal", "code"])
+def test_more_harmless_key_names(name):
+    # "code" is a credential only as a URL's query parameter (Azure Functions), not as a model argument.
+    assert not is_secret_key(name)
+    assert redact(f"{name}=value1,max_tokens=5") == f"{name}=value1,max_tokens=5"
+
+
+def test_an_error_code_in_a_json_error_body_is_kept():
+    body = '{"error": {"message": "bad", "code": "invalid_request"}}'
+    assert redact(body) == body
+
+
+@pytest.mark.parametrize(
+    "gen_kwargs, expected",
+    [
+        ("temperature=0,api_key=" + URL_SECRET, "temperature=0,api_key=***"),
+        (
+            {"temperature": 0, "extra_headers": {"Authorization": URL_SECRET}},
+            {"temperature": 0, "extra_headers": "***"},
+        ),
+        ("until=['\\n\\n'],max_gen_toks=64", "until=['\\n\\n'],max_gen_toks=64"),
+        (None, None),
+    ],
+)
+def test_run_info_masks_gen_kwargs(tmp_path, gen_kwargs, expected):
+    from lm_eval_tasks.utils.runs import Run, run_info
+
+    run = Run(tmp_path / "results_x.json", {"config": {"model": "hf", "gen_kwargs": gen_kwargs}}, {}, {})
+    assert run_info(run)["gen_kwargs"] == expected
+
+
+def test_a_failed_judge_call_names_no_url_credential(tmp_path, monkeypatch):
+    from lm_eval_tasks.utils.models import free_port
+    from lm_eval_tasks.utils.openai_client import ChatClient, ChatEndpoint
+
+    secrets = {name: f"{name[:3]}-{URL_SECRET}" for name in ("code", "pwd", "sig", "api%5Fkey")}
+    query = "&".join(f"{name}={value}" for name, value in secrets.items())
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    # Nothing listens on the port: the connection error quotes the URL, query and all.
+    endpoint = ChatEndpoint(f"http://127.0.0.1:{free_port()}/api/judge?{query}", "judge", max_retries=0)
+    (result,) = ChatClient(endpoint, sleep=lambda seconds: None).complete_many([[{"role": "user", "content": "Q"}]])
+    assert not result.ok and "/api/judge?code=***" in result.error
+    for value in secrets.values():
+        assert value not in result.error and URL_SECRET not in result.error
+
+
+@given(
+    name=st.sampled_from(
+        ["code", "sig", "signature", "pwd", "pass", "api%5Fkey", "api%5fkey", "c%6Fde", "x%2Dapi%2Dkey"]
+    ),
+    secret=SECRETS,
+    before=st.sampled_from(["", "x=1&", "sv=2024&"]),
+    after=st.sampled_from(["", "&se=2030", "#frag"]),
+)
+def test_a_random_secret_under_a_url_credential_name_never_survives(name, secret, before, after):
+    url = f"https://h.example/api/judge?{before}{name}={secret}{after}"
+    assume(secret not in url.replace(secret, ""))
+    for form in (url, f"model=m,base_url={url}", {"base_url": url}, f"HTTPError: 401 for url: {url}"):
+        assert secret not in json.dumps(redact(form))
+    # A fragment may be masked with the value (more than the secret, never less).
+    assert redact(url) in (
+        f"https://h.example/api/judge?{before}{name}=***{after}",
+        f"https://h.example/api/judge?{before}{name}=***",
+    )

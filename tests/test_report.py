@@ -1,6 +1,8 @@
 import json
 import os
 import stat
+import subprocess
+import sys
 
 import pytest
 from lm_eval_tasks.utils import report as report_mod
@@ -363,3 +365,88 @@ def test_report_md_carries_no_raw_html_from_the_run(tmp_path):
     markdown = (tmp_path / "rep" / "report.md").read_text(encoding="utf-8")
     assert "<script" not in markdown and "<img" not in markdown
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in markdown and "&quot;" not in markdown
+
+
+def test_a_full_disk_is_one_line_from_the_command(run_dir, tmp_path, monkeypatch, capsys):
+    from tests.test_files import _full_disk
+
+    out = tmp_path / "rep"
+    _full_disk(monkeypatch)
+    assert cli(["report", str(run_dir), "--out", str(out)]) == 1
+    error = capsys.readouterr().err
+    assert error.count("\n") == 1 and error.startswith(f"error: {out / 'report.json'}: cannot write (the disk is full)")
+    assert list(out.iterdir()) == []
+
+
+def test_each_never_writes_two_runs_into_one_folder(tmp_path, capsys):
+    # Same model folder name and timestamp in two places: the old --each --out wrote both to out/model_<stamp>.
+    first = write_run(tmp_path / "runs" / "a" / "model", {"medfact_bench_scifact": SCIFACT})
+    second = write_run(tmp_path / "runs" / "b" / "model", {"medfact_bench_scifact": SCIFACT[:2]})
+    unique = write_run(tmp_path / "runs" / "c" / "other", {"medfact_bench_scifact": SCIFACT[:3]})
+    out = tmp_path / "reports"
+    assert cli(["report", str(tmp_path / "runs"), "--each", "--out", str(out)]) == 0
+    folders = sorted(out.iterdir())
+    assert len(folders) == 3
+    by_results = {
+        json.loads((folder / "report.json").read_text(encoding="utf-8"))["run"]["results_file"]: folder
+        for folder in folders
+    }
+    assert set(by_results) == {str(run / f"results_{STAMP}.json") for run in (first, second, unique)}
+    assert by_results[str(unique / f"results_{STAMP}.json")].name == f"other_{STAMP}"
+    for run in (first, second):
+        assert by_results[str(run / f"results_{STAMP}.json")].name.startswith(f"model_{STAMP}_")
+
+
+def _hostile(kind, path):
+    """Put a file that cannot be read at ``path``."""
+    if kind == "deep nesting":
+        path.write_text("[" * 100_000 + "]" * 100_000, encoding="utf-8")
+    elif kind == "5,001-digit integer":
+        path.write_text('{"configs": {}, "x": ' + "9" * 5_001 + "}\n", encoding="utf-8")
+    elif kind == "FIFO":
+        os.mkfifo(path)
+    elif kind == "link to /dev/zero":
+        path.symlink_to("/dev/zero")
+    elif kind == "directory":
+        path.mkdir()
+
+
+UNREADABLE = {
+    "deep nesting": "invalid JSON (nested deeper than can be read)",
+    "5,001-digit integer": "invalid JSON (Exceeds the limit (4300 digits) for integer string conversion",
+    "FIFO": "a named pipe (FIFO), not a file that can be read",
+    "link to /dev/zero": "a character device, not a file that can be read",
+    "directory": "a directory, not a file that can be read",
+}
+
+
+def _one_line_error(tmp_path, path, argument, expected):
+    # A subprocess with a timeout: a reader that blocks (a FIFO) must fail the test, not hang the suite.
+    done = subprocess.run(
+        [sys.executable, "-m", "lm_eval_tasks", "report", str(argument), "--out", str(tmp_path / "rep")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 1, done.stderr[-2000:]
+    assert done.stderr.count("\n") == 1 and done.stderr.startswith(f"error: {path}"), done.stderr[-2000:]
+    assert expected in done.stderr
+    assert not (tmp_path / "rep").exists()
+
+
+@pytest.mark.parametrize("kind", list(UNREADABLE))
+def test_a_results_file_that_cannot_be_read_is_one_line_naming_it(tmp_path, kind):
+    folder = tmp_path / "run" / "model"
+    folder.mkdir(parents=True)
+    path = folder / f"results_{STAMP}.json"
+    _hostile(kind, path)
+    _one_line_error(tmp_path, path, tmp_path / "run", UNREADABLE[kind])
+
+
+@pytest.mark.parametrize("kind", list(UNREADABLE))
+def test_a_samples_file_that_cannot_be_read_is_one_line_naming_it(tmp_path, kind):
+    folder = write_run(tmp_path / "run" / "model", {"medfact_bench_scifact": SCIFACT})
+    path = folder / f"samples_medfact_bench_scifact_{STAMP}.jsonl"
+    path.unlink()
+    _hostile(kind, path)
+    _one_line_error(tmp_path, path, folder, UNREADABLE[kind].replace("invalid JSON", "line 1: invalid JSON"))

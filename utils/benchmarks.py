@@ -9,15 +9,83 @@ command read the declarations from :func:`discover`; nothing lists benchmarks by
 from __future__ import annotations
 
 import argparse
+import difflib
 import functools
 import importlib
 import os
 import pkgutil
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from enum import Enum
 from pathlib import Path
+from typing import Any
 
+from .data import DataError
 from .scoring import BenchmarkSpec
+
+
+class SettingKind(Enum):
+    """What a setting's value must be; :func:`Setting.parse` is the one validator of each."""
+
+    FLAG = "true or false"
+    COUNT = "an integer (0 or more, at most 18 digits)"  # seeds and sizes
+    TEXT = "text"
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One user setting of a benchmark, given as ``--metadata <benchmark>_<name>=VALUE``."""
+
+    name: str  # unscoped, e.g. "shuffle_seed"
+    kind: SettingKind
+    default: Any
+    moves: str  # what it changes, for the README and errors
+
+    def parse(self, benchmark: str, value: Any) -> Any:
+        """``value`` as this setting's type; a short DataError naming the scoped setting otherwise.
+
+        lm-eval passes ``--metadata`` values as text or as what they look like (``7`` an int, ``true`` a
+        bool). The default is returned as it is (it may be None: not given).
+        """
+        if value is self.default:
+            return value
+        if self.kind is SettingKind.FLAG:
+            if isinstance(value, bool):
+                return value
+            if isinstance(value, int) and value in (0, 1):
+                return bool(value)
+            if isinstance(value, str) and value.strip().lower() in _TRUE | _FALSE:
+                return value.strip().lower() in _TRUE
+        elif self.kind is SettingKind.COUNT:
+            # Plain digits only ("1_000", "+7", "7.0" are not), at most 18: int() of a huge digit string is slow
+            # and int <-> str raises past 4,300 digits.
+            if isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 10**_MAX_DIGITS:
+                return value
+            if isinstance(value, str) and _COUNT.fullmatch(value.strip()):
+                return int(value.strip())
+        elif isinstance(value, str):
+            return value
+        else:
+            raise DataError(
+                f"--metadata {benchmark}_{self.name}={shown(value)} was read as a {type(value).__name__}, not text; "
+                f"""pass it as JSON: --metadata '{{"{benchmark}_{self.name}": "..."}}'"""
+            )
+        raise DataError(f"--metadata {benchmark}_{self.name}={shown(value)}: expected {self.kind.value}")
+
+
+_TRUE, _FALSE = frozenset({"1", "true", "yes", "on"}), frozenset({"0", "false", "no", "off", ""})
+_MAX_DIGITS = 18
+_COUNT = re.compile(rf"[0-9]{{1,{_MAX_DIGITS}}}")
+_SHOWN_CHARS = 80
+
+
+def shown(value: Any) -> str:
+    """A value for an error message: short, and never itself an error (the repr of a huge int raises)."""
+    if isinstance(value, int) and not -(10**_MAX_DIGITS) < value < 10**_MAX_DIGITS:
+        return f"<an integer of {value.bit_length()} bits>"
+    text = repr(value) if isinstance(value, (str, int, float, type(None))) else f"<{type(value).__name__}>"
+    return text if len(text) <= _SHOWN_CHARS else text[: _SHOWN_CHARS - 3] + "..."
 
 
 @dataclass(frozen=True)
@@ -36,6 +104,42 @@ class Benchmark:
     # Writes DIR/<data_folder> of the demo data directory from the shared data folder:
     # build_demo_data(shared_data, target_folder). None: the shared folder is linked as it is.
     build_demo_data: Callable[[Path, Path], None] | None = None
+    # Its user settings, each given as --metadata <name>_<setting>=VALUE (read_settings reads them all).
+    settings: Sequence[Setting] = ()
+
+    def read_settings(self, metadata: Mapping[str, Any]) -> dict[str, Any]:
+        """``{setting name: value}`` of every declared setting, from what lm-eval hands a task's hook.
+
+        lm-eval gives every task of a run the same ``--metadata``, so a setting carries its benchmark's name:
+        an unscoped one (``shuffle_seed=7``) would also reach every other benchmark and is refused with the
+        name to use; a name with this benchmark's prefix that is no setting (``medexqa_shufle``) is refused
+        with the closest valid one. Other names (other benchmarks' settings, model arguments) are left alone.
+        """
+        declared = {f"{self.name}_{setting.name}": setting for setting in self.settings}
+        for setting in self.settings:
+            if setting.name in metadata:
+                raise DataError(
+                    f"--metadata {setting.name}={shown(metadata[setting.name])}: lm-eval gives every task the same "
+                    f"metadata, so a setting of one benchmark must name it: use {self.name}_{setting.name}=... "
+                    "(a setting of one benchmark never changes another's)."
+                )
+        for key in metadata:
+            if isinstance(key, str) and key.startswith(f"{self.name}_") and key not in declared:
+                name = key[:_SHOWN_CHARS]
+                # Compared without the prefix, which every candidate shares and would make anything look close.
+                close = difflib.get_close_matches(name[len(self.name) + 1 :], [s.name for s in self.settings], n=1)
+                hint = (
+                    f"did you mean {self.name}_{close[0]}?"
+                    if close
+                    else f"its settings are {', '.join(declared)}."
+                    if declared
+                    else f"{self.title} has no settings."
+                )
+                raise DataError(f"--metadata {name}: {self.title} has no setting of that name; {hint}")
+        return {
+            setting.name: setting.parse(self.name, metadata.get(scoped, setting.default))
+            for scoped, setting in declared.items()
+        }
 
 
 @functools.cache

@@ -23,6 +23,7 @@ import io
 import json
 import os
 import socket
+import stat
 import threading
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -219,10 +220,8 @@ def read_table(
     CSV/TSV cells are always strings (quoted fields and embedded newlines handled by the csv
     module); ``fieldnames`` reads a header-less file.
     """
-    path = Path(path)
+    path = regular_file(path)
     suffix = path.suffix.lower()
-    if not path.is_file():
-        raise DataError(f"{path}: file not found")
     if suffix == ".parquet":
         import pyarrow.parquet as pq
 
@@ -278,30 +277,99 @@ def _decode(raw: bytes, path: Path, line: int | None = None) -> str:
         ) from exc
 
 
-def read_text(path: str | os.PathLike) -> str:
-    """A UTF-8 text file, without a leading byte-order mark; a non-UTF-8 byte is a DataError naming its line."""
+# What one read may take into memory: a whole file (read_text, read_json) or one line of a JSONL file.
+MAX_FILE_BYTES = 2 * 1024**3
+MAX_LINE_BYTES = 256 * 1024**2
+_FILE_KINDS = (
+    (stat.S_ISDIR, "a directory"),
+    (stat.S_ISFIFO, "a named pipe (FIFO)"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+)
+
+
+def _not_regular(path: Path, mode: int) -> DataError:
+    kind = next((name for test, name in _FILE_KINDS if test(mode)), "not a regular file")
+    return DataError(f"{path}: {kind}, not a file that can be read")
+
+
+def _open_regular(path: Path) -> io.BufferedReader:
+    """``path`` opened for reading, only if it is (or links to) a regular file.
+
+    Opened without blocking and checked on the open descriptor, so a FIFO or a device (a link to
+    /dev/zero) is refused at once, never read.
+    """
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    except OSError as exc:
+        raise DataError(f"{path}: cannot be read ({exc.strerror or exc.__class__.__name__})") from exc
+    mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        raise _not_regular(path, mode)
+    return os.fdopen(fd, "rb")
+
+
+def regular_file(path: str | os.PathLike) -> Path:
+    """``path``, if it is a regular file (links followed); a DataError naming what it is otherwise."""
     path = Path(path)
-    raw = path.read_bytes()
+    try:
+        mode = path.stat().st_mode
+    except OSError as exc:
+        raise DataError(f"{path}: file not found ({exc.strerror or exc.__class__.__name__})") from exc
+    if not stat.S_ISREG(mode):
+        raise _not_regular(path, mode)
+    return path
+
+
+def _json_problem(exc: BaseException) -> str:
+    """Why a JSON text cannot be read, in one short line."""
+    if isinstance(exc, json.JSONDecodeError):
+        return f"invalid JSON ({exc.msg} at line {exc.lineno})"
+    if isinstance(exc, RecursionError):
+        return "invalid JSON (nested deeper than can be read)"
+    return f"invalid JSON ({str(exc).split(';')[0][:200]})"  # e.g. an integer of more than 4,300 digits
+
+
+def read_text(path: str | os.PathLike) -> str:
+    """A UTF-8 text file, without a leading byte-order mark; a non-UTF-8 byte is a DataError naming its line.
+
+    Only a regular file is read, and at most MAX_FILE_BYTES of it.
+    """
+    path = Path(path)
+    with _open_regular(path) as handle:
+        raw = handle.read(MAX_FILE_BYTES + 1)
+    if len(raw) > MAX_FILE_BYTES:
+        raise DataError(f"{path}: larger than {MAX_FILE_BYTES:,} bytes; not read")
     return _decode(raw[len(codecs.BOM_UTF8) :] if raw.startswith(codecs.BOM_UTF8) else raw, path)
 
 
 def read_json(path: str | os.PathLike) -> Any:
     """A JSON file (UTF-8, BOM stripped). Invalid JSON, or a key given twice in one object, is a DataError."""
+    text = read_text(path)
     try:
-        return json.loads(read_text(path), object_pairs_hook=_object_without_duplicate_keys)
-    except json.JSONDecodeError as exc:
-        raise DataError(f"{path}: invalid JSON ({exc.msg} at line {exc.lineno})") from exc
+        return json.loads(text, object_pairs_hook=_object_without_duplicate_keys)
     except _DuplicateKey as exc:
         raise DataError(
             f"{path}: key {exc.key!r} appears twice in one object (the second would replace the first)"
         ) from exc
+    except (ValueError, RecursionError) as exc:
+        raise DataError(f"{path}: {_json_problem(exc)}") from exc
 
 
 def iter_jsonl(path: str | os.PathLike) -> Iterator[tuple[int, dict[str, Any]]]:
-    """``(line number, object)`` for each non-blank line of a JSONL file; a bad line names its number."""
+    """``(line number, object)`` for each non-blank line of a JSONL file; a bad line names its number.
+
+    Only a regular file is read, a line of at most MAX_LINE_BYTES at a time.
+    """
     path = Path(path)
-    with path.open("rb") as handle:
-        for number, raw in enumerate(handle, start=1):
+    with _open_regular(path) as handle:
+        number = 0
+        while raw := handle.readline(MAX_LINE_BYTES + 1):
+            number += 1
+            if len(raw) > MAX_LINE_BYTES:
+                raise DataError(f"{path}, line {number}: longer than {MAX_LINE_BYTES:,} bytes; not read")
             line = _decode(
                 raw[len(codecs.BOM_UTF8) :] if number == 1 and raw.startswith(codecs.BOM_UTF8) else raw, path, number
             )
@@ -309,10 +377,12 @@ def iter_jsonl(path: str | os.PathLike) -> Iterator[tuple[int, dict[str, Any]]]:
                 continue
             try:
                 row = json.loads(line, object_pairs_hook=_object_without_duplicate_keys)
-            except json.JSONDecodeError as exc:
-                raise DataError(f"{path}, line {number}: invalid JSON ({exc.msg})") from exc
             except _DuplicateKey as exc:
                 raise DataError(f"{path}, line {number}: key {exc.key!r} appears twice in one object") from exc
+            except json.JSONDecodeError as exc:
+                raise DataError(f"{path}, line {number}: invalid JSON ({exc.msg})") from exc
+            except (ValueError, RecursionError) as exc:
+                raise DataError(f"{path}, line {number}: {_json_problem(exc)}") from exc
             if not isinstance(row, dict):
                 raise DataError(f"{path}, line {number}: expected a JSON object, got {type(row).__name__}")
             yield number, row
@@ -397,23 +467,6 @@ def require_counts(
     if mismatches:
         detail = "; ".join(f"{k}: expected {e}, found {o}" for k, (e, o) in mismatches.items())
         raise DataError(f"{source}: {what} counts differ from the published benchmark ({detail})")
-
-
-def refuse_unscoped_settings(benchmark: str, settings: Mapping[str, Any], names: Iterable[str]) -> None:
-    """lm-eval gives every task the same ``--metadata``: a setting of one benchmark is named ``<benchmark>_<name>``.
-
-    ``names`` are this benchmark's settings; given without the prefix (``shuffle_seed=7``) they would
-    also reach, and could change, every other benchmark in the run, so they are refused.
-    """
-    for name in names:
-        if name in settings:
-            value = settings[name]
-            shown = "<a huge integer>" if isinstance(value, int) and abs(value) >= 10**18 else repr(value)[:80]
-            raise DataError(
-                f"--metadata {name}={shown}: lm-eval gives every task the same metadata, so a setting of "
-                f"one benchmark must name it: use {benchmark}_{name}=... (a setting of one benchmark never changes "
-                f"another's)."
-            )
 
 
 def refuse_training_split(benchmark: str, split: str | None) -> None:

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import errno
 import json
 import os
+import re
 import tempfile
+import time
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -17,32 +20,97 @@ def cache_dir() -> Path:
     return Path(os.environ.get(CACHE_ENV) or Path.home() / ".cache" / "lm_eval_tasks").expanduser()
 
 
+class WriteError(OSError):
+    """A file could not be written (a full disk, the file-size limit, no permission): one line naming it."""
+
+
+_TEMP_SUFFIX = ".partial"
+# What mkstemp(prefix=".<name>.", suffix=".partial") makes: unmistakably ours, so a later write may remove it.
+_TEMP_NAME = re.compile(r"\..+\.[a-z0-9_]{8}\.partial")
+# A temporary file untouched this long belongs to a write that was killed (a live write touches it within
+# milliseconds); younger ones may be another process's write in progress and are left alone.
+STALE_TEMP_SECONDS = 60.0
+_WRITE_PROBLEMS = {
+    errno.ENOSPC: "the disk is full",
+    errno.EDQUOT: "the disk quota is exceeded",
+    errno.EFBIG: "the file would exceed the file-size limit (ulimit -f)",
+}
+
+
+def _write_error(path: Path, exc: OSError) -> WriteError:
+    problem = _WRITE_PROBLEMS.get(exc.errno) or exc.strerror or exc.__class__.__name__
+    return WriteError(f"{path}: cannot write ({problem}); the files of this write were left as they were")
+
+
+def remove_stale_temps(folder: Path, names: Iterable[str] = ()) -> list[Path]:
+    """Remove the temporary files a killed write left in ``folder`` (older than STALE_TEMP_SECONDS).
+
+    Ours are ``.<name>.XXXXXXXX.partial``; ``names`` also claims the suffix-less ``.<name>.XXXXXXXX`` an
+    earlier version of this module wrote.
+    """
+    legacy = [re.compile(re.escape(f".{name}.") + "[a-z0-9_]{8}") for name in names]
+    removed = []
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
+        return removed
+    now = time.time()
+    for entry in entries:
+        if not (_TEMP_NAME.fullmatch(entry.name) or any(p.fullmatch(entry.name) for p in legacy)):
+            continue
+        try:
+            if entry.is_file(follow_symlinks=False) and now - entry.stat(follow_symlinks=False).st_mtime > (
+                STALE_TEMP_SECONDS
+            ):
+                os.unlink(entry.path)
+                removed.append(Path(entry.path))
+        except OSError:  # another process renamed or removed it meanwhile
+            continue
+    return removed
+
+
 def write_atomically(out_dir: str | os.PathLike, files: Mapping[str, bytes]) -> list[Path]:
-    """Write every file to a temporary name in ``out_dir`` first, then rename them all into place."""
+    """Write every file to a temporary name in ``out_dir`` first, then rename them all into place.
+
+    A temporary file is removed on any failure from the moment it exists, and those a killed write left
+    behind are removed by the next write to their folder. An OS error (a full disk, the file-size limit)
+    is a :class:`WriteError` naming the file.
+    """
     out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
     umask = os.umask(0)
     os.umask(umask)
-    staged = []
+    staged: list[tuple[Path, Path]] = []
+    current = out_dir
     try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        folders: dict[Path, list[str]] = {}
+        for name in files:
+            folders.setdefault((out_dir / name).parent, []).append(Path(name).name)
+        for folder, names in folders.items():
+            current = folder
+            folder.mkdir(parents=True, exist_ok=True)
+            remove_stale_temps(folder, names)
         for name, content in files.items():
-            handle, temp = tempfile.mkstemp(prefix=f".{Path(name).name}.", dir=(out_dir / name).parent)
-            os.chmod(temp, 0o666 & ~umask)  # mkstemp makes 0600; a report is as readable as any file the user writes
+            current = out_dir / name
+            handle, temp = tempfile.mkstemp(prefix=f".{current.name}.", suffix=_TEMP_SUFFIX, dir=current.parent)
+            staged.append((Path(temp), current))  # tracked before anything else can fail
             with os.fdopen(handle, "wb") as stream:
+                os.chmod(temp, 0o666 & ~umask)  # mkstemp makes 0600; a report is as readable as any file we write
                 stream.write(content)
-            staged.append((Path(temp), out_dir / name))
-    except BaseException:
+        for temp, final in staged:
+            current = final
+            os.replace(temp, final)
+    except BaseException as exc:
         for temp, _ in staged:
             temp.unlink(missing_ok=True)
+        if isinstance(exc, OSError) and not isinstance(exc, WriteError):
+            raise _write_error(current, exc) from exc
         raise
-    for temp, final in staged:
-        os.replace(temp, final)
     return [final for _, final in staged]
 
 
 def write_file_atomically(path: str | os.PathLike, content: bytes) -> Path:
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
     return write_atomically(path.parent, {path.name: content})[0]
 
 

@@ -6,7 +6,8 @@ gives back the same form with each credential replaced by ``***``. A credential 
 
 - by its key's name (:func:`is_secret_key`: ``api_key``, ``x-api-key``, ``token``, ``auth``,
   ``headers``, ... but not ``max_tokens``, ``tokenizer``, ``pad_token``);
-- inside URLs: ``?key=...``, ``&api_key=...``, the password of ``user:pass@host``;
+- inside URLs: ``?key=...``, ``&api_key=...``, ``?code=...`` (Azure Functions), ``?sig=...`` (SAS tokens),
+  the password of ``user:pass@host``; names may be percent-encoded (``api%5Fkey``);
 - after ``Bearer`` (and ``Basic`` with a base64 token), and by the shape of well-known key
   formats (``sk-...``, ``hf_...``, ``ghp_...``, ``AKIA...``) wherever they stand.
 
@@ -26,7 +27,7 @@ import json
 import re
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import quote, unquote
 
 MASK = "***"
 
@@ -53,6 +54,7 @@ _SECRET_WORDS = frozenset(
         "passphrase",
         "passwd",
         "password",
+        "pwd",
         "secret",
         "secrets",
         "signature",
@@ -60,7 +62,7 @@ _SECRET_WORDS = frozenset(
     }
 )
 # Words that make a key a credential when they end it (api_key, hf_token, default_headers) ...
-_SECRET_LAST_WORDS = frozenset({"key", "token", "header", "headers"})
+_SECRET_LAST_WORDS = frozenset({"key", "token", "header", "headers", "pass"})
 # ... except a "token" that names a piece of text: pad_token, eos_token, think_end_token.
 _TEXT_TOKEN_WORDS = frozenset(
     {
@@ -91,11 +93,17 @@ _TEXT_TOKEN_WORDS = frozenset(
 )
 # Values that say "no credential" and are kept: None, a flag such as use_auth_token=True, nothing.
 _UNSET_VALUES = frozenset({"", "none", "null", "true", "false"})
+# Query parameters that carry a credential only in a URL: Azure Functions' ?code=, a SAS token's ?sig=.
+_QUERY_SECRET_NAMES = frozenset({"code", "sig"})
 
 _WORD = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+")
 # A key followed by ':' or '=': bare (api_key=), quoted ("api_key": or 'api_key':), or quoted inside
 # an escaped JSON string (\"api_key\":). Possessive quantifiers keep the search linear.
-_KEY_BEFORE_VALUE = re.compile(r"""(?<![\w\\\-])(\\{0,2}["'])?([A-Za-z_\-][\w\-]*+)(?(1)\\{0,2}["'])\s*+[:=]\s*+""")
+_KEY_BEFORE_VALUE = re.compile(
+    r"""(?<![\w\\\-%])(\\{0,2}["'])?([A-Za-z_\-](?:[\w\-]|%[0-9A-Fa-f]{2})*+)(?(1)\\{0,2}["'])\s*+[:=]\s*+"""
+)
+# A query parameter's name (``?name=`` or ``&name=``), percent-encoded or not; bounded, so the scan is linear.
+_QUERY_NAME = re.compile(r"""[?&;]([^=&;?#\s"'<>,]{1,64}+)=""")
 _BARE_VALUE = re.compile(r"""[^\s,;&}\])"'<>]*+""")
 _URL_USERINFO = re.compile(r"""(?<![A-Za-z0-9+.\-])[A-Za-z][A-Za-z0-9+.\-]*+://([^\s/?#@,"'<>]*+)@""")
 _AUTH_SCHEME = re.compile(
@@ -111,8 +119,9 @@ Span = tuple[int, int]  # [start, end) of a credential in the text
 
 
 def is_secret_key(name: str) -> bool:
-    """Whether a field called ``name`` holds a credential (case, ``-``/``_`` and camelCase insensitive)."""
-    words = [word.lower() for word in _WORD.findall(name)]
+    """Whether a field called ``name`` holds a credential (case, ``-``/``_``, camelCase and percent-encoding
+    insensitive: ``api%5Fkey`` is ``api_key``)."""
+    words = [word.lower() for word in _WORD.findall(unquote(name))]
     if not words:
         return False
     if any(word in _SECRET_WORDS for word in words):
@@ -198,11 +207,27 @@ def _secret_spans(text: str) -> Iterator[Span]:
         colon = text.find(":", start, end)
         if end > start:
             yield (colon + 1 if colon >= 0 else start), end
+    yield from _query_value_spans(text)
     for match in _AUTH_SCHEME.finditer(text):
         group = 1 if match.group(1) is not None else 2
         yield match.span(group)
     for match in _KEY_SHAPES.finditer(text):
         yield match.span()
+
+
+def _query_value_spans(text: str) -> Iterator[Span]:
+    """Values of URL query parameters that are credentials only there (``?code=``, ``&sig=``).
+
+    The search resumes after a masked value, so each character is looked at a bounded number of times.
+    """
+    position = 0
+    while match := _QUERY_NAME.search(text, position):
+        position = match.end()
+        if unquote(match.group(1)).strip().lower() in _QUERY_SECRET_NAMES:
+            value_end = _BARE_VALUE.match(text, position).end()
+            if text[position:value_end].lower() not in _UNSET_VALUES:
+                yield position, value_end
+            position = max(value_end, position)
 
 
 def _top_level_parts(text: str) -> Iterator[tuple[int, int]]:

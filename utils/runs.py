@@ -33,10 +33,10 @@ def run_timestamp(results_path: Path) -> str:
 def find_all_results(path: str | os.PathLike) -> list[Path]:
     """Every run under ``path``: ``path`` itself if it is a results file, else each ``results_*.json`` below it."""
     path = Path(path)
-    if path.is_file():
-        return [path]
     if not path.is_dir():
-        raise DataError(f"{path}: no such file or directory")
+        if not os.path.lexists(path):
+            raise DataError(f"{path}: no such file or directory")
+        return [path]  # read as a results file: anything else (a FIFO, a device) is refused by its reader
     found = sorted(path.rglob("results_*.json"), key=lambda p: (str(p.parent), run_timestamp(p)))
     if not found:
         raise DataError(f"{path}: no results_*.json; pass lm_eval's --output_path (run with --log_samples)")
@@ -86,13 +86,16 @@ def _logged_samples(sample_path: Path, task: str) -> tuple[list[dict[str, Any]],
 def load_run(path: str | os.PathLike) -> Run:
     results_path = find_results(path)
     results = read_json(results_path)
-    if not isinstance(results, dict) or "configs" not in results:
-        raise DataError(f"{results_path}: not an lm-eval results file (no 'configs')")
+    if not isinstance(results, dict) or not isinstance(results.get("configs"), dict):
+        raise DataError(f"{results_path}: not an lm-eval results file (no 'configs' object)")
+    for key in ("config", "versions", "n-samples"):
+        if not isinstance(results.get(key, {}), dict):
+            raise DataError(f"{results_path}: '{key}' is {type(results[key]).__name__}, not an object")
     stamp = run_timestamp(results_path)
     samples, files, repeated = {}, {}, {}
     for task in results["configs"]:
         sample_path = results_path.parent / f"samples_{task}_{stamp}.jsonl"
-        if not sample_path.is_file():
+        if not os.path.lexists(sample_path):
             raise DataError(
                 f"{sample_path}: missing; the report needs lm_eval's --log_samples output for task '{task}'"
             )

@@ -7,6 +7,7 @@ recompute. :class:`BenchmarkSpec` says which tasks a spec owns and how its numbe
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
@@ -147,9 +148,38 @@ def logged_loglikelihoods(sample: Mapping[str, Any]) -> list[float]:
     return [float(pair[0]) for pair in sample["filtered_resps"]]
 
 
-def first_argmax(values: Sequence[float]) -> int:
-    """Index of the largest value; an exact tie goes to the earliest."""
-    return max(range(len(values)), key=lambda i: (values[i], -i))
+@dataclass(frozen=True)
+class LoglikelihoodChoice:
+    """The answer of a log-likelihood item: the most likely choice, or none (INVALID) and why."""
+
+    loglikelihoods: tuple[float, ...]
+    index: int | None  # None: no answer
+    invalid_reason: str | None = None
+
+    @property
+    def tied(self) -> bool:
+        """The best log-likelihood is shared by two choices (exact ties are common in bf16)."""
+        return self.index is not None and self.loglikelihoods.count(self.loglikelihoods[self.index]) > 1
+
+
+def choose_by_loglikelihood(loglikelihoods: Sequence[Any], n_choices: int) -> LoglikelihoodChoice:
+    """The one reading of a log-likelihood item, for every benchmark's ``process_results`` and report spec.
+
+    The choice with the largest log-likelihood wins, an exact tie going to the earliest (as lm-eval's
+    ``acc``). A NaN or +inf in any choice (what an fp16 overflow gives) or no finite choice at all is no
+    answer: a model that scores nothing must not get the first choice for free. -inf for some choices is a
+    real "impossible" and they simply cannot win. A count other than ``n_choices`` is an error (ValueError).
+    """
+    values = tuple(float(value) for value in loglikelihoods)
+    if len(values) != n_choices:
+        raise ValueError(f"expected {n_choices} log-likelihoods (one per choice), got {len(values)}")
+    for bad, test in (("NaN", math.isnan), ("+inf", lambda v: v == math.inf)):
+        where = [i for i, value in enumerate(values) if test(value)]
+        if where:
+            return LoglikelihoodChoice(values, None, f"{bad} log-likelihood for choice(s) {where}")
+    if not any(math.isfinite(value) for value in values):
+        return LoglikelihoodChoice(values, None, "no finite log-likelihood (every choice is -inf)")
+    return LoglikelihoodChoice(values, max(range(len(values)), key=lambda i: (values[i], -i)))
 
 
 def scored_item(

@@ -6,7 +6,7 @@ hooks), :mod:`.report_spec`; the fact-checker: :mod:`.records`, :mod:`.factcheck
 :mod:`.demo_data`.
 """
 
-from ..benchmarks import Benchmark
+from ..benchmarks import Benchmark, Setting, SettingKind
 from . import commands, constants, demo_data, factcheck_prompts, parsing
 from .report_spec import REPORT_SPECS
 
@@ -17,6 +17,15 @@ BENCHMARK = Benchmark(
     report_specs=REPORT_SPECS,
     register_commands=commands.register,
     smoke_tasks=("factbench_summ", "factbench_rag"),
+    settings=(
+        Setting(
+            "sample_size",
+            SettingKind.COUNT,
+            constants.SAMPLE_SIZE,
+            "the fixed article sample of summ and laysumm (0: all; the paper's is 1,000)",
+        ),
+        Setting("bioasq_path", SettingKind.TEXT, None, "the BioASQ file or folder rag and gen read"),
+    ),
     build_demo_data=demo_data.build_demo_data,
     reply_parsers={
         "parse_facts": factcheck_prompts.parse_facts,

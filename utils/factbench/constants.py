@@ -137,11 +137,11 @@ BIOASQ_DIR = "bioasq"
 BIOASQ_LAYOUT = (
     f"DIR/{BENCHMARK}/{BIOASQ_DIR}/ holding one or more files in the official BioASQ JSON format "
     f'({{"questions": [{{"id", "type", "body", "snippets": [{{"text", ...}}], '
-    f'"ideal_answer", ...}}]}}), or --metadata bioasq_path=FILE_OR_DIR'
+    f'"ideal_answer", ...}}]}}), or --metadata factbench_bioasq_path=FILE_OR_DIR'
 )
 BIOASQ_HOWTO = (
     "BioASQ is registration-gated and has no hub copy: register at https://participants-area.bioasq.org, "
-    "download the Task B training set (JSON), then pass it with --metadata bioasq_path=/path/to/trainingXb.json "
+    "download the Task B training set (JSON), then pass it with --metadata factbench_bioasq_path=/path/to/trainingXb.json "
     f"(a file or a folder of BioASQ JSON files), or put it in {BIOASQ_LAYOUT.split(' holding')[0]}."
 )
 

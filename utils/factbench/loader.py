@@ -159,7 +159,7 @@ def bioasq_files(bioasq_path: str | None, data_dir: str | None) -> list[Path]:
     """The BioASQ JSON files: ``bioasq_path`` (file or folder), else DIR/factbench/bioasq/."""
     if bioasq_path:
         root = Path(bioasq_path).expanduser()
-        origin = "--metadata bioasq_path"
+        origin = "--metadata factbench_bioasq_path"
     else:
         folder = data_layer.local_benchmark_dir(BENCHMARK, data_dir)
         if folder is None:

@@ -6,23 +6,22 @@ from collections.abc import Mapping
 from typing import Any
 
 from .. import data as data_layer
-from .constants import BENCHMARK, SAMPLE_SIZE
+from . import BENCHMARK as DECLARATION
+from .constants import BENCHMARK
 from .loader import load
 from .parsing import score_generation
 from .prompts import prompt
 
 
-def custom_dataset(
-    factbench_task: str,
-    data_dir: str | None = None,
-    bioasq_path: str | None = None,
-    sample_size: int | str = SAMPLE_SIZE,
-    split: str | None = None,
-    **_: Any,
-):
-    """lm-eval ``custom_dataset`` hook (also receives the task metadata and model arguments)."""
+def custom_dataset(factbench_task: str, data_dir: str | None = None, split: str | None = None, **metadata: Any):
+    """lm-eval ``custom_dataset`` hook (also receives the task metadata and model arguments).
+
+    FActBench's settings (``factbench_sample_size``, ``factbench_bioasq_path``) are read by its declaration
+    (``Benchmark.read_settings``); the unscoped ``sample_size`` and ``bioasq_path`` are refused with those names.
+    """
     data_layer.refuse_training_split(BENCHMARK, split)
-    return data_layer.to_dataset_dict(load(factbench_task, data_dir, bioasq_path, int(sample_size)))
+    settings = DECLARATION.read_settings(metadata)
+    return data_layer.to_dataset_dict(load(factbench_task, data_dir, settings["bioasq_path"], settings["sample_size"]))
 
 
 def doc_to_text(doc: Mapping[str, str]) -> str:

@@ -7,7 +7,7 @@ report_spec, explanations and explanation_metrics (explanation scores after a ru
 
 from functools import partial
 
-from ..benchmarks import Benchmark
+from ..benchmarks import Benchmark, Setting, SettingKind
 from . import commands, constants, parsing, prompts
 from .report_spec import REPORT_SPECS
 
@@ -29,6 +29,11 @@ BENCHMARK = Benchmark(
     report_specs=REPORT_SPECS,
     register_commands=commands.register,
     smoke_tasks=("medexqa_logit_be", "medexqa_be"),
+    settings=(
+        Setting("split", SettingKind.TEXT, "test", "which items are evaluated: test (the paper's) or dev"),
+        Setting("shuffle", SettingKind.FLAG, False, "shuffles every item's options (not the paper's order)"),
+        Setting("shuffle_seed", SettingKind.COUNT, constants.DEFAULT_SHUFFLE_SEED, "the seed of that shuffle"),
+    ),
     reply_parsers={
         "extract_answer": partial(parsing.extract_answer, options=prompts.doc_options(_BE_1)),
         "extract_answer_one_letter_options": partial(parsing.extract_answer, options=_CLS_325_OPTIONS),

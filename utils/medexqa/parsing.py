@@ -27,7 +27,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..scoring import first_argmax
+from ..scoring import INVALID, choose_by_loglikelihood
 from ..text import strip_think
 from .constants import LETTERS
 from .prompts import doc_options, generation_prompt
@@ -114,16 +114,16 @@ def extract_answer(reply: str, options: Sequence[str]) -> Extraction:
 
 @dataclass(frozen=True)
 class LogitScore:
-    pred: str
+    pred: str  # a letter, or INVALID (a non-finite log-likelihood: see scoring.choose_by_loglikelihood)
     correct: bool
+    invalid_reason: str | None = None
 
 
 def score_logit(doc: Mapping[str, Any], loglikelihoods: Sequence[float]) -> LogitScore:
     """The most likely letter (first on ties, as lm-eval's ``acc``) against the doc's gold letter."""
-    if len(loglikelihoods) != len(LETTERS):
-        raise ValueError(f"expected {len(LETTERS)} log-likelihoods, got {len(loglikelihoods)}")
-    pred = LETTERS[first_argmax([float(value) for value in loglikelihoods])]
-    return LogitScore(pred, pred == doc["answer"])
+    choice = choose_by_loglikelihood(loglikelihoods, len(LETTERS))
+    pred = INVALID if choice.index is None else LETTERS[choice.index]
+    return LogitScore(pred, pred == doc["answer"], choice.invalid_reason)
 
 
 @dataclass(frozen=True)

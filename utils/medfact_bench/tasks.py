@@ -6,18 +6,23 @@ from collections import Counter
 from typing import Any
 
 from .. import data as data_layer
+from . import BENCHMARK as DECLARATION
 from .constants import BENCHMARK, PUBLISHED_COUNTS, TASK_COMPONENTS
 from .loader import load
 from .parsing import score_reply
 from .prompts import user_prompt
 
 
-def custom_dataset(component: str | None = None, data_dir: str | None = None, split: str | None = None, **_: Any):
+def custom_dataset(
+    component: str | None = None, data_dir: str | None = None, split: str | None = None, **metadata: Any
+):
     """lm-eval ``custom_dataset`` hook: the rows of one component (all rows when None) as split 'test'.
 
-    lm-eval also passes the task metadata and the model arguments; they are ignored.
+    lm-eval also passes the task metadata and the model arguments; they are ignored, except a name with
+    this benchmark's prefix, which it has no settings for (``Benchmark.read_settings``).
     """
     data_layer.refuse_training_split(BENCHMARK, split)
+    DECLARATION.read_settings(metadata)
     loaded = load(data_dir)
     if component is not None and component not in PUBLISHED_COUNTS:
         raise data_layer.DataError(

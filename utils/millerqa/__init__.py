@@ -5,9 +5,10 @@ Modules: ``constants`` (pinned source, benchmarks, counts, families), ``prompts`
 ``medbullets`` (rebuilding the withheld file), ``tasks`` (lm-eval hooks), ``report_spec`` (the report).
 """
 
-from ..benchmarks import Benchmark
+from ..benchmarks import Benchmark, Setting, SettingKind
 from . import commands, parsing
 from .constants import BENCHMARK as NAME
+from .constants import SHUFFLE_SEED
 from .report_spec import REPORT_SPECS
 
 BENCHMARK = Benchmark(
@@ -17,6 +18,15 @@ BENCHMARK = Benchmark(
     report_specs=REPORT_SPECS,
     register_commands=commands.register,
     smoke_tasks=("millerqa_triage", "millerqa_choiceonly_triage", "millerqa_ll_triage"),
+    settings=(
+        Setting(
+            "model_label",
+            SettingKind.TEXT,
+            None,
+            "keys the per-(item, model) option shuffle; derived from pretrained= or model= (with a warning) when not given",
+        ),
+        Setting("shuffle_seed", SettingKind.COUNT, SHUFFLE_SEED, "the seed of that shuffle (42: the authors')"),
+    ),
     reply_parsers={
         "parse_reply": parsing.parse_reply,
         "selected_letter": parsing.selected_letter,

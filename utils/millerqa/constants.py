@@ -21,9 +21,6 @@ SHUFFLE_SEED = 42  # the authors' SHUFFLE_SEED; the published runs used it
 LETTERS = string.ascii_uppercase
 MEDBULLETS = "medbullets"  # withheld upstream; rebuilt by the user (medbullets.rebuild_medbullets)
 
-# The user settings MillerQA reads, each given as --metadata millerqa_<name>=...: lm-eval hands every
-# task the same metadata, so an unscoped name would also reach (and could change) other benchmarks.
-SETTINGS = ("model_label", "shuffle_seed")
 
 # Competency dimension -> (title, benchmark file stems), as in the upstream README.
 DIMENSIONS: dict[str, tuple[str, tuple[str, ...]]] = {

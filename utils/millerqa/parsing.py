@@ -27,7 +27,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..scoring import first_argmax
+from ..scoring import choose_by_loglikelihood
 from ..text import strip_think
 from .constants import LETTERS
 
@@ -385,23 +385,27 @@ def score_reply(doc: Mapping[str, Any], reply: str) -> Answer:
 
 @dataclass(frozen=True)
 class Choice:
-    """The log-likelihood variant's answer: the most likely letter (the first on a tie)."""
+    """The log-likelihood variant's answer: the most likely letter (the first on a tie), or none."""
 
-    position: int
-    original_index: int
+    position: int | None  # None: no answer (a non-finite log-likelihood: see scoring.choose_by_loglikelihood)
+    original_index: int | None
     is_correct: bool
+    invalid_reason: str | None = None
 
     def record(self, doc: Mapping[str, Any]) -> dict[str, Any]:
         return {
             **_item_record(doc),
-            "selected_letter": LETTERS[self.position],
+            "selected_letter": None if self.position is None else LETTERS[self.position],
             "selected_original_index": self.original_index,
             "is_correct": self.is_correct,
+            "invalid_reason": self.invalid_reason,
         }
 
 
 def score_loglikelihoods(doc: Mapping[str, Any], loglikelihoods: Sequence[float]) -> Choice:
     """The log-likelihood protocol: one log-likelihood per shuffled letter."""
-    position = first_argmax(loglikelihoods)
-    chosen = doc["permutation"][position]
-    return Choice(position=position, original_index=chosen, is_correct=chosen == doc["target"])
+    choice = choose_by_loglikelihood(loglikelihoods, len(doc["permutation"]))
+    if choice.index is None:
+        return Choice(position=None, original_index=None, is_correct=False, invalid_reason=choice.invalid_reason)
+    chosen = doc["permutation"][choice.index]
+    return Choice(position=choice.index, original_index=chosen, is_correct=chosen == doc["target"])

@@ -51,7 +51,7 @@ def score_sample_loglikelihood(task: str, sample: Mapping[str, Any]) -> ScoredIt
         sample,
         component=doc["benchmark"],
         gold=str(doc["target"]),
-        pred=str(choice.original_index),
+        pred=INVALID if choice.original_index is None else str(choice.original_index),
         extras={"chance": _chance(doc)},
         details=choice.record(doc),
     )

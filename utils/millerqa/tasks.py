@@ -15,8 +15,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .. import data as data_layer
+from . import BENCHMARK as DECLARATION
 from . import loader
-from .constants import BENCHMARK, CURATED, LETTERS, SETTINGS, SHUFFLE_SEED
+from .constants import BENCHMARK, CURATED, LETTERS
 from .parsing import score_loglikelihoods, score_reply
 from .prompts import choice_only_prompt, loglikelihood_prompt, shuffled_doc, user_prompt
 
@@ -24,7 +25,7 @@ logger = logging.getLogger(__name__)
 _warned_labels: set[str] = set()
 
 
-def model_label_from(model_label: Any = None, pretrained: Any = None, model: Any = None) -> tuple[str, bool]:
+def model_label_from(model_label: str | None = None, pretrained: Any = None, model: Any = None) -> tuple[str, bool]:
     """(label, derived): the label that keys the shuffle, and whether it was derived from the model's path.
 
     ``--metadata millerqa_model_label=...`` if given, else the last path component of ``pretrained``
@@ -33,12 +34,6 @@ def model_label_from(model_label: Any = None, pretrained: Any = None, model: Any
     renaming the folder changes every shuffle. The authors used their own labels (``gpt-4o``,
     ``llama-3-1-8b``, ...); pass one to reproduce their shuffles.
     """
-    if model_label is not None and not isinstance(model_label, str):
-        # lm-eval reads --metadata values that look like numbers or booleans as such: 1e5 would become "100000.0".
-        raise data_layer.DataError(
-            f"--metadata millerqa_model_label={model_label!r} was read as a {type(model_label).__name__}, not text; "
-            f"""pass it as JSON: --metadata '{{"millerqa_model_label": "..."}}'"""
-        )
     if model_label is not None and model_label.strip():
         return model_label.strip(), False
     source = pretrained if pretrained is not None else model
@@ -61,22 +56,10 @@ def model_label_from(model_label: Any = None, pretrained: Any = None, model: Any
     return label, True
 
 
-def shuffle_seed_from(value: Any) -> int:
-    """``--metadata millerqa_shuffle_seed=N`` as an integer (lm-eval passes it as text or a number)."""
-    if isinstance(value, (int, str)) and not isinstance(value, bool):
-        try:
-            return int(value)
-        except ValueError:
-            pass
-    raise data_layer.DataError(f"--metadata millerqa_shuffle_seed={value!r}: expected an integer")
-
-
 def custom_dataset(
     benchmark: str,
     release: str = CURATED,
     data_dir: str | None = None,
-    millerqa_model_label: Any = None,
-    millerqa_shuffle_seed: Any = SHUFFLE_SEED,
     pretrained: Any = None,
     model: Any = None,
     split: str | None = None,
@@ -85,13 +68,14 @@ def custom_dataset(
     """lm-eval ``custom_dataset`` hook: one benchmark's docs, shuffled for this model, as split 'test'.
 
     lm-eval passes the task metadata, ``--metadata`` and every ``--model_args`` value (``pretrained``,
-    ``model`` and the rest stay as they are). The docs depend only on the data, the label and the
-    seed, so every process of a multi-GPU run builds the same.
+    ``model`` and the rest stay as they are); MillerQA's settings are read by its declaration
+    (``Benchmark.read_settings``). The docs depend only on the data, the label and the seed, so every
+    process of a multi-GPU run builds the same.
     """
-    data_layer.refuse_unscoped_settings(BENCHMARK, metadata, SETTINGS)
     data_layer.refuse_training_split(BENCHMARK, split)
-    label, derived = model_label_from(millerqa_model_label, pretrained, model)
-    seed = shuffle_seed_from(millerqa_shuffle_seed)
+    settings = DECLARATION.read_settings(metadata)
+    label, derived = model_label_from(settings["model_label"], pretrained, model)
+    seed = settings["shuffle_seed"]
     items = loader.load(benchmark, release, data_dir)
     return data_layer.to_dataset_dict(
         [shuffled_doc(item, benchmark, release, label, seed, model_label_derived=derived) for item in items]

@@ -6,7 +6,6 @@ spec alike (:func:`score_choice`, :func:`score_generation`). Rules in lm_eval_ta
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -14,7 +13,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .. import stats
-from ..scoring import INVALID, first_argmax
+from ..scoring import INVALID, choose_by_loglikelihood
 from ..text import strip_think
 from .constants import LABELS
 
@@ -32,25 +31,13 @@ class Verdict:
         return float(self.pred == self.gold)
 
 
-def predicted_label(loglikelihoods: Sequence[float]) -> str:
-    """The choice with the highest log-likelihood, in LABELS order; an exact tie (common in bf16)
-    goes to the earliest of yes, no, maybe. A NaN score means no answer (INVALID)."""
-    values = [float(v) for v in loglikelihoods]
-    if len(values) != len(LABELS):
-        raise ValueError(f"expected {len(LABELS)} log-likelihoods (yes, no, maybe), got {len(values)}")
-    if any(math.isnan(v) for v in values):
-        return INVALID
-    return LABELS[first_argmax(values)]
-
-
-def is_tied(loglikelihoods: Sequence[float]) -> bool:
-    values = [float(v) for v in loglikelihoods]
-    return values.count(max(values)) > 1
-
-
 def score_choice(gold: str, loglikelihoods: Sequence[float]) -> Verdict:
-    """A log-likelihood item: yes / no / maybe scores in that order."""
-    return Verdict(gold, predicted_label(loglikelihoods), {"tied_top_choice": float(is_tied(loglikelihoods))})
+    """A log-likelihood item: yes / no / maybe scores in that order. The highest wins; an exact tie (common
+    in bf16) goes to the earliest of yes, no, maybe; a non-finite score means no answer (INVALID, see
+    scoring.choose_by_loglikelihood)."""
+    choice = choose_by_loglikelihood(loglikelihoods, len(LABELS))
+    pred = INVALID if choice.index is None else LABELS[choice.index]
+    return Verdict(gold, pred, {"tied_top_choice": float(choice.tied)})
 
 
 # Only ASCII letters are case-folded: Python's IGNORECASE would also read "yeſ" (long s) as "yes" and

@@ -10,6 +10,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .. import data as data_layer
+from . import BENCHMARK as DECLARATION
 from .loader import Item, load
 from .parsing import macro_f1_value, score_choice, score_generation
 from .prompts import generative_prompt, zero_shot_prompt
@@ -19,17 +20,20 @@ __all__ = [
     "custom_dataset",
     "generative_prompt",
     "macro_f1",
+    "process_builtin_results",
     "process_generation",
     "process_results",
     "zero_shot_prompt",
 ]
 
 
-def custom_dataset(subset: str = "full", data_dir: str | None = None, **_: Any):
+def custom_dataset(subset: str = "full", data_dir: str | None = None, **metadata: Any):
     """lm-eval ``custom_dataset`` hook: the test items of ``subset`` (full or n100) as split 'test'.
 
-    lm-eval also passes the task metadata and the model arguments; they are ignored.
+    lm-eval also passes the task metadata and the model arguments; they are ignored, except a name with
+    this benchmark's prefix, which it has no settings for (``Benchmark.read_settings``).
     """
+    DECLARATION.read_settings(metadata)
     return data_layer.to_dataset_dict([item.doc() for item in load(data_dir).subset(subset)])
 
 
@@ -47,10 +51,12 @@ _SOURCE_FIELDS = (
 )
 
 
-def builtin_custom_dataset(data_dir: str | None = None, **_: Any):
+def builtin_custom_dataset(data_dir: str | None = None, **metadata: Any):
     """Our split in the schema lm-eval's built-in ``pubmedqa`` reads (bigbio's "source" schema:
     ori_pqal.json's fields): 'test' = the 500 official test items, 'train' = the 500-item train pool."""
     import datasets
+
+    DECLARATION.read_settings(metadata)
 
     loaded = load(data_dir)
 
@@ -65,6 +71,11 @@ def process_results(doc: Mapping[str, Any], results: Sequence[tuple[float, bool]
     """multiple_choice: ``results`` holds (log-likelihood, is_greedy) for yes, no, maybe."""
     verdict = score_choice(doc["final_decision"], [ll for ll, _ in results])
     return {"acc": verdict.correct, "macro_f1": (verdict.gold, verdict.pred)}
+
+
+def process_builtin_results(doc: Mapping[str, Any], results: Sequence[tuple[float, bool]]) -> dict[str, float]:
+    """lm-eval's built-in ``pubmedqa`` metric (``acc`` only), read by :func:`process_results`'s scoring function."""
+    return {"acc": score_choice(doc["final_decision"], [ll for ll, _ in results]).correct}
 
 
 def process_generation(doc: Mapping[str, Any], results: Sequence[str]) -> dict[str, Any]:
