@@ -1,3 +1,4 @@
+import html
 import json
 import os
 import stat
@@ -450,3 +451,20 @@ def test_a_samples_file_that_cannot_be_read_is_one_line_naming_it(tmp_path, kind
     path.unlink()
     _hostile(kind, path)
     _one_line_error(tmp_path, path, folder, UNREADABLE[kind].replace("invalid JSON", "line 1: invalid JSON"))
+
+
+def test_a_run_on_the_demo_labels_says_so_next_to_the_number(demo_data_dir, tmp_path):
+    from lm_eval_tasks.utils.medfact_bench import demo_label_note
+
+    from tests.test_comparison import evaluated_run
+
+    folder = evaluated_run(tmp_path / "run", demo_data_dir, ["medfact_bench_scifact"], limit=3)
+    assert cli(["report", str(folder), "--out", str(tmp_path / "rep")]) == 0
+    note = demo_label_note({"label_source": "medv1_l3b_prediction"})
+    saved = json.loads((tmp_path / "rep" / "report.json").read_text(encoding="utf-8"))["benchmarks"]["medfact_bench"]
+    assert saved["caveats"] == [note] and note in saved["paper_comparable"]["reasons"]
+    markdown = (tmp_path / "rep" / "report.md").read_text(encoding="utf-8")
+    headline = markdown.index("**accuracy_macro**")
+    assert markdown.index(f"caveat: {note}") - headline < 400  # beside the number, not at the end
+    page = (tmp_path / "rep" / "report.html").read_text(encoding="utf-8")
+    assert f'class="caveat" data-benchmark="medfact_bench">caveat: {html.escape(note)}' in page

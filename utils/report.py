@@ -83,6 +83,7 @@ def _headline_lines(name: str, bench: Mapping[str, Any], answered_only: bool) ->
             f"{_fmt(bench['accuracy_all_macro'])} (unanswered counted wrong)",
             f"- answered (coverage): {_fmt(bench['answered'])}",
         ]
+    lines += [f"- **caveat: {md(caveat)}**" for caveat in bench.get("caveats", [])]
     lines.append(
         f"- paper-comparable: {'yes' if comparable['value'] is not None else 'no'} ({md(comparable['reason'])})"
     )
@@ -156,7 +157,10 @@ def _class_lines(bench: Mapping[str, Any]) -> list[str]:
 def _reference_lines(bench: Mapping[str, Any]) -> list[str]:
     lines = []
     if bench["reference"]:
-        lines += ["", "Published reference numbers:", ""]
+        caveat = (
+            " (not comparable with this run: " + md("; ".join(bench["caveats"])) + ")" if bench.get("caveats") else ""
+        )
+        lines += ["", f"Published reference numbers{caveat}:", ""]
         lines += [
             f"- {model}: " + ", ".join(f"{k} {v:.3f}" for k, v in numbers.items())
             for model, numbers in bench["reference"].items()

@@ -34,7 +34,7 @@ from .runs import Run, load_run, run_info
 from .scoring import INVALID, AccuracyOver, BenchmarkSpec, Headline, ScoredItem
 
 # 2.0: run provenance (n_shot, seeds, device, dtype as lm-eval recorded it, versions, hashes, file sha256s);
-# per section compared_metric, published_headlines and paper_comparable.reasons.
+# per section compared_metric, published_headlines, caveats and paper_comparable.reasons.
 SCHEMA_VERSION = "2.0"
 
 
@@ -326,6 +326,19 @@ def _distinct_settings(run: Run, spec: BenchmarkSpec) -> tuple[dict[str, Any], .
     return tuple(seen.values())
 
 
+def _caveats(run: Run, spec: BenchmarkSpec) -> list[str]:
+    """Every distinct caveat the spec gives for the section's logged docs (e.g. labels that are not gold)."""
+    if spec.caveat_of is None:
+        return []
+    found = (
+        spec.caveat_of(sample["doc"])
+        for task in sorted(t for t in run.samples if spec.owns(t))
+        for sample in run.samples[task]
+        if isinstance(sample.get("doc"), Mapping)
+    )
+    return list(dict.fromkeys(caveat for caveat in found if caveat))
+
+
 def _generative(run: Run, tasks: Sequence[str]) -> bool:
     configs = run.results.get("configs") or {}
     return any(isinstance(configs.get(t), Mapping) and configs[t].get("output_type") == "generate_until" for t in tasks)
@@ -362,8 +375,9 @@ def score_section(
         "published_headlines": spec.published_headlines(),
         "notes": list(spec.notes),
     }
+    numbers["caveats"] = _caveats(run, spec)
     numbers["paper_comparable"] = _paper_comparable(
-        numbers, spec, protocol_differences(spec, tasks, provenance, settings, generative)
+        numbers, spec, numbers["caveats"] + protocol_differences(spec, tasks, provenance, settings, generative)
     )
     if spec.component_groups:
         numbers["component_groups"] = _component_groups(items, by_component, spec)

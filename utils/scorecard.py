@@ -49,6 +49,7 @@ _SECTION_FIELDS = frozenset(
         "confusion_matrix",
         "compared_metric",
         "published_headlines",
+        "caveats",
     }
 )
 
@@ -65,7 +66,7 @@ td.num{text-align:right;font-variant-numeric:tabular-nums}
 .yes{color:#116329;font-weight:600}.no{color:#a40e26;font-weight:600}
 .published td{color:#57606a;font-style:italic}img{max-width:100%;border:1px solid #eaeef2;margin:6px 0}
 code{background:#f6f8fa;padding:0 3px;border-radius:3px;word-break:break-all}table table{margin:0;font-size:1em}
-.muted{color:#57606a}.this-run td{font-weight:600}.wide{overflow-x:auto}
+.caveat{color:#a40e26;font-weight:600}.muted{color:#57606a}.this-run td{font-weight:600}.wide{overflow-x:auto}
 """
 
 
@@ -216,8 +217,12 @@ def _headline_box(name: str, bench: Mapping[str, Any]) -> str:
         if key in bench
     )
     flag = attrs(benchmark=name, comparable="true" if verdict == "yes" else "false")
+    caveats = "".join(
+        f'<div class="caveat"{attrs(benchmark=name)}>caveat: {esc(caveat)}</div>'
+        for caveat in bench.get("caveats") or []
+    )
     return (
-        f'<div class="headline-box"><div>{what} {headline}</div>'
+        f'<div class="headline-box"><div>{what} {headline}</div>{caveats}'
         f'<div>paper-comparable: <span class="comparable {verdict}"{flag}>{verdict}</span>{reason}</div>'
         f'<div class="muted">{esc(facts)}</div></div>'
     )
@@ -254,6 +259,8 @@ def _component_plot(bench: Mapping[str, Any], published: Mapping[str, Mapping[st
         for c, entry in components.items()
     ]
     headlines = bench.get("published_headlines") or {}
+    if bench.get("caveats"):  # this run's labels are not gold: the published points are no yardstick for it
+        published = {}
     markers = {
         model: [number(headlines.get(model))] + [number(numbers.get(c)) for c in components]
         for model, numbers in published.items()
@@ -364,8 +371,9 @@ def benchmark_section(name: str, bench: Mapping[str, Any]) -> str:
         keys = list(dict.fromkeys(k for numbers in published.values() for k in numbers))
         mine = [_run_value(bench, k) for k in keys]
         run_row = ["this run", *("-" if value is None else _value_cell(value) for value in mine)]
+        caveat = f" (not comparable with this run: {'; '.join(bench['caveats'])})" if bench.get("caveats") else ""
         parts += [
-            "<h3>Published numbers beside this run</h3>",
+            f"<h3>Published numbers beside this run{esc(caveat)}</h3>",
             table(
                 ["model", *keys],
                 [run_row]

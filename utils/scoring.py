@@ -103,6 +103,9 @@ class BenchmarkSpec:
     paper_settings: Mapping[str, Any] = field(default_factory=dict)
     # Why this section is never paper-comparable (e.g. a frozen subset is a ranking of its own); None: it can be.
     separate_ranking: str | None = None
+    # A sentence to show next to the number when a logged doc's label is not a gold label (e.g. a demo file
+    # labelled with a model's predictions); None for a gold label. Such a section is never paper-comparable.
+    caveat_of: Callable[[Mapping[str, Any]], str | None] | None = None
     # Settings that differ between models by the protocol's design (MillerQA shuffles options per model label):
     # two runs that differ in them are still comparable, and their prompts differ by design.
     per_model_settings: frozenset[str] = frozenset()

@@ -7,6 +7,7 @@ from typing import Any
 
 from ..scoring import BenchmarkSpec, Headline, ScoredItem, Stratum, logged_reply, scored_item
 from .constants import BENCHMARK, LABELS, MAX_NEW_TOKENS, PUBLISHED_COUNTS, PUBLISHED_NUMBERS
+from .demo_data import demo_label_note
 from .parsing import score_reply
 
 
@@ -73,5 +74,6 @@ REPORT_SPECS = (
         ),
         settings_of=generation_settings,
         paper_settings={"paper_generation": True},
+        caveat_of=lambda doc: demo_label_note(doc),
     ),
 )
