@@ -583,3 +583,30 @@ def test_a_cache_written_before_usage_was_kept_still_answers(tmp_path):
     assert cache.get("k") == ("True", None)
     cache.put("k2", "False", {}, None)
     assert cache.get("k2") == ("False", None)
+
+
+def test_our_own_local_server_is_checked_directly_whatever_proxy_the_environment_names(tmp_path, monkeypatch):
+    import functools
+    import urllib.error
+    import urllib.request
+    from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+
+    from lm_eval_tasks.utils.models import open_local
+
+    (tmp_path / "health").write_text("ok")
+    handler = functools.partial(SimpleHTTPRequestHandler, directory=str(tmp_path))
+    handler.log_message = lambda *args: None
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    try:
+        for name in ("NO_PROXY", "no_proxy", "http_proxy"):
+            monkeypatch.delenv(name, raising=False)
+        monkeypatch.setenv("HTTP_PROXY", f"http://127.0.0.1:{free_port()}")  # nothing listens there
+        url = f"http://127.0.0.1:{httpd.server_address[1]}/health"
+        with pytest.raises(urllib.error.URLError):
+            urllib.request.urlopen(url, timeout=5)  # what the health check did: through the dead proxy
+        with open_local(url, timeout=5) as response:
+            assert response.read() == b"ok"
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
