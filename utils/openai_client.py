@@ -617,3 +617,50 @@ def usage_summary(client: ChatClient, prices: Mapping[str, Price] | None = None,
         side: _totals([usage for origin, usage in replies if origin == kind], model, prices, source)
         for side, kind in (("this_run", "call"), ("from_cache", "cache"))
     }
+
+
+def usage_total(summaries: Sequence[Mapping[str, Any]]) -> dict:
+    """The sum of several clients' :func:`usage_summary` (a command's judges, decomposer and judge). A cost is
+    summed only when every client has one; otherwise the total has none, and says which could not be priced."""
+    total: dict[str, Any] = {}
+    for side in ("this_run", "from_cache"):
+        parts = [summary[side] for summary in summaries]
+        counts = {
+            name: sum(part[name] for part in parts)
+            for name in (
+                "replies",
+                "replies_without_usage",
+                "prompt_tokens",
+                "completion_tokens",
+                "reasoning_tokens",
+                "replies_reporting_reasoning_tokens",
+            )
+        }
+        if parts and all("cost_usd" in part for part in parts):
+            unpriced = [part["cost_unavailable"] for part in parts if part["cost_usd"] is None]
+            counts["cost_usd"] = None if unpriced else sum(part["cost_usd"] for part in parts)
+            if unpriced:
+                counts["cost_unavailable"] = "; ".join(dict.fromkeys(unpriced))
+        total[side] = counts
+    return total
+
+
+def format_usage(usage: Mapping[str, Any]) -> str:
+    """One line for a usage summary or total: tokens and cost of this run's calls, and of the cached answers."""
+
+    def side(entry: Mapping[str, Any]) -> str:
+        text = (
+            f"{entry['replies']} replies, {entry['prompt_tokens']} prompt + {entry['completion_tokens']} completion "
+            f"tokens ({entry['reasoning_tokens']} reasoning)"
+        )
+        if entry["replies_without_usage"]:
+            text += f", {entry['replies_without_usage']} without usage"
+        if "cost_usd" in entry:
+            text += (
+                f", ${entry['cost_usd']:.4f}"
+                if entry["cost_usd"] is not None
+                else f", no cost: {entry['cost_unavailable']}"
+            )
+        return text
+
+    return f"this run: {side(usage['this_run'])}; from the cache: {side(usage['from_cache'])}"
