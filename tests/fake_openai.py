@@ -31,12 +31,13 @@ REASONING_TOKENS = {"minimal": 0, "low": 16, "medium": 64, "high": 256}
 @dataclass(frozen=True)
 class FakeReply:
     """Any HTTP reply: status, raw body (text or bytes, sent as is) and headers; ``drip`` seconds between
-    the body's bytes (after the headers)."""
+    the body's bytes (and the headers' too, with ``drip_headers``)."""
 
     status: int = 200
     body: str | bytes = ""
     headers: dict[str, str] = field(default_factory=dict)
     drip: float = 0.0
+    drip_headers: bool = False  # drip the status line and headers too
 
     @classmethod
     def chat(cls, content, finish_reason: str | None = "stop", usage: dict | None = None) -> FakeReply:
@@ -134,11 +135,18 @@ class FakeChatServer:
                 if not isinstance(reply, FakeReply):
                     reply = FakeReply.chat(reply, usage=word_usage(body, reply))
                 payload = reply.body.encode() if isinstance(reply.body, str) else reply.body
-                self.send_response(reply.status)
-                for name, value in {"Content-Type": "application/json", **reply.headers}.items():
-                    self.send_header(name, value)
-                self.send_header("Content-Length", str(len(payload)))
-                self.end_headers()
+                headers = {"Content-Type": "application/json", **reply.headers, "Content-Length": str(len(payload))}
+                if reply.drip_headers:
+                    payload = (
+                        f"HTTP/1.1 {reply.status} Whatever\r\n"
+                        + "".join(f"{name}: {value}\r\n" for name, value in headers.items())
+                        + "\r\n"
+                    ).encode() + payload
+                else:
+                    self.send_response(reply.status)
+                    for name, value in headers.items():
+                        self.send_header(name, value)
+                    self.end_headers()
                 sent = 0
                 try:
                     if reply.drip:

@@ -36,6 +36,7 @@ import hashlib
 import json
 import math
 import os
+import socket
 import sqlite3
 import threading
 import time
@@ -347,10 +348,9 @@ class _CallFailed(Exception):
 
 
 def _read_body(response: Any, deadline: float, cap: int) -> bytes:
-    """The body, decompressed, read one socket read at a time until ``deadline`` (``time.monotonic``) and
-    never more than ``cap`` bytes after decompression, whatever the server sends."""
-    from urllib3.exceptions import ReadTimeoutError
-
+    """The body, decompressed, read one socket read at a time until ``deadline`` (``time.monotonic``; a read
+    that blocks past it is ended by the request's :class:`_Watch`) and never more than ``cap`` bytes after
+    decompression, whatever the server sends."""
     encoding = response.headers.get("Content-Encoding", "").strip().lower()
     if encoding not in ("", "identity", *_DECODERS):
         raise _CallFailed(f"reply in an unsupported Content-Encoding {encoding!r}", retryable=False)
@@ -361,18 +361,11 @@ def _read_body(response: Any, deadline: float, cap: int) -> bytes:
     decoder = zlib.decompressobj(wbits) if wbits is not None else None
     body = bytearray()
     while True:
-        left = deadline - time.monotonic()
-        if left <= 0:
-            raise _CallFailed(f"no complete reply within the deadline ({len(body)} bytes so far)", retryable=True)
-        # One socket read cannot outlast the deadline either. Looked up each time: once the body is read the
-        # connection goes back to the pool (connection is None), and another thread's request may use it.
-        if (sock := getattr(getattr(response.raw, "connection", None), "sock", None)) is not None:
-            sock.settimeout(left)
+        if time.monotonic() > deadline:
+            raise _CallFailed(f"no complete reply by the deadline ({len(body)} bytes so far)", retryable=True)
         try:
             chunk = response.raw.read1(_READ_BYTES, decode_content=False)
-        except Exception as exc:  # urllib3 wraps socket timeouts and resets in several types
-            if isinstance(exc, TimeoutError | ReadTimeoutError):  # the socket's timeout is what was left
-                raise _CallFailed(f"no complete reply within the deadline ({len(body)} bytes so far)", True) from None
+        except Exception as exc:  # urllib3 wraps socket errors (and the watch's shutdown) in several types
             raise _CallFailed(f"reply cut off ({exc.__class__.__name__}: {exc})", retryable=True) from None
         if not chunk:
             break
@@ -395,6 +388,73 @@ def _read_body(response: Any, deadline: float, cap: int) -> bytes:
     return bytes(body)
 
 
+_WATCH_LOCK = threading.Lock()
+_current_watch = threading.local()  # the deadline of the request this thread is making
+
+
+class _Watch:
+    """One HTTP request's deadline: when it fires, the socket of the connection the request is on is shut
+    down, which ends a read blocked at any point (connecting aside): a server dripping its headers or its
+    body cannot hold the call. A connection already serving another request is never touched."""
+
+    def __init__(self):
+        self.fired = False
+        self.connection: Any = None
+
+    def register(self, connection: Any) -> None:
+        with _WATCH_LOCK:
+            if self.fired:
+                raise TimeoutError("the deadline passed before the request was sent")
+            self.connection = connection
+            connection.medeval_watch = self
+
+    def fire(self) -> None:
+        with _WATCH_LOCK:
+            self.fired = True
+            connection = self.connection
+            if connection is None or getattr(connection, "medeval_watch", None) is not self:
+                return
+            sock = getattr(connection, "sock", None)
+        if sock is not None:
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass  # already closed
+
+
+class _Watched:
+    """Mixed into urllib3's connection classes: each request puts its connection under this thread's watch."""
+
+    def request(self, *args: Any, **kwargs: Any) -> Any:
+        if (watch := getattr(_current_watch, "watch", None)) is not None:
+            watch.register(self)
+        return super().request(*args, **kwargs)
+
+
+_WATCHED_CLASSES: dict[type, type] = {}
+
+
+def _watched(cls: type) -> type:
+    with _WATCH_LOCK:
+        if cls not in _WATCHED_CLASSES:
+            _WATCHED_CLASSES[cls] = type(f"Watched{cls.__name__}", (_Watched, cls), {})
+        return _WATCHED_CLASSES[cls]
+
+
+def _adapter(pool_maxsize: int) -> Any:
+    """requests' adapter whose connections (direct or through any proxy) are watched by :class:`_Watch`."""
+    from requests.adapters import HTTPAdapter
+
+    class WatchedAdapter(HTTPAdapter):
+        def get_connection_with_tls_context(self, *args: Any, **kwargs: Any) -> Any:
+            pool = super().get_connection_with_tls_context(*args, **kwargs)
+            if not issubclass(pool.ConnectionCls, _Watched):  # before the pool makes a connection of its own
+                pool.ConnectionCls = _watched(pool.ConnectionCls)
+            return pool
+
+    return WatchedAdapter(pool_maxsize=pool_maxsize)
+
+
 class ChatClient:
     """Sends chat requests to ``endpoint``. ``sleep`` waits between retries and ``clock`` measures the
     retry budget (tests pass a fake clock)."""
@@ -409,14 +469,13 @@ class ChatClient:
         clock: Callable[[], float] = time.monotonic,
     ):
         import requests
-        from requests.adapters import HTTPAdapter
 
         self.endpoint = endpoint
         self.cache = cache
         self.concurrency = max(1, concurrency)
         self._session = requests.Session()  # trust_env (the default): HTTPS_PROXY, HTTP_PROXY and NO_PROXY apply
         # One pooled connection per worker; urllib3's default of 10 discards the rest ("Connection pool is full").
-        adapter = HTTPAdapter(pool_maxsize=self.concurrency)
+        adapter = _adapter(self.concurrency)
         self._session.mount("http://", adapter)
         self._session.mount("https://", adapter)
         self._sleep, self._clock = sleep, clock
@@ -482,15 +541,31 @@ class ChatClient:
         return ChatResult(None, error=error, attempts=attempt)
 
     def _attempt(self, body: dict[str, Any]) -> _Attempt:
+        timeout = self.endpoint.timeout
+        watch = _Watch()
+        timer = threading.Timer(timeout, watch.fire)
+        timer.daemon = True
+        _current_watch.watch = watch
+        timer.start()
+        try:
+            return self._send(body, watch)
+        finally:
+            timer.cancel()
+            _current_watch.watch = None
+
+    def _send(self, body: dict[str, Any], watch: _Watch) -> _Attempt:
         import requests
 
         timeout = self.endpoint.timeout
         deadline = time.monotonic() + timeout  # real time, whatever clock measures the retry budget
+        late = f"no complete reply within timeout={timeout:g} s"
         try:
             response = self._session.post(
                 self.endpoint.url, json=body, headers=self._headers(), timeout=(timeout, timeout), stream=True
             )
         except (requests.ConnectionError, requests.Timeout, requests.exceptions.ChunkedEncodingError) as exc:
+            if watch.fired:
+                return _Attempt(error=late, retryable=True)
             return _Attempt(error=self._clean(f"{exc.__class__.__name__}: {exc}"), retryable=True)
         except requests.RequestException as exc:  # a bad URL or header: trying again cannot help
             return _Attempt(error=self._clean(f"{exc.__class__.__name__}: {exc}"))
@@ -498,10 +573,11 @@ class ChatClient:
             try:
                 raw = _read_body(response, deadline, self.endpoint.max_response_bytes)
             except _CallFailed as exc:
-                return _Attempt(
-                    error=f"HTTP {response.status_code}: {self._clean(str(exc))} (timeout={timeout:g} s)",
-                    retryable=exc.retryable,
-                )
+                if watch.fired:
+                    return _Attempt(error=late, retryable=True)
+                return _Attempt(error=f"HTTP {response.status_code}: {self._clean(str(exc))}", retryable=exc.retryable)
+        if watch.fired:  # a reply cut by the watch can look complete (even its status line); it is late anyway
+            return _Attempt(error=late, retryable=True)
         text = raw.decode("utf-8", errors="replace")
         if response.status_code != 200:
             retryable = response.status_code in _RETRYABLE_STATUS
