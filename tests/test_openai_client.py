@@ -595,6 +595,8 @@ def test_replies_without_usage_and_billed_replies_without_text_are_counted(fake_
 
 
 def test_a_cache_written_before_usage_was_kept_still_answers(tmp_path):
+    from lm_eval_tasks.utils.openai_client import Usage
+
     path = tmp_path / "old.sqlite"
     with sqlite3.connect(path) as db:
         db.execute("CREATE TABLE answers (key TEXT PRIMARY KEY, text TEXT NOT NULL, meta TEXT)")
@@ -603,6 +605,12 @@ def test_a_cache_written_before_usage_was_kept_still_answers(tmp_path):
     assert cache.get("k") == ("True", None)
     cache.put("k2", "False", {}, None)
     assert cache.get("k2") == ("False", None)
+    cache.put("k3", "True", {}, Usage(5, 9, None))
+    assert cache.get("k3") == ("True", Usage(5, 9, None))
+    with sqlite3.connect(path) as db:  # a usage cell that is not one: the answer stands, its usage is unknown
+        db.execute("INSERT INTO answers VALUES ('k4', 'True', '{}', '{\"prompt_tokens\": -1}')")
+        db.execute("INSERT INTO answers VALUES ('k5', 'True', '{}', 'not json')")
+    assert cache.get("k4") == ("True", None) and cache.get("k5") == ("True", None)
 
 
 def test_our_own_local_server_is_checked_directly_whatever_proxy_the_environment_names(tmp_path, monkeypatch):

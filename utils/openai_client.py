@@ -253,6 +253,19 @@ class Usage(NamedTuple):
         details = usage.get("completion_tokens_details")
         return cls(prompt, completion, count(details.get("reasoning_tokens")) if isinstance(details, dict) else None)
 
+    @classmethod
+    def from_stored(cls, text: str | None) -> Usage | None:
+        """From the cache's ``usage`` column (None when absent or unreadable: counted as a reply without usage)."""
+        try:
+            stored = json.loads(text) if text else None
+        except ValueError:
+            return None
+        if not isinstance(stored, dict):
+            return None
+        return cls.from_reply(
+            {**stored, "completion_tokens_details": {"reasoning_tokens": stored.get("reasoning_tokens")}}
+        )
+
 
 @dataclass(frozen=True)
 class ChatResult:
@@ -292,8 +305,7 @@ class ChatCache:
             row = self._db.execute("SELECT text, usage FROM answers WHERE key = ?", (key,)).fetchone()
         if row is None:
             return None
-        usage = Usage(**json.loads(row[1])) if row[1] else None
-        return CachedAnswer(row[0], usage)
+        return CachedAnswer(row[0], Usage.from_stored(row[1]))
 
     def put(self, key: str, text: str, meta: dict[str, Any], usage: Usage | None = None) -> None:
         stored = json.dumps(usage._asdict()) if usage is not None else None
