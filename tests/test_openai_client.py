@@ -41,6 +41,10 @@ def test_answers_are_cached_and_a_rerun_makes_no_calls(llama_server, tmp_path):
     again = rerun.complete_many([QUESTION, QUESTION[:1] + [{"role": "user", "content": "Say hello."}]])
     assert [a.text for a in again] == [a.text for a in answers] and all(a.cached for a in again)
     assert (rerun.calls, rerun.cache_hits) == (0, 2)
+    # llama.cpp reports usage; the cached answers keep it
+    assert all(a.usage is not None and a.usage.prompt_tokens > 0 for a in answers)
+    assert [a.usage for a in again] == [a.usage for a in answers]
+    assert 0 < sum(a.usage.completion_tokens for a in answers) <= 2 * 16
 
 
 def test_failures_are_returned_not_scored_and_keys_stay_secret(tmp_path, monkeypatch):
