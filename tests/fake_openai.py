@@ -116,6 +116,7 @@ class FakeChatServer:
         self.requests: list[dict] = []
         self.paths: list[str] = []
         self.authorizations: list[str | None] = []
+        self.api_keys: list[str | None] = []  # the api-key header (Azure OpenAI's)
         self.bytes_sent: list[int] = []
         self._lock = threading.Lock()
         server = self
@@ -129,6 +130,7 @@ class FakeChatServer:
                     server.requests.append(body)
                     server.paths.append(self.path)
                     server.authorizations.append(self.headers.get("Authorization"))
+                    server.api_keys.append(self.headers.get("api-key"))
                 reply = refusal(body)
                 if reply is None:
                     reply = server.respond(body["messages"], body["model"])

@@ -397,15 +397,18 @@ def test_omitted_and_none_fields():
     assert (endpoint.extra_body, endpoint.timeout, endpoint.max_tokens) == ({"top_p": 0.5}, 9.0, 512)
 
 
-def test_an_azure_base_url_keeps_its_query_after_the_path(fake_server, tmp_path):
+def test_an_azure_base_url_keeps_its_query_after_the_path(fake_server, tmp_path, monkeypatch):
+    monkeypatch.setenv("AZURE_KEY", KEY)
     server = fake_server(lambda messages, model: "True")
     base = server.base_url + "/openai/deployments/judge-4o?api-version=2024-10-21"
-    endpoint = ChatEndpoint(base, "judge-4o", api_key_env=None)
+    endpoint = parse_endpoint_spec(f"base_url={base},model=judge-4o,api_key_env=AZURE_KEY,api_key_header=api-key")
     assert endpoint.url == server.base_url + "/openai/deployments/judge-4o/chat/completions?api-version=2024-10-21"
     assert ChatEndpoint(endpoint.url, "m").url == endpoint.url  # the full URL is kept as it is
     assert ChatEndpoint("https://h/v1/?a=1&b=2", "m").url == "https://h/v1/chat/completions?a=1&b=2"
     assert ChatClient(endpoint).complete(QUESTION).text == "True"
     assert server.paths == ["/v1/openai/deployments/judge-4o/chat/completions?api-version=2024-10-21"]
+    assert (server.api_keys, server.authorizations) == ([KEY], [None])  # Azure's header, the key as it is
+    assert KEY not in repr(endpoint.record())
 
 
 # ----------------------------------------------------------------------------- deadline and size cap

@@ -19,12 +19,14 @@
 - Current models: ``temperature`` and ``max_tokens`` can be left out of the request (OpenAI's
   reasoning models refuse both), ``max_completion_tokens``, ``reasoning_effort`` and any
   ``extra_body`` are sent as given; a ``base_url`` with a query string (Azure OpenAI's
-  ``api-version``) is called at ``<path>/chat/completions?<query>``.
-- Bounded: every HTTP request ends within ``timeout`` seconds, body included (a server that drips
-  its reply is cut off), and a reply larger than ``max_response_bytes`` after decompression is a
-  failed call; the body is read one socket read at a time and decompressed here, never more than
-  the cap (a gzip bomb costs the cap, not its expanded size). Proxies come from the environment
-  (``HTTPS_PROXY``, ``HTTP_PROXY``, ``NO_PROXY``), as ``requests`` reads them.
+  ``api-version``) is called at ``<path>/chat/completions?<query>``, and ``api_key_header=api-key``
+  sends the key the way Azure OpenAI takes it.
+- Bounded: every HTTP request ends within ``timeout`` seconds (its connection is shut down then,
+  so a server that drips its headers or its body is cut off), and a reply larger than
+  ``max_response_bytes`` after decompression is a failed call; the body is read one socket read at
+  a time and decompressed here, never more than the cap (a gzip bomb costs the cap, not its
+  expanded size). Proxies come from the environment (``HTTPS_PROXY``, ``HTTP_PROXY``,
+  ``NO_PROXY``), as ``requests`` reads them.
 - Usage: each answer keeps the server's token counts (prompt, completion and reasoning tokens),
   also in the cache, so a cached answer still says what it cost; :func:`usage_summary` totals a
   client's answers and prices them with a ``--prices`` file (:func:`read_prices`).
@@ -92,6 +94,7 @@ class ChatEndpoint:
     max_completion_tokens: int | None = None
     reasoning_effort: str | None = None
     max_response_bytes: int = MAX_RESPONSE_BYTES
+    api_key_header: str = "Authorization"  # sent as "Bearer KEY"; any other header (Azure: api-key) gets the key
 
     def __post_init__(self):
         if self.max_tokens is not None and self.max_completion_tokens is not None:
@@ -169,6 +172,7 @@ _SPEC_FIELDS: dict[str, Callable[[Any], Any]] = {
     "max_retries": int,
     "max_retry_seconds": float,
     "max_response_bytes": int,
+    "api_key_header": str,
 }
 
 
@@ -208,7 +212,7 @@ def _spec_fields(text: str, option: str) -> dict[str, Any]:
 def parse_endpoint_spec(text: str, option: str = "--judge") -> ChatEndpoint:
     """``base_url=URL,model=NAME[,temperature=0|none][,max_tokens=512|none][,max_completion_tokens=N]
     [,reasoning_effort=low][,extra_body={JSON object}][,api_key_env=VAR][,timeout=S][,max_retries=N]
-    [,max_retry_seconds=S][,max_response_bytes=N]``.
+    [,max_retry_seconds=S][,max_response_bytes=N][,api_key_header=api-key]``.
 
     ``none`` leaves a field out of the request; ``max_completion_tokens`` replaces the default
     ``max_tokens``. The API key is never part of the spec: name the environment variable that holds it.
@@ -505,8 +509,11 @@ class ChatClient:
         return {
             "Content-Type": "application/json",
             "Accept-Encoding": "gzip, deflate",  # the encodings _read_body decodes within the size cap
-            **({"Authorization": f"Bearer {key}"} if key else {}),
+            **({self.endpoint.api_key_header: self._key_value(key)} if key else {}),
         }
+
+    def _key_value(self, key: str) -> str:
+        return f"Bearer {key}" if self.endpoint.api_key_header.lower() == "authorization" else key
 
     def _clean(self, text: str) -> str:
         """``text`` fit for a file: the key scrubbed and credentials redacted first, then cut."""
