@@ -10,6 +10,8 @@ import time
 from email.utils import formatdate
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from lm_eval_tasks.utils.models import free_port
 from lm_eval_tasks.utils.openai_client import (
     ChatCache,
@@ -387,6 +389,37 @@ def test_bad_judge_specs_say_what_is_wrong(spec, message):
 
     with pytest.raises(DataError, match=None) as caught:
         parse_endpoint_spec(f"base_url=http://127.0.0.1:1/v1,model=m,{spec}")
+    assert message in str(caught.value)
+
+
+@given(st.text(alphabet=st.sampled_from(list('=,{}[]"\\: none1.-_abextra_bodymodelbase_url')), max_size=80))
+@settings(max_examples=300, deadline=None)
+def test_any_spec_is_an_endpoint_or_a_data_error(text):
+    from lm_eval_tasks.utils.data import DataError
+
+    for spec in (text, f"base_url=http://h/v1,model=m,{text}", f"base_url=http://h/v1,model=m,extra_body={text}"):
+        try:
+            parse_endpoint_spec(spec)
+        except DataError:
+            pass
+
+
+@pytest.mark.parametrize(
+    "field, message",
+    [
+        ("temperature=nan", "temperature must be a finite number >= 0, not nan"),
+        ("timeout=-1", "timeout must be a finite number >= 0, not -1.0"),
+        ("max_tokens=0", "max_tokens must be at least 1, not 0"),
+        ("max_response_bytes=0", "max_response_bytes must be at least 1, not 0"),
+        ("max_retries=-2", "max_retries must be >= 0, not -2"),
+        ("extra_body=" + "[" * 100000, "extra_body is nested deeper than can be read"),
+    ],
+)
+def test_out_of_range_spec_values_are_refused(field, message):
+    from lm_eval_tasks.utils.data import DataError
+
+    with pytest.raises(DataError) as caught:
+        parse_endpoint_spec(f"base_url=http://h/v1,model=m,{field}")
     assert message in str(caught.value)
 
 

@@ -97,6 +97,15 @@ class ChatEndpoint:
     api_key_header: str = "Authorization"  # sent as "Bearer KEY"; any other header (Azure: api-key) gets the key
 
     def __post_init__(self):
+        for name in ("temperature", "timeout", "max_retry_seconds"):
+            value = getattr(self, name)
+            if value is not None and not (math.isfinite(value) and value >= 0):
+                raise ValueError(f"{name} must be a finite number >= 0, not {value}")
+        for name in ("max_tokens", "max_completion_tokens", "max_response_bytes"):
+            if (value := getattr(self, name)) is not None and value < 1:
+                raise ValueError(f"{name} must be at least 1, not {value}")
+        if self.max_retries < 0:
+            raise ValueError(f"max_retries must be >= 0, not {self.max_retries}")
         if self.max_tokens is not None and self.max_completion_tokens is not None:
             raise ValueError("give max_tokens or max_completion_tokens, not both")
         if clash := sorted(set(self.extra_body) & set(_BODY_FIELDS)):
@@ -196,6 +205,8 @@ def _spec_fields(text: str, option: str) -> dict[str, Any]:
                 value, end = json.JSONDecoder().raw_decode(text, start)
             except json.JSONDecodeError as exc:
                 raise DataError(f"{option}: extra_body is not JSON ({exc.msg} at character {exc.pos})") from None
+            except RecursionError:
+                raise DataError(f"{option}: extra_body is nested deeper than can be read") from None
             rest = text[end:].lstrip()
             if rest and not rest.startswith(","):
                 raise DataError(f"{option}: extra_body's JSON must be followed by a comma or the end of the spec")
