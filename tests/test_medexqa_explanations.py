@@ -353,3 +353,13 @@ def test_the_cli_takes_the_judge_vote_and_a_prices_file(tmp_path, rating_judges,
     assert cli([*args, "--out", str(tmp_path / "out2")]) != 0  # refused before any call, naming file and field
     assert f"{prices}, model 'judge-a', field input: 'cheap' is not a price" in capsys.readouterr().err
     assert not (tmp_path / "out2").exists()
+
+
+def test_one_model_twice_with_other_settings_is_two_judges(tmp_path, rating_judges):
+    judges = [parse_endpoint_spec(f"base_url={rating_judges.base_url},model=judge-a,temperature={t}") for t in (0, 0.5)]
+    summary, rows = mx.score_run(write_run(tmp_path / "run", AGREEMENT_SAMPLES), ["rouge_l"], judges=judges)
+    first = mx.judge_label(judges[0])
+    assert [j["label"] for j in summary["judges"]] == [first, f"{first} #2"]
+    assert [j["temperature"] for j in summary["judges"]] == [0.0, 0.5]
+    assert sorted(rows[1]["judges"]) == [first, f"{first} #2"] and rows[1]["judge_score"] == 10.0
+    assert summary["judge_agreement"]["estimate"]["value"] == pytest.approx(1.0)  # the stub answers alike

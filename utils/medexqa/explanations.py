@@ -167,13 +167,16 @@ def run_judges(
     prices: Mapping[str, Price] | None = None,
     prices_source: str = "--prices",
 ) -> list[dict[str, Any]]:
-    """Ask every judge about every correct answer's explanation; per-judge call statistics and usage."""
+    """Ask every judge about every correct answer's explanation; per-judge call statistics and usage. A judge
+    whose label (model and URL) an earlier one has is labelled with its place among the judges (``#2``)."""
     judged = [item for item in items if item.correct and item.explanation is not None]
     records = []
-    for endpoint in endpoints:
+    for number, endpoint in enumerate(endpoints, start=1):
         client = ChatClient(endpoint, cache=cache, concurrency=concurrency)
         results = client.complete_many([judge_messages(item.doc, item.explanation) for item in judged])
         label = judge_label(endpoint)
+        if label in {record["label"] for record in records}:  # one model twice (other settings): numbered
+            label += f" #{number}"
         unparsed = 0
         for item, result in zip(judged, results, strict=True):
             score = parse_judge_score(result.text) if result.ok else None
