@@ -552,6 +552,13 @@ def test_the_client_goes_through_http_proxy_unless_no_proxy_names_the_host(fake_
         monkeypatch.setenv("NO_PROXY", "127.0.0.1")
         assert client.complete([{"role": "user", "content": "again"}]).text == "True"
         assert len(proxy.urls) == 1 and server.calls == 2  # straight to the server
+        # an https judge goes through HTTPS_PROXY (a CONNECT tunnel), unless NO_PROXY names it
+        monkeypatch.setenv("HTTPS_PROXY", "http://127.0.0.1:3128")
+        judge = "https://api.openai.com/v1/chat/completions"
+        settings = client._session.merge_environment_settings(judge, {}, None, None, None)
+        assert settings["proxies"].get("https") == "http://127.0.0.1:3128"
+        monkeypatch.setenv("NO_PROXY", "127.0.0.1,.openai.com")
+        assert "https" not in client._session.merge_environment_settings(judge, {}, None, None, None)["proxies"]
     finally:
         proxy.close()
 
