@@ -261,3 +261,39 @@ def test_demo_file_is_valid_and_labelled_from_its_sources(demo_data_dir, shared_
     import hashlib
 
     assert hashlib.sha256(loaded.system_prompt.encode()).hexdigest() == constants.SYSTEM_PROMPT_SHA256
+
+
+def test_the_hub_probe_goes_through_the_proxy_the_environment_names(monkeypatch):
+    import socket as socket_module
+
+    from lm_eval_tasks.utils.medexqa import explanation_metrics
+
+    for name in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "HF_EVALUATE_OFFLINE"):
+        monkeypatch.delenv(name, raising=False)
+    for name in ("NO_PROXY", "no_proxy", "https_proxy", "HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    proxy = socket_module.socket()  # a listening socket stands for the proxy: the probe only connects
+    proxy.bind(("127.0.0.1", 0))
+    proxy.listen(8)
+    try:
+        port = proxy.getsockname()[1]
+        monkeypatch.setenv("HTTPS_PROXY", f"http://user:pw-secret@127.0.0.1:{port}")
+        monkeypatch.setenv("HF_ENDPOINT", "https://hub.invalid")  # no such host: only the proxy can be reached
+        assert data_layer.connect_address("https://hub.invalid") == (
+            "127.0.0.1",
+            port,
+            f"hub.invalid:443 through the proxy 127.0.0.1:{port}",
+        )
+        assert data_layer.hub_unreachable_reason() is None
+        assert explanation_metrics.hub_offline_reason() is None
+        monkeypatch.setenv("NO_PROXY", "example.org,.invalid")  # the host is excluded: probed directly
+        assert data_layer.connect_address("https://hub.invalid")[:2] == ("hub.invalid", 443)
+        assert data_layer.hub_unreachable_reason().startswith("cannot reach hub.invalid:443 (")
+        assert explanation_metrics.hub_offline_reason().startswith("hub.invalid cannot be reached (")
+        monkeypatch.delenv("NO_PROXY")
+        proxy.close()  # the proxy is down: said so, and its password never
+        reason = data_layer.hub_unreachable_reason()
+        assert reason.startswith(f"cannot reach hub.invalid:443 through the proxy 127.0.0.1:{port} (")
+        assert "pw-secret" not in reason
+    finally:
+        proxy.close()

@@ -114,10 +114,27 @@ def test_check_then_cached_rerun_then_rescore(run_dir, store, tmp_path):
         calls = report["calls"]
         # one decomposer call per distinct sentence (the 3 invented answers share theirs)
         assert calls["decomposer"]["calls"] == 9 + 2 and calls["cot"]["calls"] == 9 + 6 + 2
+        # usage, counted again from what the server was sent and answered (it counts words)
+        prompt_words = sum(len(m["content"].split()) for body in server.requests for m in body["messages"])
+        answer_words = sum(len(fake_llm(body["messages"], "").split()) for body in server.requests)
+        assert report["usage"]["this_run"] == {
+            "replies": 28,
+            "replies_without_usage": 0,
+            "prompt_tokens": prompt_words,
+            "completion_tokens": answer_words,
+            "reasoning_tokens": 0,
+            "replies_reporting_reasoning_tokens": 28,
+        }
+        assert (
+            calls["decomposer"]["usage"]["this_run"]["replies"] == 11 and report["usage"]["from_cache"]["replies"] == 0
+        )
+        assert f"LLM usage: this run: 28 replies, {prompt_words} prompt + {answer_words} completion" in first.stdout
         markdown = (tmp_path / "fc" / "factcheck.md").read_text()
         assert "| Grounding document | 100.0 [100.0, 100.0] | unavailable | unavailable |" in markdown
 
         requests = len(server.requests)
+        prices = tmp_path / "prices.json"
+        prices.write_text('{"fake-judge": {"input": 0.5, "output": 2.0}}')
         again = cli(
             "factbench-check",
             run_dir,
@@ -131,11 +148,18 @@ def test_check_then_cached_rerun_then_rescore(run_dir, store, tmp_path):
             tmp_path / "fc2",
             "--nli-model",
             "none",
+            "--prices",
+            prices,
         )
         assert again.returncode == 0, again.stderr
         assert len(server.requests) == requests  # all answers from the cache
         rerun = json.loads((tmp_path / "fc2" / "factcheck.json").read_text())
-        assert rerun["calls"]["cot"] == {"calls": 0, "cache_hits": 17, "failures": 0}
+        cot = rerun["calls"]["cot"]
+        assert (cot["calls"], cot["cache_hits"], cot["failures"]) == (0, 17, 0)
+        cached = rerun["usage"]["from_cache"]  # the cached answers keep their usage; now priced
+        assert (cached["prompt_tokens"], cached["completion_tokens"]) == (prompt_words, answer_words)
+        assert cached["cost_usd"] == pytest.approx((prompt_words * 0.5 + answer_words * 2.0) / 1e6)
+        assert rerun["usage"]["this_run"]["replies"] == 0 and rerun["usage"]["this_run"]["cost_usd"] == 0.0
         assert rerun["table"]["gen"]["cells"]["cot_extrinsic"] == table["gen"]["cells"]["cot_extrinsic"]
         assert rerun["config"]["nli"] == {"unavailable": "NLI was switched off (--nli-model none)"}
 

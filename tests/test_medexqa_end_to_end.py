@@ -97,3 +97,12 @@ def test_judge_against_the_real_local_server_then_from_cache(llama_server, tmp_p
     assert (again["judges"][0]["http_calls"], again["judges"][0]["cache_hits"]) == (0, 1)
     assert rows_again[0]["judges"][mx.judge_label(judge)]["cached"] is True
     assert rows_again[0]["judge_score"] == rows[0]["judge_score"]
+    # llama.cpp's token counts: this run's call, then the same counts read from the cache
+    spent = summary["usage"]["this_run"]
+    assert spent["replies"] == 1 and spent["replies_without_usage"] == 0 and spent["prompt_tokens"] > 100
+    assert 0 < spent["completion_tokens"] <= 96
+    cached = again["usage"]["from_cache"]
+    assert (cached["prompt_tokens"], cached["completion_tokens"]) == (
+        spent["prompt_tokens"],
+        spent["completion_tokens"],
+    )

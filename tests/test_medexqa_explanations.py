@@ -10,7 +10,7 @@ from lm_eval_tasks.utils.data import DataError
 from lm_eval_tasks.utils.medexqa import explanation_metrics as em
 from lm_eval_tasks.utils.medexqa import explanations as mx
 from lm_eval_tasks.utils.medexqa import parsing
-from lm_eval_tasks.utils.openai_client import parse_endpoint_spec
+from lm_eval_tasks.utils.openai_client import parse_endpoint_spec, read_prices
 
 from lm_eval_tasks.__main__ import main as cli
 from tests.fake_openai import FakeChatServer
@@ -113,7 +113,7 @@ def test_scores_over_a_run_are_hand_checkable(tmp_path):
     assert scores["similarity_bleu"]["micro"]["value"] == pytest.approx(BLEU)
     assert summary["unavailable_metrics"] == {} and list(summary["explanation_metrics"]) == ["rouge_l", "bleu"]
     assert summary["all_published_items"] is False and summary["judges"] == []
-    assert summary["schema_version"] == "2.1" and summary["bootstrap"]["stratified_by"] == "specialty"
+    assert summary["schema_version"] == "2.2" and summary["bootstrap"]["stratified_by"] == "specialty"
     assert set(summary["scoring_seconds"]) == {"rouge_l", "bleu"}
     assert summary["benchmark_settings"] == [{"split": "test", "shuffle": False, "shuffle_seed": -1}]
     assert {details["implementation"] for details in summary["explanation_metrics"].values()} == {"offline"}
@@ -276,3 +276,109 @@ def test_a_judge_is_named_without_the_credentials_in_its_url():
     endpoint = ChatEndpoint(base_url="https://user:s3cret@judge.example/v1?key=sk-abc123", model="judge-1")
     label = mx.judge_label(endpoint)
     assert label.startswith("judge-1@https://") and "s3cret" not in label and "sk-abc123" not in label
+
+
+# four correct answers (explanations "why 0" .. "why 3") and one wrong one; each judge's 0-10 rating per explanation
+AGREEMENT_SAMPLES = [
+    ("medexqa_be", doc("BE", 1, "A"), "A. why 0"),
+    ("medexqa_be", doc("BE", 2, "A"), "A. why 1"),
+    ("medexqa_cp", doc("CP", 1, "B"), "B. why 2"),
+    ("medexqa_cp", doc("CP", 2, "B"), "B. why 3"),
+    ("medexqa_cp", doc("CP", 3, "C"), "D. why 4"),
+]
+RATINGS = {"judge-a": [0, 1, 2, 2], "judge-b": [0, 2, 2, 1], "judge-c": [0, 1, 2, 1]}
+
+
+@pytest.fixture
+def rating_judges():
+    def respond(messages, model):
+        which = int(messages[-1]["content"].split("The model's response:\n")[1].split("why ")[1][0])
+        return f"Fine.\n<score>{RATINGS[model][which]}</score>"
+
+    server = FakeChatServer(respond)
+    yield server
+    server.close()
+
+
+def test_several_judges_each_judge_majority_vote_agreement_and_usage(tmp_path, rating_judges):
+    judges = [parse_endpoint_spec(f"base_url={rating_judges.base_url},model={m}") for m in ("judge-a", "judge-b")]
+    run = write_run(tmp_path / "run", AGREEMENT_SAMPLES)
+    prices = tmp_path / "prices.json"
+    prices.write_text('{"judge-a": {"input": 3, "output": 15}}')
+    summary, rows = mx.score_run(run, ["rouge_l"], judges=judges, prices=read_prices(prices), prices_source=str(prices))
+    assert [row["judge_score"] for row in rows] == [0.0, 15.0, 20.0, 15.0, 0.0]  # the mean of the two
+    # each judge's own judge_score: the wrong answer counts 0, as in the protocol
+    assert summary["judges"][0]["judge_score"]["micro"]["value"] == pytest.approx((0 + 10 + 20 + 20 + 0) / 5)
+    assert summary["judges"][1]["judge_score"]["micro"]["value"] == pytest.approx((0 + 20 + 20 + 10 + 0) / 5)
+    # agreement on the four rated explanations: quadratic kappa of (0,1,2,2) and (0,2,2,1) = 7/11 (test_agreement)
+    agreed = summary["judge_agreement"]
+    assert (agreed["statistic"], agreed["items"], agreed["items_left_out"]) == ("cohen_kappa_quadratic", 4, 0)
+    assert agreed["estimate"]["value"] == pytest.approx(7 / 11)
+    # usage: the fake server counts words; every judge prompt is asked once per judge
+    asked = [mx.judge_messages(d, reply) for _, d, reply in AGREEMENT_SAMPLES[:4]]
+    prompt_words = sum(len(m[0]["content"].split()) for m in asked)
+    usage_a = summary["judges"][0]["usage"]["this_run"]
+    assert (usage_a["replies"], usage_a["prompt_tokens"], usage_a["completion_tokens"]) == (4, prompt_words, 8)
+    assert usage_a["cost_usd"] == pytest.approx((prompt_words * 3 + 8 * 15) / 1e6)
+    assert summary["judges"][1]["usage"]["this_run"]["cost_usd"] is None
+    total = summary["usage"]["this_run"]
+    assert (total["replies"], total["prompt_tokens"], total["cost_usd"]) == (8, 2 * prompt_words, None)
+    assert total["cost_unavailable"] == f"no price for model 'judge-b' in {prices}"
+    assert summary["schema_version"] == "2.2" and summary["judge_vote"] == "mean"
+    markdown = mx.to_markdown(summary)
+    assert "- judges' agreement (cohen_kappa_quadratic, 4 items, 0 left out): 0.636 [" in markdown
+    assert f"no cost: no price for model 'judge-b' in {prices}" in markdown
+    # a re-run: from the cache, with the same usage
+    again, _ = mx.score_run(run, ["rouge_l"], judges=judges, judge_vote="majority")
+    assert again["usage"]["this_run"]["replies"] == 0
+    assert again["usage"]["from_cache"]["prompt_tokens"] == 2 * prompt_words
+    assert "cost_usd" not in again["usage"]["from_cache"]  # no prices file, no cost
+    # majority of two judges: only where they agree; the others are missing, and counted
+    assert again["scores"]["judge_score"]["n"] == 3 and again["scores"]["judge_score"]["missing"] == 2
+
+
+def test_three_judges_agree_by_krippendorffs_alpha_and_vote_by_majority(tmp_path, rating_judges):
+    judges = [
+        parse_endpoint_spec(f"base_url={rating_judges.base_url},model={m}") for m in ("judge-a", "judge-b", "judge-c")
+    ]
+    summary, rows = mx.score_run(
+        write_run(tmp_path / "run", AGREEMENT_SAMPLES), ["rouge_l"], judges=judges, judge_vote="majority"
+    )
+    assert [row["judge_score"] for row in rows] == [0.0, 10.0, 20.0, 10.0, 0.0]  # a, c vs b; all; b, c vs a; wrong
+    agreed = summary["judge_agreement"]
+    import krippendorff
+    import numpy as np
+
+    expected = krippendorff.alpha(
+        reliability_data=np.array(list(RATINGS.values())) * 10.0, level_of_measurement="interval"
+    )
+    assert agreed["statistic"] == "krippendorff_alpha_interval" and agreed["estimate"]["value"] == pytest.approx(
+        expected
+    )
+
+
+def test_the_cli_takes_the_judge_vote_and_a_prices_file(tmp_path, rating_judges, capsys):
+    run = write_run(tmp_path / "run", AGREEMENT_SAMPLES)
+    prices = tmp_path / "prices.json"
+    prices.write_text('{"judge-a": {"input": 1000000, "output": 0}}')  # $1 per prompt token: the cost is the count
+    spec = f"base_url={rating_judges.base_url},model=judge-a"
+    args = ["medexqa-explanations", str(run), "--metrics", "rouge_l", "--judge", spec, "--prices", str(prices)]
+    assert cli([*args, "--judge-vote", "majority", "--out", str(tmp_path / "out")]) == 0
+    summary = json.loads((tmp_path / "out" / "medexqa_explanations.json").read_text(encoding="utf-8"))
+    tokens = summary["usage"]["this_run"]["prompt_tokens"]
+    assert summary["judge_vote"] == "majority" and summary["usage"]["this_run"]["cost_usd"] == pytest.approx(tokens)
+    assert f"judges' usage: this run: 4 replies, {tokens} prompt + 8 completion tokens" in capsys.readouterr().out
+    prices.write_text('{"judge-a": {"input": "cheap", "output": 0}}')
+    assert cli([*args, "--out", str(tmp_path / "out2")]) != 0  # refused before any call, naming file and field
+    assert f"{prices}, model 'judge-a', field input: 'cheap' is not a price" in capsys.readouterr().err
+    assert not (tmp_path / "out2").exists()
+
+
+def test_one_model_twice_with_other_settings_is_two_judges(tmp_path, rating_judges):
+    judges = [parse_endpoint_spec(f"base_url={rating_judges.base_url},model=judge-a,temperature={t}") for t in (0, 0.5)]
+    summary, rows = mx.score_run(write_run(tmp_path / "run", AGREEMENT_SAMPLES), ["rouge_l"], judges=judges)
+    first = mx.judge_label(judges[0])
+    assert [j["label"] for j in summary["judges"]] == [first, f"{first} #2"]
+    assert [j["temperature"] for j in summary["judges"]] == [0.0, 0.5]
+    assert sorted(rows[1]["judges"]) == [first, f"{first} #2"] and rows[1]["judge_score"] == 10.0
+    assert summary["judge_agreement"]["estimate"]["value"] == pytest.approx(1.0)  # the stub answers alike

@@ -10,6 +10,8 @@ import time
 from email.utils import formatdate
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from lm_eval_tasks.utils.models import free_port
 from lm_eval_tasks.utils.openai_client import (
     ChatCache,
@@ -41,6 +43,10 @@ def test_answers_are_cached_and_a_rerun_makes_no_calls(llama_server, tmp_path):
     again = rerun.complete_many([QUESTION, QUESTION[:1] + [{"role": "user", "content": "Say hello."}]])
     assert [a.text for a in again] == [a.text for a in answers] and all(a.cached for a in again)
     assert (rerun.calls, rerun.cache_hits) == (0, 2)
+    # llama.cpp reports usage; the cached answers keep it
+    assert all(a.usage is not None and a.usage.prompt_tokens > 0 for a in answers)
+    assert [a.usage for a in again] == [a.usage for a in answers]
+    assert 0 < sum(a.usage.completion_tokens for a in answers) <= 2 * 16
 
 
 def test_failures_are_returned_not_scored_and_keys_stay_secret(tmp_path, monkeypatch):
@@ -309,3 +315,373 @@ def test_a_killed_run_resumes_from_the_cache_and_makes_only_the_missing_calls(fa
         answered_before_kill,
         seen_before + n - answered_before_kill,
     )
+
+
+# ----------------------------------------------------------------------------- current models
+
+
+def test_a_reasoning_model_refuses_max_tokens_and_temperature_and_takes_its_own_parameters(fake_server, tmp_path):
+    server = fake_server(lambda messages, model: "True")
+    default = client_for(server, tmp_path, max_retries=3)  # temperature 0, max_tokens 512: what older judges send
+    default.endpoint = ChatEndpoint(server.base_url, "o3-mini", api_key_env=None)
+    result = default.complete(QUESTION)
+    assert not result.ok and result.error.startswith("HTTP 400: ") and "'max_tokens' is not supported" in result.error
+    assert server.calls == 1  # a 400 is not retried
+    spec = (
+        f"base_url={server.base_url},model=o3-mini,temperature=none,max_completion_tokens=2000,reasoning_effort=high,"
+        'extra_body={"service_tier": "flex", "metadata": {"run": "a,b=c"}},max_retries=0'
+    )
+    endpoint = parse_endpoint_spec(spec)
+    result = ChatClient(endpoint, ChatCache(tmp_path / "r.sqlite")).complete(QUESTION)
+    assert (result.text, result.usage) == ("True", (4 + 9, 1 + 256, 256))  # prompt words 4 + 9; 256 = high effort
+    assert server.requests[-1] == {
+        "model": "o3-mini",
+        "messages": QUESTION,
+        "max_completion_tokens": 2000,
+        "reasoning_effort": "high",
+        "service_tier": "flex",
+        "metadata": {"run": "a,b=c"},
+    }
+    assert endpoint.record() == {
+        "model": "o3-mini",
+        "base_url": server.base_url,
+        "temperature": None,
+        "max_tokens": None,
+        "max_completion_tokens": 2000,
+        "reasoning_effort": "high",
+        "extra_body": {"service_tier": "flex", "metadata": {"run": "a,b=c"}},
+    }
+    # temperature 1 is the one value a reasoning model takes; a non-reasoning model refuses reasoning_effort
+    one = parse_endpoint_spec(f"base_url={server.base_url},model=gpt-5-mini,temperature=1,max_completion_tokens=64")
+    assert ChatClient(one).complete(QUESTION).text == "True"
+    other = parse_endpoint_spec(f"base_url={server.base_url},model=gpt-4o,reasoning_effort=low,max_retries=0")
+    refused = ChatClient(other).complete(QUESTION)
+    assert "'reasoning_effort' is not supported" in refused.error and server.requests[-1]["max_tokens"] == 512
+
+
+def test_a_cache_key_made_before_the_new_fields_is_unchanged():
+    # answers cached by earlier versions (no max_completion_tokens / reasoning_effort) keep their key
+    import hashlib
+    import json
+
+    payload = {"model": "m", "messages": QUESTION, "temperature": 0.0, "max_tokens": 512, "extra_body": {}}
+    old = hashlib.sha256(json.dumps(payload, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
+    assert ChatEndpoint("http://x/v1", "m").cache_key(QUESTION) == old
+    assert ChatEndpoint("http://x/v1", "m", reasoning_effort="low").cache_key(QUESTION) != old
+
+
+@pytest.mark.parametrize(
+    "spec, message",
+    [
+        ('extra_body={"a": 1', "extra_body is not JSON"),
+        ("extra_body=[1, 2]", "extra_body must be a JSON object, not a list"),
+        ('extra_body={"temperature": 0.2}', "extra_body may not set temperature: use the field of that name"),
+        ('extra_body={"a": 1} x', "extra_body's JSON must be followed by a comma"),
+        ("max_tokens=64,max_completion_tokens=64", "give max_tokens or max_completion_tokens, not both"),
+        ("model=other", "model is given twice"),
+        ("temperature=warm", "could not convert string to float: 'warm'"),
+        ("api_key=sk-1", "pass the key's environment variable as api_key_env=VAR"),
+        ("oops", "expected key=value pairs"),
+    ],
+)
+def test_bad_judge_specs_say_what_is_wrong(spec, message):
+    from lm_eval_tasks.utils.data import DataError
+
+    with pytest.raises(DataError, match=None) as caught:
+        parse_endpoint_spec(f"base_url=http://127.0.0.1:1/v1,model=m,{spec}")
+    assert message in str(caught.value)
+
+
+@given(st.text(alphabet=st.sampled_from(list('=,{}[]"\\: none1.-_abextra_bodymodelbase_url')), max_size=80))
+@settings(max_examples=300, deadline=None)
+def test_any_spec_is_an_endpoint_or_a_data_error(text):
+    from lm_eval_tasks.utils.data import DataError
+
+    for spec in (text, f"base_url=http://h/v1,model=m,{text}", f"base_url=http://h/v1,model=m,extra_body={text}"):
+        try:
+            parse_endpoint_spec(spec)
+        except DataError:
+            pass
+
+
+@pytest.mark.parametrize(
+    "field, message",
+    [
+        ("temperature=nan", "temperature must be a finite number >= 0, not nan"),
+        ("timeout=-1", "timeout must be a finite number >= 0, not -1.0"),
+        ("max_tokens=0", "max_tokens must be at least 1, not 0"),
+        ("max_response_bytes=0", "max_response_bytes must be at least 1, not 0"),
+        ("max_retries=-2", "max_retries must be >= 0, not -2"),
+        ("extra_body=" + "[" * 100000, "extra_body is nested deeper than can be read"),
+    ],
+)
+def test_out_of_range_spec_values_are_refused(field, message):
+    from lm_eval_tasks.utils.data import DataError
+
+    with pytest.raises(DataError) as caught:
+        parse_endpoint_spec(f"base_url=http://h/v1,model=m,{field}")
+    assert message in str(caught.value)
+
+
+def test_omitted_and_none_fields():
+    endpoint = parse_endpoint_spec("base_url=http://h/v1,model=m,temperature=none,max_tokens=none")
+    assert endpoint.body(QUESTION) == {"model": "m", "messages": QUESTION}
+    endpoint = parse_endpoint_spec('base_url=http://h/v1 , model=m , extra_body = {"top_p": 0.5} , timeout=9')
+    assert (endpoint.extra_body, endpoint.timeout, endpoint.max_tokens) == ({"top_p": 0.5}, 9.0, 512)
+
+
+def test_an_azure_base_url_keeps_its_query_after_the_path(fake_server, tmp_path, monkeypatch):
+    monkeypatch.setenv("AZURE_KEY", KEY)
+    server = fake_server(lambda messages, model: "True")
+    base = server.base_url + "/openai/deployments/judge-4o?api-version=2024-10-21"
+    endpoint = parse_endpoint_spec(f"base_url={base},model=judge-4o,api_key_env=AZURE_KEY,api_key_header=api-key")
+    assert endpoint.url == server.base_url + "/openai/deployments/judge-4o/chat/completions?api-version=2024-10-21"
+    assert ChatEndpoint(endpoint.url, "m").url == endpoint.url  # the full URL is kept as it is
+    assert ChatEndpoint("https://h/v1/?a=1&b=2", "m").url == "https://h/v1/chat/completions?a=1&b=2"
+    assert ChatClient(endpoint).complete(QUESTION).text == "True"
+    assert server.paths == ["/v1/openai/deployments/judge-4o/chat/completions?api-version=2024-10-21"]
+    assert (server.api_keys, server.authorizations) == ([KEY], [None])  # Azure's header, the key as it is
+    assert KEY not in repr(endpoint.record())
+
+
+# ----------------------------------------------------------------------------- deadline and size cap
+
+
+def test_a_reply_dripped_slowly_is_cut_off_at_the_deadline(fake_server, tmp_path):
+    reply = FakeReply.chat("True " * 40)
+    server = fake_server(lambda messages, model: FakeReply(200, reply.body, drip=0.05))  # ~25 s in all
+    client = client_for(server, tmp_path, max_retries=0, timeout=1)
+    result = client.complete(QUESTION)
+    assert result.error == "no complete reply within timeout=1 s"
+    for _ in range(200):  # the handler stops at its first write after the client hung up
+        if server.bytes_sent:
+            break
+        time.sleep(0.05)
+    assert 0 < server.bytes_sent[0] < len(reply.body)  # the client hung up long before the body's end
+
+
+def test_headers_dripped_slowly_are_cut_off_at_the_deadline_too(fake_server, tmp_path):
+    reply = FakeReply.chat("True")
+    server = fake_server(lambda messages, model: FakeReply(200, reply.body, drip=0.05, drip_headers=True))
+    result = client_for(server, tmp_path, max_retries=0, timeout=1).complete(QUESTION)
+    assert result.error == "no complete reply within timeout=1 s"
+    for _ in range(200):
+        if server.bytes_sent:
+            break
+        time.sleep(0.05)
+    headers = len("HTTP/1.1 200 Whatever\r\nContent-Type: application/json\r\nContent-Length: 99\r\n\r\n")
+    assert 0 < server.bytes_sent[0] < headers  # still in the headers when the client hung up
+
+
+def test_a_connection_is_reused_after_a_deadline_passed_elsewhere(fake_server, tmp_path):
+    # the watch of a finished request never touches its connection again, pooled or in use by the next request
+    server = fake_server(lambda messages, model: "True")
+    client = client_for(server, tmp_path, timeout=0.5)
+    assert [client.complete([{"role": "user", "content": f"q{i}"}]).text for i in range(3)] == ["True"] * 3
+    time.sleep(0.7)  # past every earlier request's deadline
+    assert client.complete([{"role": "user", "content": "late"}]).text == "True"
+
+
+def test_a_50_mb_body_is_refused_without_being_read(fake_server, tmp_path):
+    huge = FakeReply.chat("x" * (50 * 2**20))
+    server = fake_server(lambda messages, model: huge)
+    result = client_for(server, tmp_path, max_retries=3).complete(QUESTION)
+    assert result.error == f"HTTP 200: reply of {len(huge.body)} bytes is over max_response_bytes=8388608"
+    assert server.calls == 1  # the same reply again would be as big: not retried
+
+
+def gzipped(data_parts, count=1) -> bytes:
+    import zlib
+
+    packer = zlib.compressobj(9, zlib.DEFLATED, 31)
+    return b"".join(packer.compress(part) for part in data_parts for _ in range(count)) + packer.flush()
+
+
+def test_a_gzip_bomb_costs_the_cap_not_its_expanded_size(fake_server, tmp_path):
+    import tracemalloc
+
+    bomb = gzipped([bytes(2**20)], count=200)  # 200 MB of zeros in about 200 kB
+    server = fake_server(lambda messages, model: FakeReply(200, bomb, {"Content-Encoding": "gzip"}))
+    client = client_for(server, tmp_path, max_retries=3, max_response_bytes=2**20)
+    tracemalloc.start()
+    try:
+        result = client.complete(QUESTION)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert result.error == "HTTP 200: reply is over max_response_bytes=1048576 (after decompression)"
+    assert server.calls == 1 and peak < 16 * 2**20  # a few times the cap, never the 200 MB
+
+
+def test_gzip_and_deflate_replies_under_the_cap_are_read(fake_server, tmp_path):
+    import zlib
+
+    text = FakeReply.chat("Supported").body.encode()
+    for encoding, body in [("gzip", gzipped([text[:10], text[10:]])), ("deflate", zlib.compress(text))]:
+        server = fake_server(
+            lambda messages, model, body=body, e=encoding: FakeReply(200, body, {"Content-Encoding": e})
+        )
+        assert (
+            client_for(server, tmp_path / encoding, max_response_bytes=len(text)).complete(QUESTION).text == "Supported"
+        )
+    two_members = gzipped([text[:20]]) + gzipped([text[20:]])
+    server = fake_server(lambda messages, model: FakeReply(200, two_members, {"Content-Encoding": "gzip"}))
+    assert client_for(server, tmp_path / "members").complete(QUESTION).text == "Supported"
+    server = fake_server(lambda messages, model: FakeReply(200, gzipped([text])[:-12], {"Content-Encoding": "gzip"}))
+    assert "gzip body ends early" in client_for(server, tmp_path / "cut", max_retries=0).complete(QUESTION).error
+    server = fake_server(lambda messages, model: FakeReply(200, text, {"Content-Encoding": "br"}))
+    result = client_for(server, tmp_path / "br").complete(QUESTION)
+    assert "unsupported Content-Encoding 'br'" in result.error and server.calls == 1
+
+
+# ----------------------------------------------------------------------------- proxies
+
+
+def test_the_client_goes_through_http_proxy_unless_no_proxy_names_the_host(fake_server, tmp_path, monkeypatch):
+    from tests.fake_openai import ForwardProxy
+
+    server = fake_server(lambda messages, model: "True")
+    proxy = ForwardProxy()
+    try:
+        for name in ("NO_PROXY", "no_proxy", "http_proxy", "HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy"):
+            monkeypatch.delenv(name, raising=False)
+        monkeypatch.setenv("HTTP_PROXY", proxy.url)
+        client = ChatClient(ChatEndpoint(server.base_url, "fake-judge", api_key_env=None))
+        assert client.complete(QUESTION).text == "True"
+        assert proxy.urls == [server.base_url + "/chat/completions"] and server.calls == 1
+        monkeypatch.setenv("NO_PROXY", "127.0.0.1")
+        assert client.complete([{"role": "user", "content": "again"}]).text == "True"
+        assert len(proxy.urls) == 1 and server.calls == 2  # straight to the server
+        # an https judge goes through HTTPS_PROXY (a CONNECT tunnel), unless NO_PROXY names it
+        monkeypatch.setenv("HTTPS_PROXY", "http://127.0.0.1:3128")
+        judge = "https://api.openai.com/v1/chat/completions"
+        settings = client._session.merge_environment_settings(judge, {}, None, None, None)
+        assert settings["proxies"].get("https") == "http://127.0.0.1:3128"
+        monkeypatch.setenv("NO_PROXY", "127.0.0.1,.openai.com")
+        assert "https" not in client._session.merge_environment_settings(judge, {}, None, None, None)["proxies"]
+    finally:
+        proxy.close()
+
+
+# ----------------------------------------------------------------------------- usage and cost
+
+
+def test_usage_is_kept_per_answer_in_the_cache_and_totalled_with_costs(fake_server, tmp_path):
+    import json
+
+    from lm_eval_tasks.utils.data import DataError
+    from lm_eval_tasks.utils.openai_client import Usage, read_prices, usage_summary
+
+    server = fake_server(lambda messages, model: "It is supported by the document.")  # 6 words
+    prompts = [[{"role": "user", "content": "one two three"}], [{"role": "user", "content": "four five"}]]
+    endpoint = ChatEndpoint(server.base_url, "o4-mini", temperature=None, max_tokens=None, reasoning_effort="low")
+    prices_file = tmp_path / "prices.json"
+    prices_file.write_text(json.dumps({"o4-mini": {"input": 1.1, "output": 4.4}, "other": {"input": 1, "output": 2}}))
+    prices = read_prices(prices_file)
+    first = ChatClient(endpoint, ChatCache(tmp_path / "c.sqlite"))
+    answers = first.complete_many(prompts)
+    assert [a.usage for a in answers] == [Usage(3, 6 + 16, 16), Usage(2, 6 + 16, 16)]
+    # 5 prompt tokens at $1.10/M + 44 completion tokens (32 of them reasoning) at $4.40/M
+    expected_cost = (5 * 1.1 + 44 * 4.4) / 1e6
+    summary = usage_summary(first, prices, str(prices_file))
+    assert summary["this_run"] == {
+        "replies": 2,
+        "replies_without_usage": 0,
+        "prompt_tokens": 5,
+        "completion_tokens": 44,
+        "reasoning_tokens": 32,
+        "replies_reporting_reasoning_tokens": 2,
+        "cost_usd": pytest.approx(expected_cost),
+        "price_per_million": {"input": 1.1, "output": 4.4},
+        "cost_note": f"from {prices_file}",
+    }
+    assert summary["from_cache"]["replies"] == 0 and summary["from_cache"]["cost_usd"] == 0.0
+    rerun = ChatClient(endpoint, ChatCache(tmp_path / "c.sqlite"))
+    again = rerun.complete_many(prompts)
+    assert all(a.cached for a in again) and [a.usage for a in again] == [a.usage for a in answers]
+    summary = usage_summary(rerun, prices, str(prices_file))
+    assert summary["this_run"]["replies"] == 0
+    assert summary["from_cache"]["completion_tokens"] == 44 and summary["from_cache"]["cost_usd"] == pytest.approx(
+        expected_cost
+    )
+    # a model the prices file does not name: no cost, and why
+    missing = usage_summary(ChatClient(ChatEndpoint(server.base_url, "gpt-4o")), prices, "p.json")["this_run"]
+    assert missing["cost_usd"] is None and missing["cost_unavailable"] == "no price for model 'gpt-4o' in p.json"
+    assert "cost_usd" not in usage_summary(first)["this_run"]  # no prices file: no cost at all
+    for bad, message in [
+        ({"m": {"input": -1, "output": 2}}, "model 'm', field input: -1 is not a price"),
+        ({"m": {"input": 1}}, "model 'm': expected exactly the fields input and output"),
+        ([], "expected a JSON object"),
+    ]:
+        prices_file.write_text(json.dumps(bad))
+        with pytest.raises(DataError, match=None) as caught:
+            read_prices(prices_file)
+        assert message in str(caught.value) and str(prices_file) in str(caught.value)
+
+
+def test_replies_without_usage_and_billed_replies_without_text_are_counted(fake_server, tmp_path):
+    from lm_eval_tasks.utils.openai_client import read_prices, usage_summary
+
+    spent = {"prompt_tokens": 40, "completion_tokens": 100, "completion_tokens_details": {"reasoning_tokens": 100}}
+    server = fake_server(
+        scripted(
+            FakeReply.chat("True"),  # a server that reports no usage
+            FakeReply.chat(None, finish_reason="length", usage=spent),  # all of max_completion_tokens spent thinking
+            FakeReply.chat("False", usage={"prompt_tokens": 3, "completion_tokens": "many"}),  # not counts
+        )
+    )
+    client = client_for(server, tmp_path)
+    results = [client.complete([{"role": "user", "content": f"q{i}"}]) for i in range(3)]
+    assert [r.ok for r in results] == [True, False, True]
+    prices_file = tmp_path / "p.json"
+    prices_file.write_text('{"fake-judge": {"input": 2, "output": 10}}')
+    totals = usage_summary(client, read_prices(prices_file), "p.json")["this_run"]
+    assert (totals["replies"], totals["replies_without_usage"], totals["completion_tokens"]) == (3, 2, 100)
+    assert totals["cost_usd"] == pytest.approx((40 * 2 + 100 * 10) / 1e6)
+    assert totals["cost_note"] == "from p.json; 2 replies came without usage and are not in it"
+
+
+def test_a_cache_written_before_usage_was_kept_still_answers(tmp_path):
+    from lm_eval_tasks.utils.openai_client import Usage
+
+    path = tmp_path / "old.sqlite"
+    with sqlite3.connect(path) as db:
+        db.execute("CREATE TABLE answers (key TEXT PRIMARY KEY, text TEXT NOT NULL, meta TEXT)")
+        db.execute("INSERT INTO answers VALUES ('k', 'True', '{}')")
+    cache = ChatCache(path)
+    assert cache.get("k") == ("True", None)
+    cache.put("k2", "False", {}, None)
+    assert cache.get("k2") == ("False", None)
+    cache.put("k3", "True", {}, Usage(5, 9, None))
+    assert cache.get("k3") == ("True", Usage(5, 9, None))
+    with sqlite3.connect(path) as db:  # a usage cell that is not one: the answer stands, its usage is unknown
+        db.execute("INSERT INTO answers VALUES ('k4', 'True', '{}', '{\"prompt_tokens\": -1}')")
+        db.execute("INSERT INTO answers VALUES ('k5', 'True', '{}', 'not json')")
+    assert cache.get("k4") == ("True", None) and cache.get("k5") == ("True", None)
+
+
+def test_our_own_local_server_is_checked_directly_whatever_proxy_the_environment_names(tmp_path, monkeypatch):
+    import functools
+    import urllib.error
+    import urllib.request
+    from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+
+    from lm_eval_tasks.utils.models import open_local
+
+    (tmp_path / "health").write_text("ok")
+    handler = functools.partial(SimpleHTTPRequestHandler, directory=str(tmp_path))
+    handler.log_message = lambda *args: None
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    try:
+        for name in ("NO_PROXY", "no_proxy", "http_proxy"):
+            monkeypatch.delenv(name, raising=False)
+        monkeypatch.setenv("HTTP_PROXY", f"http://127.0.0.1:{free_port()}")  # nothing listens there
+        url = f"http://127.0.0.1:{httpd.server_address[1]}/health"
+        with pytest.raises(urllib.error.URLError):
+            urllib.request.urlopen(url, timeout=5)  # what the health check did: through the dead proxy
+        with open_local(url, timeout=5) as response:
+            assert response.read() == b"ok"
+    finally:
+        httpd.shutdown()
+        httpd.server_close()

@@ -99,8 +99,7 @@ def hub_unreachable_reason(endpoint: str | None = None) -> str | None:
     for flag in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE"):
         if os.environ.get(flag, "").strip().lower() in {"1", "true", "yes", "on"}:
             return f"{flag} is set"
-    url = urlparse(endpoint or os.environ.get("HF_ENDPOINT") or "https://huggingface.co")
-    host, port = url.hostname or "huggingface.co", url.port or (443 if url.scheme != "http" else 80)
+    host, port, label = connect_address(endpoint or os.environ.get("HF_ENDPOINT") or "https://huggingface.co")
     outcome: list[str | None] = []
 
     def probe() -> None:
@@ -108,12 +107,33 @@ def hub_unreachable_reason(endpoint: str | None = None) -> str | None:
             socket.create_connection((host, port), timeout=_HUB_PROBE_SECONDS).close()
             outcome.append(None)
         except OSError as exc:
-            outcome.append(f"cannot reach {host}:{port} ({exc.__class__.__name__}: {exc})")
+            outcome.append(f"cannot reach {label} ({exc.__class__.__name__}: {exc})")
 
     thread = threading.Thread(target=probe, daemon=True)
     thread.start()
     thread.join(_HUB_PROBE_SECONDS + 0.2)
-    return outcome[0] if outcome else f"no answer from {host}:{port} within {_HUB_PROBE_SECONDS} s"
+    return outcome[0] if outcome else f"no answer from {label} within {_HUB_PROBE_SECONDS} s"
+
+
+def connect_address(url: str) -> tuple[str, int, str]:
+    """Where a request to ``url`` opens its connection, and how to name it: the proxy the environment
+    gives for its scheme (``HTTPS_PROXY``, ``HTTP_PROXY``, ``ALL_PROXY``) unless ``NO_PROXY`` names the
+    host, as ``requests``, ``urllib`` and the hub client decide; otherwise the host itself.
+
+    A probe of the host itself would call a network that only reaches out through a proxy offline.
+    """
+    import urllib.request
+
+    parts = urlparse(url)
+    host = parts.hostname or "huggingface.co"
+    port = parts.port or (80 if parts.scheme == "http" else 443)
+    proxies = urllib.request.getproxies_environment()
+    proxy = proxies.get(parts.scheme or "https") or proxies.get("all")
+    if proxy and not urllib.request.proxy_bypass_environment(host, proxies):
+        via = urlparse(proxy if "://" in proxy else f"http://{proxy}")  # credentials in it are never named
+        via_port = via.port or (443 if via.scheme == "https" else 80)
+        return via.hostname or "", via_port, f"{host}:{port} through the proxy {via.hostname}:{via_port}"
+    return host, port, f"{host}:{port}"
 
 
 def no_data_error(benchmark: str, hub: str, expected_layout: str, reason: str) -> DataError:

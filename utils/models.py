@@ -188,6 +188,12 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
+def open_local(url: str, timeout: float):
+    """``url`` on this machine, opened directly: a proxy from the environment (``HTTP_PROXY``) cannot
+    reach a server we started on 127.0.0.1."""
+    return urllib.request.build_opener(urllib.request.ProxyHandler({})).open(url, timeout=timeout)
+
+
 def start_llama_server(
     gguf: str | os.PathLike | None = None,
     n_ctx: int = 4096,
@@ -216,7 +222,7 @@ def start_llama_server(
     deadline = time.monotonic() + ready_timeout
     while True:
         try:
-            with urllib.request.urlopen(f"{base}/health", timeout=2) as response:
+            with open_local(f"{base}/health", timeout=2) as response:
                 if response.status == 200:
                     break
         except OSError:

@@ -16,6 +16,20 @@
   list) is such a failure, never an answer.
 - Secret-free errors: an error body has the API key scrubbed and credentials redacted
   (:mod:`.redaction`) before it is cut to 300 characters, so no part of a key survives the cut.
+- Current models: ``temperature`` and ``max_tokens`` can be left out of the request (OpenAI's
+  reasoning models refuse both), ``max_completion_tokens``, ``reasoning_effort`` and any
+  ``extra_body`` are sent as given; a ``base_url`` with a query string (Azure OpenAI's
+  ``api-version``) is called at ``<path>/chat/completions?<query>``, and ``api_key_header=api-key``
+  sends the key the way Azure OpenAI takes it.
+- Bounded: every HTTP request ends within ``timeout`` seconds (its connection is shut down then,
+  so a server that drips its headers or its body is cut off), and a reply larger than
+  ``max_response_bytes`` after decompression is a failed call; the body is read one socket read at
+  a time and decompressed here, never more than the cap (a gzip bomb costs the cap, not its
+  expanded size). Proxies come from the environment (``HTTPS_PROXY``, ``HTTP_PROXY``,
+  ``NO_PROXY``), as ``requests`` reads them.
+- Usage: each answer keeps the server's token counts (prompt, completion and reasoning tokens),
+  also in the cache, so a cached answer still says what it cost; :func:`usage_summary` totals a
+  client's answers and prices them with a ``--prices`` file (:func:`read_prices`).
 """
 
 from __future__ import annotations
@@ -24,22 +38,29 @@ import hashlib
 import json
 import math
 import os
+import socket
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Sequence
+import zlib
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from datetime import timezone
 from email.utils import parsedate_to_datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
+from urllib.parse import urlsplit, urlunsplit
 
 from .redaction import redact, scrub
 
 Messages = Sequence[dict[str, str]]
 _RETRYABLE_STATUS = {408, 409, 429, 500, 502, 503, 504}
 _ERROR_CHARS = 300  # of an error body kept in a ChatResult (after scrubbing)
+MAX_RESPONSE_BYTES = 8 * 2**20  # a chat completion is kilobytes; a reply over this is refused
+_READ_BYTES = 64 * 1024  # of the (compressed) body per socket read
+# Content-Encoding -> zlib window bits; anything else is refused (we ask only for these two)
+_DECODERS = {"gzip": 16 + zlib.MAX_WBITS, "x-gzip": 16 + zlib.MAX_WBITS, "deflate": zlib.MAX_WBITS}
 _JSON_TYPE_NAMES = {
     type(None): "null",
     bool: "a boolean",
@@ -55,30 +76,71 @@ def prompt_hash(template: str) -> str:
     return hashlib.sha256(template.encode("utf-8")).hexdigest()[:16]
 
 
+# Request fields a spec sets by name; extra_body may not set them a second time.
+_BODY_FIELDS = ("model", "messages", "temperature", "max_tokens", "max_completion_tokens", "reasoning_effort")
+
+
 @dataclass(frozen=True)
 class ChatEndpoint:
-    base_url: str  # e.g. http://127.0.0.1:8089/v1, or the full .../chat/completions URL
+    base_url: str  # e.g. http://127.0.0.1:8089/v1, or the full .../chat/completions URL; a ?query is kept
     model: str
-    temperature: float = 0.0
-    max_tokens: int = 512
+    temperature: float | None = 0.0  # None: not sent (reasoning models accept only their default)
+    max_tokens: int | None = 512  # None: not sent (reasoning models refuse it: use max_completion_tokens)
     api_key_env: str | None = "OPENAI_API_KEY"  # the variable's name; its value is never stored
-    timeout: float = 300.0
+    timeout: float = 300.0  # seconds for one whole HTTP request, reply body included
     max_retries: int = 3
     max_retry_seconds: float = 600.0  # no retry starts later than this after the first attempt began
     extra_body: dict[str, Any] = field(default_factory=dict)
+    max_completion_tokens: int | None = None
+    reasoning_effort: str | None = None
+    max_response_bytes: int = MAX_RESPONSE_BYTES
+    api_key_header: str = "Authorization"  # sent as "Bearer KEY"; any other header (Azure: api-key) gets the key
+
+    def __post_init__(self):
+        for name in ("temperature", "timeout", "max_retry_seconds"):
+            value = getattr(self, name)
+            if value is not None and not (math.isfinite(value) and value >= 0):
+                raise ValueError(f"{name} must be a finite number >= 0, not {value}")
+        for name in ("max_tokens", "max_completion_tokens", "max_response_bytes"):
+            if (value := getattr(self, name)) is not None and value < 1:
+                raise ValueError(f"{name} must be at least 1, not {value}")
+        if self.max_retries < 0:
+            raise ValueError(f"max_retries must be >= 0, not {self.max_retries}")
+        if self.max_tokens is not None and self.max_completion_tokens is not None:
+            raise ValueError("give max_tokens or max_completion_tokens, not both")
+        if clash := sorted(set(self.extra_body) & set(_BODY_FIELDS)):
+            raise ValueError(f"extra_body may not set {', '.join(clash)}: use the field of that name")
 
     @property
     def url(self) -> str:
-        base = self.base_url.rstrip("/")
-        return base if base.endswith("/chat/completions") else f"{base}/chat/completions"
+        """The request URL: ``/chat/completions`` appended to the path, before any query string."""
+        parts = urlsplit(self.base_url)
+        path = parts.path.rstrip("/")
+        if not path.endswith("/chat/completions"):
+            path += "/chat/completions"
+        return urlunsplit(parts._replace(path=path))
+
+    def sampling(self) -> dict[str, Any]:
+        """The request's settings besides model and messages: what is set, nothing else."""
+        optional = {
+            "temperature": self.temperature,
+            "max_tokens": self.max_tokens,
+            "max_completion_tokens": self.max_completion_tokens,
+            "reasoning_effort": self.reasoning_effort,
+        }
+        return {name: value for name, value in optional.items() if value is not None}
+
+    def body(self, messages: Messages) -> dict[str, Any]:
+        return {"model": self.model, "messages": list(messages), **self.sampling(), **self.extra_body}
 
     def record(self) -> dict[str, Any]:
         """What a result must carry to be reproducible (no credentials: a key in the URL is masked too)."""
         return {
             "model": self.model,
             "base_url": redact(self.base_url),
-            "temperature": self.temperature,
+            "temperature": self.temperature,  # null: not sent, the model's default
             "max_tokens": self.max_tokens,
+            **{k: v for k, v in self.sampling().items() if k in ("max_completion_tokens", "reasoning_effort")},
             **({"extra_body": redact(self.extra_body)} if self.extra_body else {}),
         }
 
@@ -89,36 +151,86 @@ class ChatEndpoint:
             "temperature": self.temperature,
             "max_tokens": self.max_tokens,
             "extra_body": self.extra_body,
+            # only when set, so that the keys of answers cached before these fields existed still match
+            **{k: v for k, v in self.sampling().items() if k in ("max_completion_tokens", "reasoning_effort")},
         }
         return hashlib.sha256(json.dumps(payload, sort_keys=True, ensure_ascii=False).encode("utf-8")).hexdigest()
 
 
-_SPEC_FIELDS = {
+def _optional(kind: type) -> Callable[[str], Any]:
+    """A spec value of ``kind``, or ``none`` for a field left out of the request."""
+    return lambda value: None if value.lower() == "none" else kind(value)
+
+
+def _json_object(value: Any) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise ValueError(f"extra_body must be a JSON object, not {_JSON_TYPE_NAMES.get(type(value), 'that')}")
+    return value
+
+
+_SPEC_FIELDS: dict[str, Callable[[Any], Any]] = {
     "base_url": str,
     "model": str,
-    "temperature": float,
-    "max_tokens": int,
+    "temperature": _optional(float),
+    "max_tokens": _optional(int),
+    "max_completion_tokens": int,
+    "reasoning_effort": str,
+    "extra_body": _json_object,
     "api_key_env": str,
     "timeout": float,
     "max_retries": int,
     "max_retry_seconds": float,
+    "max_response_bytes": int,
+    "api_key_header": str,
 }
 
 
-def parse_endpoint_spec(text: str, option: str = "--judge") -> ChatEndpoint:
-    """``base_url=URL,model=NAME[,temperature=0][,max_tokens=512][,api_key_env=VAR][,timeout=S][,max_retries=N]
-    [,max_retry_seconds=S]``.
+def _spec_fields(text: str, option: str) -> dict[str, Any]:
+    """``key=value`` pairs split at commas; ``extra_body``'s value is one JSON object (commas and all)."""
+    from .data import DataError
 
-    The API key is never part of the spec: name the environment variable that holds it.
+    fields: dict[str, Any] = {}
+    position = 0
+    while position <= len(text):
+        equals = text.find("=", position)
+        comma = text.find(",", position)
+        if equals < 0 or 0 <= comma < equals or not text[position:equals].strip():
+            raise DataError(f"{option} {text!r}: expected key=value pairs separated by commas")
+        key = text[position:equals].strip()
+        if key in fields:
+            raise DataError(f"{option} {text!r}: {key} is given twice")
+        if key == "extra_body":
+            start = len(text) - len(text[equals + 1 :].lstrip())
+            try:
+                value, end = json.JSONDecoder().raw_decode(text, start)
+            except json.JSONDecodeError as exc:
+                raise DataError(f"{option}: extra_body is not JSON ({exc.msg} at character {exc.pos})") from None
+            except RecursionError:
+                raise DataError(f"{option}: extra_body is nested deeper than can be read") from None
+            rest = text[end:].lstrip()
+            if rest and not rest.startswith(","):
+                raise DataError(f"{option}: extra_body's JSON must be followed by a comma or the end of the spec")
+            fields[key] = value
+            position = len(text) - len(rest) + 1
+        else:
+            end = text.find(",", equals)
+            end = len(text) if end < 0 else end
+            fields[key] = text[equals + 1 : end].strip()
+            position = end + 1
+    return fields
+
+
+def parse_endpoint_spec(text: str, option: str = "--judge") -> ChatEndpoint:
+    """``base_url=URL,model=NAME[,temperature=0|none][,max_tokens=512|none][,max_completion_tokens=N]
+    [,reasoning_effort=low][,extra_body={JSON object}][,api_key_env=VAR][,timeout=S][,max_retries=N]
+    [,max_retry_seconds=S][,max_response_bytes=N][,api_key_header=api-key]``.
+
+    ``none`` leaves a field out of the request; ``max_completion_tokens`` replaces the default
+    ``max_tokens``. The API key is never part of the spec: name the environment variable that holds it.
     """
     from .data import DataError
 
-    fields: dict[str, str] = {}
-    for part in text.split(","):
-        key, sep, value = part.partition("=")
-        if not sep or not key.strip():
-            raise DataError(f"{option} {text!r}: expected key=value pairs separated by commas")
-        fields[key.strip()] = value.strip()
+    fields = _spec_fields(text, option)
     if unknown := set(fields) - set(_SPEC_FIELDS):
         hint = " (pass the key's environment variable as api_key_env=VAR)" if {"api_key", "key"} & unknown else ""
         raise DataError(
@@ -126,10 +238,48 @@ def parse_endpoint_spec(text: str, option: str = "--judge") -> ChatEndpoint:
         )
     if "base_url" not in fields or "model" not in fields:
         raise DataError(f"{option} {text!r}: base_url and model are required")
+    if "max_completion_tokens" in fields and "max_tokens" not in fields:
+        fields["max_tokens"] = "none"  # one limit per request: OpenAI refuses both
     try:
         return ChatEndpoint(**{key: _SPEC_FIELDS[key](value) for key, value in fields.items()})
     except ValueError as exc:
         raise DataError(f"{option} {text!r}: {exc}") from None
+
+
+class Usage(NamedTuple):
+    """The server's token counts for one answer; ``reasoning_tokens`` is None when it does not report them."""
+
+    prompt_tokens: int
+    completion_tokens: int  # reasoning tokens included, as OpenAI counts (and bills) them
+    reasoning_tokens: int | None = None
+
+    @classmethod
+    def from_reply(cls, usage: Any) -> Usage | None:
+        """From a reply's ``usage`` object; None when it is missing or not counts (never a guess)."""
+
+        def count(value: Any) -> int | None:
+            return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+
+        if not isinstance(usage, dict):
+            return None
+        prompt, completion = count(usage.get("prompt_tokens")), count(usage.get("completion_tokens"))
+        if prompt is None or completion is None:
+            return None
+        details = usage.get("completion_tokens_details")
+        return cls(prompt, completion, count(details.get("reasoning_tokens")) if isinstance(details, dict) else None)
+
+    @classmethod
+    def from_stored(cls, text: str | None) -> Usage | None:
+        """From the cache's ``usage`` column (None when absent or unreadable: counted as a reply without usage)."""
+        try:
+            stored = json.loads(text) if text else None
+        except ValueError:
+            return None
+        if not isinstance(stored, dict):
+            return None
+        return cls.from_reply(
+            {**stored, "completion_tokens_details": {"reasoning_tokens": stored.get("reasoning_tokens")}}
+        )
 
 
 @dataclass(frozen=True)
@@ -138,31 +288,47 @@ class ChatResult:
     cached: bool = False
     error: str | None = None
     attempts: int = 0
+    usage: Usage | None = None  # of the answer (a cached one keeps what it cost when it was made)
 
     @property
     def ok(self) -> bool:
         return self.error is None
 
 
+class CachedAnswer(NamedTuple):
+    text: str
+    usage: Usage | None
+
+
 class ChatCache:
-    """SQLite store of answers; safe to share between threads of one process."""
+    """SQLite store of answers and their usage; safe to share between threads of one process."""
 
     def __init__(self, path: str | os.PathLike):
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
         self._db = sqlite3.connect(self.path, check_same_thread=False)
-        self._db.execute("CREATE TABLE IF NOT EXISTS answers (key TEXT PRIMARY KEY, text TEXT NOT NULL, meta TEXT)")
+        self._db.execute(
+            "CREATE TABLE IF NOT EXISTS answers (key TEXT PRIMARY KEY, text TEXT NOT NULL, meta TEXT, usage TEXT)"
+        )
+        if "usage" not in {row[1] for row in self._db.execute("PRAGMA table_info(answers)")}:
+            self._db.execute("ALTER TABLE answers ADD COLUMN usage TEXT")  # a cache written before usage was kept
         self._db.commit()
 
-    def get(self, key: str) -> str | None:
+    def get(self, key: str) -> CachedAnswer | None:
         with self._lock:
-            row = self._db.execute("SELECT text FROM answers WHERE key = ?", (key,)).fetchone()
-        return row[0] if row else None
+            row = self._db.execute("SELECT text, usage FROM answers WHERE key = ?", (key,)).fetchone()
+        if row is None:
+            return None
+        return CachedAnswer(row[0], Usage.from_stored(row[1]))
 
-    def put(self, key: str, text: str, meta: dict[str, Any]) -> None:
+    def put(self, key: str, text: str, meta: dict[str, Any], usage: Usage | None = None) -> None:
+        stored = json.dumps(usage._asdict()) if usage is not None else None
         with self._lock:
-            self._db.execute("INSERT OR REPLACE INTO answers VALUES (?, ?, ?)", (key, text, json.dumps(meta)))
+            self._db.execute(
+                "INSERT OR REPLACE INTO answers (key, text, meta, usage) VALUES (?, ?, ?, ?)",
+                (key, text, json.dumps(meta), stored),
+            )
             self._db.commit()
 
     def close(self) -> None:
@@ -196,6 +362,124 @@ class _Attempt:
     retryable: bool = False
     retry_after: float | None = None
     malformed: bool = False  # a 200 whose body is not a chat completion: retried once
+    completion: bool = False  # a chat completion came back (billed), with text or not
+    usage: Usage | None = None
+
+
+class _CallFailed(Exception):
+    """The reply could not be read in time or within the size cap (``retryable`` if trying again may help)."""
+
+    def __init__(self, message: str, retryable: bool):
+        super().__init__(message)
+        self.retryable = retryable
+
+
+def _read_body(response: Any, deadline: float, cap: int) -> bytes:
+    """The body, decompressed, read one socket read at a time until ``deadline`` (``time.monotonic``; a read
+    that blocks past it is ended by the request's :class:`_Watch`) and never more than ``cap`` bytes after
+    decompression, whatever the server sends."""
+    encoding = response.headers.get("Content-Encoding", "").strip().lower()
+    if encoding not in ("", "identity", *_DECODERS):
+        raise _CallFailed(f"reply in an unsupported Content-Encoding {encoding!r}", retryable=False)
+    wbits = _DECODERS.get(encoding)
+    length = response.headers.get("Content-Length", "").strip()
+    if wbits is None and length.isdigit() and int(length) > cap:
+        raise _CallFailed(f"reply of {int(length)} bytes is over max_response_bytes={cap}", retryable=False)
+    decoder = zlib.decompressobj(wbits) if wbits is not None else None
+    body = bytearray()
+    while True:
+        if time.monotonic() > deadline:
+            raise _CallFailed(f"no complete reply by the deadline ({len(body)} bytes so far)", retryable=True)
+        try:
+            chunk = response.raw.read1(_READ_BYTES, decode_content=False)
+        except Exception as exc:  # urllib3 wraps socket errors (and the watch's shutdown) in several types
+            raise _CallFailed(f"reply cut off ({exc.__class__.__name__}: {exc})", retryable=True) from None
+        if not chunk:
+            break
+        while chunk:
+            if decoder is None:
+                body += chunk
+                chunk = b""
+            else:
+                try:
+                    body += decoder.decompress(chunk, cap + 1 - len(body))
+                except zlib.error as exc:
+                    raise _CallFailed(f"reply is not valid {encoding} ({exc})", retryable=False) from None
+                chunk = decoder.unconsumed_tail
+                if decoder.eof and decoder.unused_data:  # the next member of a multi-member gzip body
+                    chunk, decoder = decoder.unused_data, zlib.decompressobj(wbits)
+            if len(body) > cap:
+                raise _CallFailed(f"reply is over max_response_bytes={cap} (after decompression)", retryable=False)
+    if decoder is not None and not decoder.eof:
+        raise _CallFailed(f"reply's {encoding} body ends early", retryable=True)
+    return bytes(body)
+
+
+_WATCH_LOCK = threading.Lock()
+_current_watch = threading.local()  # the deadline of the request this thread is making
+
+
+class _Watch:
+    """One HTTP request's deadline: when it fires, the socket of the connection the request is on is shut
+    down, which ends a read blocked at any point (connecting aside): a server dripping its headers or its
+    body cannot hold the call. A connection already serving another request is never touched."""
+
+    def __init__(self):
+        self.fired = False
+        self.connection: Any = None
+
+    def register(self, connection: Any) -> None:
+        with _WATCH_LOCK:
+            if self.fired:
+                raise TimeoutError("the deadline passed before the request was sent")
+            self.connection = connection
+            connection.medeval_watch = self
+
+    def fire(self) -> None:
+        with _WATCH_LOCK:
+            self.fired = True
+            connection = self.connection
+            if connection is None or getattr(connection, "medeval_watch", None) is not self:
+                return
+            sock = getattr(connection, "sock", None)
+        if sock is not None:
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass  # already closed
+
+
+class _Watched:
+    """Mixed into urllib3's connection classes: each request puts its connection under this thread's watch."""
+
+    def request(self, *args: Any, **kwargs: Any) -> Any:
+        if (watch := getattr(_current_watch, "watch", None)) is not None:
+            watch.register(self)
+        return super().request(*args, **kwargs)
+
+
+_WATCHED_CLASSES: dict[type, type] = {}
+
+
+def _watched(cls: type) -> type:
+    with _WATCH_LOCK:
+        if cls not in _WATCHED_CLASSES:
+            _WATCHED_CLASSES[cls] = type(f"Watched{cls.__name__}", (_Watched, cls), {})
+        return _WATCHED_CLASSES[cls]
+
+
+def _adapter(pool_maxsize: int) -> Any:
+    """requests' adapter whose connections (direct or through any proxy) are watched by :class:`_Watch`."""
+    from requests.adapters import HTTPAdapter
+
+    class WatchedAdapter(HTTPAdapter):
+        def get_connection_with_tls_context(self, *args: Any, **kwargs: Any) -> Any:
+            pool = super().get_connection_with_tls_context(*args, **kwargs)
+            if not issubclass(pool.ConnectionCls, _Watched):  # before the pool makes a connection of its own
+                pool.ConnectionCls = _watched(pool.ConnectionCls)
+            return pool
+
+    return WatchedAdapter(pool_maxsize=pool_maxsize)
 
 
 class ChatClient:
@@ -212,14 +496,13 @@ class ChatClient:
         clock: Callable[[], float] = time.monotonic,
     ):
         import requests
-        from requests.adapters import HTTPAdapter
 
         self.endpoint = endpoint
         self.cache = cache
         self.concurrency = max(1, concurrency)
-        self._session = requests.Session()
+        self._session = requests.Session()  # trust_env (the default): HTTPS_PROXY, HTTP_PROXY and NO_PROXY apply
         # One pooled connection per worker; urllib3's default of 10 discards the rest ("Connection pool is full").
-        adapter = HTTPAdapter(pool_maxsize=self.concurrency)
+        adapter = _adapter(self.concurrency)
         self._session.mount("http://", adapter)
         self._session.mount("https://", adapter)
         self._sleep, self._clock = sleep, clock
@@ -227,13 +510,21 @@ class ChatClient:
         self.calls = 0  # HTTP requests actually sent (retries included)
         self.cache_hits = 0
         self.failures = 0
+        self.replies: list[tuple[str, Usage | None]] = []  # ("call" | "cache", usage) of every completion
 
     def _api_key(self) -> str:
         return os.environ.get(self.endpoint.api_key_env or "", "")
 
     def _headers(self) -> dict[str, str]:
         key = self._api_key()
-        return {"Content-Type": "application/json", **({"Authorization": f"Bearer {key}"} if key else {})}
+        return {
+            "Content-Type": "application/json",
+            "Accept-Encoding": "gzip, deflate",  # the encodings _read_body decodes within the size cap
+            **({self.endpoint.api_key_header: self._key_value(key)} if key else {}),
+        }
+
+    def _key_value(self, key: str) -> str:
+        return f"Bearer {key}" if self.endpoint.api_key_header.lower() == "authorization" else key
 
     def _clean(self, text: str) -> str:
         """``text`` fit for a file: the key scrubbed and credentials redacted first, then cut."""
@@ -245,14 +536,9 @@ class ChatClient:
         if self.cache is not None and (hit := self.cache.get(key)) is not None:
             with self._lock:
                 self.cache_hits += 1
-            return ChatResult(hit, cached=True)
-        body = {
-            "model": self.endpoint.model,
-            "messages": list(messages),
-            "temperature": self.endpoint.temperature,
-            "max_tokens": self.endpoint.max_tokens,
-            **self.endpoint.extra_body,
-        }
+                self.replies.append(("cache", hit.usage))
+            return ChatResult(hit.text, cached=True, usage=hit.usage)
+        body = self.endpoint.body(messages)
         deadline = self._clock() + self.endpoint.max_retry_seconds
         malformed_replies = 0
         attempt = 0
@@ -261,10 +547,13 @@ class ChatClient:
             with self._lock:
                 self.calls += 1
             outcome = self._attempt(body)
+            if outcome.completion:
+                with self._lock:
+                    self.replies.append(("call", outcome.usage))
             if outcome.text is not None:
-                if self.cache is not None:
-                    self.cache.put(key, outcome.text, self.endpoint.record())  # committed now: a crash keeps it
-                return ChatResult(outcome.text, attempts=attempt)
+                if self.cache is not None:  # committed now: a crash keeps it
+                    self.cache.put(key, outcome.text, self.endpoint.record(), outcome.usage)
+                return ChatResult(outcome.text, attempts=attempt, usage=outcome.usage)
             error = outcome.error
             malformed_replies += outcome.malformed
             if not outcome.retryable or attempt > self.endpoint.max_retries or malformed_replies > 1:
@@ -282,40 +571,71 @@ class ChatClient:
         return ChatResult(None, error=error, attempts=attempt)
 
     def _attempt(self, body: dict[str, Any]) -> _Attempt:
+        timeout = self.endpoint.timeout
+        watch = _Watch()
+        timer = threading.Timer(timeout, watch.fire)
+        timer.daemon = True
+        _current_watch.watch = watch
+        timer.start()
+        try:
+            return self._send(body, watch)
+        finally:
+            timer.cancel()
+            _current_watch.watch = None
+
+    def _send(self, body: dict[str, Any], watch: _Watch) -> _Attempt:
         import requests
 
+        timeout = self.endpoint.timeout
+        deadline = time.monotonic() + timeout  # real time, whatever clock measures the retry budget
+        late = f"no complete reply within timeout={timeout:g} s"
         try:
             response = self._session.post(
-                self.endpoint.url, json=body, headers=self._headers(), timeout=self.endpoint.timeout
+                self.endpoint.url, json=body, headers=self._headers(), timeout=(timeout, timeout), stream=True
             )
         except (requests.ConnectionError, requests.Timeout, requests.exceptions.ChunkedEncodingError) as exc:
+            if watch.fired:
+                return _Attempt(error=late, retryable=True)
             return _Attempt(error=self._clean(f"{exc.__class__.__name__}: {exc}"), retryable=True)
         except requests.RequestException as exc:  # a bad URL or header: trying again cannot help
             return _Attempt(error=self._clean(f"{exc.__class__.__name__}: {exc}"))
+        with response:
+            try:
+                raw = _read_body(response, deadline, self.endpoint.max_response_bytes)
+            except _CallFailed as exc:
+                if watch.fired:
+                    return _Attempt(error=late, retryable=True)
+                return _Attempt(error=f"HTTP {response.status_code}: {self._clean(str(exc))}", retryable=exc.retryable)
+        if watch.fired:  # a reply cut by the watch can look complete (even its status line); it is late anyway
+            return _Attempt(error=late, retryable=True)
+        text = raw.decode("utf-8", errors="replace")
         if response.status_code != 200:
             retryable = response.status_code in _RETRYABLE_STATUS
             return _Attempt(
-                error=f"HTTP {response.status_code}: {self._clean(response.text)}",
+                error=f"HTTP {response.status_code}: {self._clean(text)}",
                 retryable=retryable,
                 retry_after=retry_after_seconds(response.headers.get("Retry-After")) if retryable else None,
             )
         try:
-            choice = response.json()["choices"][0]
+            reply = json.loads(text)
+            choice = reply["choices"][0]
             content = choice["message"]["content"]
         except (ValueError, KeyError, IndexError, TypeError) as exc:
             return _Attempt(
-                error=f"malformed reply ({exc.__class__.__name__}: {self._clean(str(exc))}): "
-                f"{self._clean(response.text)}",
+                error=f"malformed reply ({exc.__class__.__name__}: {self._clean(str(exc))}): {self._clean(text)}",
                 retryable=True,
                 malformed=True,
             )
-        if not isinstance(content, str):
+        usage = Usage.from_reply(reply.get("usage"))
+        if not isinstance(content, str):  # e.g. a reasoning model that spent max_completion_tokens thinking
             kind = _JSON_TYPE_NAMES.get(type(content), type(content).__name__)
             return _Attempt(
                 error=f"reply content is {kind}, not text "
-                f"(finish_reason {self._clean(repr(choice.get('finish_reason')))})"
+                f"(finish_reason {self._clean(repr(choice.get('finish_reason')))})",
+                completion=True,
+                usage=usage,
             )
-        return _Attempt(text=content)
+        return _Attempt(text=content, completion=True, usage=usage)
 
     def complete_many(self, conversations: Sequence[Messages]) -> list[ChatResult]:
         """Answers in input order, with a progress bar on stderr; failures are returned, not raised."""
@@ -334,3 +654,119 @@ class ChatClient:
         result = self.complete(messages)
         progress.update(1)
         return result
+
+
+# ----------------------------------------------------------------------------- usage and cost
+
+
+@dataclass(frozen=True)
+class Price:
+    """USD per million tokens."""
+
+    input: float
+    output: float
+
+
+def read_prices(path: str | os.PathLike) -> dict[str, Price]:
+    """A ``--prices`` file: ``{"MODEL": {"input": USD, "output": USD}, ...}``, USD per million tokens."""
+    from .data import DataError
+
+    try:
+        table = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise DataError(f"{path}: cannot read the prices ({exc.__class__.__name__}: {exc})") from None
+    if not isinstance(table, dict) or not table:
+        raise DataError(f'{path}: expected a JSON object {{"MODEL": {{"input": USD, "output": USD}}}} (per million)')
+    prices = {}
+    for model, entry in table.items():
+        if not isinstance(entry, dict) or set(entry) != {"input", "output"}:
+            raise DataError(f"{path}, model {model!r}: expected exactly the fields input and output (USD per million)")
+        for side, value in entry.items():
+            if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value < 0:
+                raise DataError(f"{path}, model {model!r}, field {side}: {value!r} is not a price (USD >= 0)")
+        prices[model] = Price(float(entry["input"]), float(entry["output"]))
+    return prices
+
+
+def _totals(usages: Sequence[Usage | None], model: str, prices: Mapping[str, Price] | None, source: str) -> dict:
+    known = [u for u in usages if u is not None]
+    reasoning = [u.reasoning_tokens for u in known if u.reasoning_tokens is not None]
+    totals: dict[str, Any] = {
+        "replies": len(usages),
+        "replies_without_usage": len(usages) - len(known),
+        "prompt_tokens": sum(u.prompt_tokens for u in known),
+        "completion_tokens": sum(u.completion_tokens for u in known),
+        "reasoning_tokens": sum(reasoning),
+        "replies_reporting_reasoning_tokens": len(reasoning),
+    }
+    if prices is None:
+        return totals
+    if model not in prices:
+        return {**totals, "cost_usd": None, "cost_unavailable": f"no price for model {model!r} in {source}"}
+    price = prices[model]
+    cost = (totals["prompt_tokens"] * price.input + totals["completion_tokens"] * price.output) / 1e6
+    partial = (
+        f"; {totals['replies_without_usage']} replies came without usage and are not in it"
+        if (totals["replies_without_usage"])
+        else ""
+    )
+    return {**totals, "cost_usd": cost, "price_per_million": asdict(price), "cost_note": f"from {source}{partial}"}
+
+
+def usage_summary(client: ChatClient, prices: Mapping[str, Price] | None = None, source: str = "--prices") -> dict:
+    """Token totals of a client's completions: made by this run's calls, and read from the cache (what they
+    cost when they were made). Reasoning tokens are part of completion tokens, and priced as output."""
+    with client._lock:
+        replies = list(client.replies)
+    model = client.endpoint.model
+    return {
+        side: _totals([usage for origin, usage in replies if origin == kind], model, prices, source)
+        for side, kind in (("this_run", "call"), ("from_cache", "cache"))
+    }
+
+
+def usage_total(summaries: Sequence[Mapping[str, Any]]) -> dict:
+    """The sum of several clients' :func:`usage_summary` (a command's judges, decomposer and judge). A cost is
+    summed only when every client has one; otherwise the total has none, and says which could not be priced."""
+    total: dict[str, Any] = {}
+    for side in ("this_run", "from_cache"):
+        parts = [summary[side] for summary in summaries]
+        counts = {
+            name: sum(part[name] for part in parts)
+            for name in (
+                "replies",
+                "replies_without_usage",
+                "prompt_tokens",
+                "completion_tokens",
+                "reasoning_tokens",
+                "replies_reporting_reasoning_tokens",
+            )
+        }
+        if parts and all("cost_usd" in part for part in parts):
+            unpriced = [part["cost_unavailable"] for part in parts if part["cost_usd"] is None]
+            counts["cost_usd"] = None if unpriced else sum(part["cost_usd"] for part in parts)
+            if unpriced:
+                counts["cost_unavailable"] = "; ".join(dict.fromkeys(unpriced))
+        total[side] = counts
+    return total
+
+
+def format_usage(usage: Mapping[str, Any]) -> str:
+    """One line for a usage summary or total: tokens and cost of this run's calls, and of the cached answers."""
+
+    def side(entry: Mapping[str, Any]) -> str:
+        text = (
+            f"{entry['replies']} replies, {entry['prompt_tokens']} prompt + {entry['completion_tokens']} completion "
+            f"tokens ({entry['reasoning_tokens']} reasoning)"
+        )
+        if entry["replies_without_usage"]:
+            text += f", {entry['replies_without_usage']} without usage"
+        if "cost_usd" in entry:
+            text += (
+                f", ${entry['cost_usd']:.4f}"
+                if entry["cost_usd"] is not None
+                else f", no cost: {entry['cost_unavailable']}"
+            )
+        return text
+
+    return f"this run: {side(usage['this_run'])}; from the cache: {side(usage['from_cache'])}"

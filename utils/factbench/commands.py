@@ -31,6 +31,10 @@ def _factbench_index(args: argparse.Namespace) -> int:
 def _print_factcheck(report: dict, files: list) -> None:
     for path in files:
         print(path)
+    if "usage" in report:
+        from lm_eval_tasks.utils.openai_client import format_usage
+
+        print(f"LLM usage: {format_usage(report['usage'])}")
     for task, entry in report["table"].items():
         cells = []
         for key, cell in entry["cells"].items():
@@ -46,12 +50,13 @@ def _factbench_check(args: argparse.Namespace) -> int:
     from lm_eval_tasks.utils.factbench.scores import read_human_scores
     from lm_eval_tasks.utils.factbench.tables import write_outputs
     from lm_eval_tasks.utils.files import cache_dir
-    from lm_eval_tasks.utils.openai_client import ChatCache, ChatClient, parse_endpoint_spec
+    from lm_eval_tasks.utils.openai_client import ChatCache, ChatClient, parse_endpoint_spec, read_prices
 
     judge_endpoint = parse_endpoint_spec(args.judge, "--judge")
     decomposer_endpoint = parse_endpoint_spec(args.decomposer, "--decomposer") if args.decomposer else judge_endpoint
     generations, run = generations_from_run(args.path, args.tasks.split(",") if args.tasks else None, args.limit)
     human = read_human_scores(args.human) if args.human else None
+    prices = read_prices(args.prices) if args.prices else None
     cache = ChatCache(args.cache or cache_dir() / "factbench_calls.sqlite")
     judge = ChatClient(judge_endpoint, cache, concurrency=args.concurrency)
     # Its own client even on the judge's endpoint, so that calls are counted per role.
@@ -91,6 +96,8 @@ def _factbench_check(args: argparse.Namespace) -> int:
         k=args.k,
         nli_unavailable=unavailable,
         progress=lambda message: print(message, file=sys.stderr, flush=True),
+        prices=prices,
+        prices_source=args.prices or "--prices",
     )
     result = checker.check(generations)
     out = Path(args.out) if args.out else Path(run["results_file"]).parent / CHECK_FOLDER
@@ -122,7 +129,10 @@ def register(commands: argparse._SubParsersAction) -> None:
     check = commands.add_parser("factbench-check", help="fact-check FActBench generations of an lm_eval run")
     check.add_argument("path", help="lm_eval --output_path folder (run with --log_samples), or one results_*.json")
     check.add_argument(
-        "--judge", required=True, help="CoT judge: base_url=URL,model=NAME[,max_tokens=N,api_key_env=VAR,temperature=0]"
+        "--judge",
+        required=True,
+        help="CoT judge: base_url=URL,model=NAME[,max_tokens=N|none,max_completion_tokens=N,reasoning_effort=E,"
+        "temperature=0|none,extra_body={JSON},api_key_env=VAR,timeout=S]",
     )
     check.add_argument("--decomposer", help="atomic-fact decomposer (default: the judge)")
     check.add_argument(
@@ -143,6 +153,10 @@ def register(commands: argparse._SubParsersAction) -> None:
         help="SQLite cache of LLM answers and NLI results (default ~/.cache/lm_eval_tasks/factbench_calls.sqlite)",
     )
     check.add_argument("--concurrency", type=int, default=4, help="concurrent LLM requests")
+    check.add_argument(
+        "--prices",
+        help='JSON file of USD per million tokens, {"MODEL": {"input": X, "output": Y}}: the LLM calls\' cost',
+    )
     check.add_argument("--tasks", help="comma-separated subset (summ,laysumm,rag,gen or full task names)")
     check.add_argument("--limit", type=int, help="check only the first N generations of each task")
     check.add_argument("--human", help="human scores: CSV/JSONL with columns task, doc_id, score")

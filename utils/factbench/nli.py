@@ -173,7 +173,7 @@ class NliVerifier:
         for index, (premise, hypothesis) in enumerate(pairs):
             hit = self.cache.get(self._key(premise, hypothesis)) if self.cache is not None else None
             if hit is not None:
-                results[index] = NliResult(**json.loads(hit), cached=True)
+                results[index] = NliResult(**json.loads(hit.text), cached=True)
                 self.cache_hits += 1
             else:
                 todo.append(index)

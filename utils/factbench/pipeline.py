@@ -22,11 +22,11 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from ..data import DataError
-from ..openai_client import ChatEndpoint, ChatResult
+from ..openai_client import ChatClient, ChatEndpoint, ChatResult, Price, usage_summary
 from ..scoring import logged_reply
 from ..text import strip_think
 from .constants import task_component
@@ -146,8 +146,11 @@ class FactChecker:
         k: int = 5,
         nli_unavailable: str | None = None,
         progress: Callable[[str], None] | None = None,
+        prices: Mapping[str, Price] | None = None,
+        prices_source: str = "--prices",
     ):
         self.decomposer, self.judge, self.nli, self.store, self.k = decomposer, judge, nli, store, k
+        self.prices, self.prices_source = prices, prices_source  # the LLM calls' cost (--prices)
         self.nli_unavailable = nli_unavailable or (None if nli is not None else "no NLI model was given")
         self.progress = progress or (lambda message: logger.info(message))
 
@@ -322,7 +325,16 @@ class FactChecker:
         if self.decomposer is self.judge:  # one client, one set of counters
             clients = {"decomposer_and_cot": self.judge}
         calls = {
-            name: {"calls": client.calls, "cache_hits": client.cache_hits, "failures": client.failures}
+            name: {
+                "calls": client.calls,
+                "cache_hits": client.cache_hits,
+                "failures": client.failures,
+                **(
+                    {"usage": usage_summary(client, self.prices, self.prices_source)}
+                    if isinstance(client, ChatClient)
+                    else {}
+                ),
+            }
             for name, client in clients.items()
             if client is not None
         }

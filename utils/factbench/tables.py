@@ -15,6 +15,7 @@ from typing import Any
 
 from .. import stats
 from ..files import jsonl_bytes, write_atomically
+from ..openai_client import format_usage, usage_total
 from .constants import SETTING_TITLES, SETTINGS, TASK_TITLES, TECHNIQUE_TITLES, TECHNIQUES
 from .pipeline import FACTCHECK_VERSION
 from .records import CHECK_FILE, FACTS_FILE, GENERATIONS_FILE, CheckResult, GenerationScore, read_check_folder
@@ -37,6 +38,12 @@ def build_report(
         "table": table,
         "timing": result.timing,
         "calls": result.calls,
+        # the LLM calls' tokens (and cost, with --prices) over the decomposer and the judge
+        **(
+            {"usage": usage_total(usages)}
+            if (usages := [c["usage"] for c in result.calls.values() if "usage" in c])
+            else {}
+        ),
         "fact_origins": dict(Counter(f.origin for f in result.facts)),
         "paper_scale_estimate": paper_scale_calls(table, result.facts, k),
         "bootstrap": stats.bootstrap_description(unit="generation"),
@@ -162,6 +169,8 @@ def to_markdown(report: Mapping[str, Any]) -> str:
             rate = f"{t['facts_per_minute']:.1f}" if t.get("facts_per_minute") else "-"
             lines.append(f"| {stage} | {t['facts']} | {t['seconds']:.1f} | {rate} |")
         lines += ["", "Calls: " + "; ".join(f"{name} {json.dumps(c)}" for name, c in report["calls"].items()), ""]
+    if "usage" in report:
+        lines += [f"LLM usage: {format_usage(report['usage'])}.", ""]
     estimate = report["paper_scale_estimate"]
     lines += [
         f"Paper-scale cost at this run's rates ({estimate['models']} models x the paper's items): "

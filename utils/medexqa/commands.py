@@ -12,7 +12,7 @@ from .explanation_metrics import BERTSCORE_BATCH_SIZE, BERTSCORE_DTYPE  # a ligh
 
 def _medexqa_explanations(args: argparse.Namespace) -> int:
     from lm_eval_tasks.utils.medexqa import explanations as mx
-    from lm_eval_tasks.utils.openai_client import parse_endpoint_spec
+    from lm_eval_tasks.utils.openai_client import format_usage, parse_endpoint_spec, read_prices
     from lm_eval_tasks.utils.runs import find_results
     from lm_eval_tasks.utils.stats import format_estimate
 
@@ -24,8 +24,18 @@ def _medexqa_explanations(args: argparse.Namespace) -> int:
         "dtype": args.bertscore_dtype,
     }
     judges = [parse_endpoint_spec(spec) for spec in args.judge]
+    prices = read_prices(args.prices) if args.prices else None
     summary, rows = mx.score_run(
-        args.path, metrics, bertscore, judges, args.judge_cache, args.judge_concurrency, mx.parse_weights(args.weights)
+        args.path,
+        metrics,
+        bertscore,
+        judges,
+        args.judge_cache,
+        args.judge_concurrency,
+        mx.parse_weights(args.weights),
+        args.judge_vote,
+        prices,
+        args.prices or "--prices",
     )
     out = Path(args.out) if args.out else find_results(args.path).parent / "report"
     for path in mx.write(summary, rows, out):
@@ -40,6 +50,8 @@ def _medexqa_explanations(args: argparse.Namespace) -> int:
                 f"{name}: macro {format_estimate(entry['macro'], digits=2)}, "
                 f"micro {entry['micro']['value']:.2f} over {entry['n']} items"
             )
+    if judges:
+        print(f"judges' usage: {format_usage(summary['usage'])}")
     return 0
 
 
@@ -86,8 +98,19 @@ def register(commands: argparse._SubParsersAction) -> None:
         action="append",
         default=[],
         metavar="SPEC",
-        help="an LLM judge: base_url=URL,model=NAME[,temperature=0][,max_tokens=512]"
-        "[,api_key_env=VAR]; repeat for several judges (averaged)",
+        help="an LLM judge: base_url=URL,model=NAME[,temperature=0|none][,max_tokens=512|none]"
+        "[,max_completion_tokens=N][,reasoning_effort=E][,extra_body={JSON}][,api_key_env=VAR][,timeout=S]; "
+        "repeat for several judges (see --judge-vote)",
+    )
+    explain.add_argument(
+        "--judge-vote",
+        choices=("mean", "majority"),
+        default="mean",
+        help="several judges' judge_score: their mean (default) or the rating more than half of them gave",
+    )
+    explain.add_argument(
+        "--prices",
+        help='JSON file of USD per million tokens, {"MODEL": {"input": X, "output": Y}}: the judges\' cost',
     )
     explain.add_argument("--judge-cache", help="SQLite cache of judge answers (default: beside the results file)")
     explain.add_argument("--judge-concurrency", type=int, default=4)

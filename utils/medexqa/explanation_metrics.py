@@ -79,13 +79,15 @@ def hub_offline_reason() -> str | None:
     import socket
     from urllib.parse import urlsplit
 
+    from ..data import connect_address
+
     # evaluate waits up to 100 s per request on a silent network; a short connect says whether to try at all.
     endpoint = urlsplit(os.environ.get("HF_ENDPOINT") or "https://huggingface.co")
     if not endpoint.hostname:
         return f"HF_ENDPOINT {os.environ['HF_ENDPOINT']!r} names no host"
     try:
-        port = endpoint.port or (80 if endpoint.scheme == "http" else 443)
-        socket.create_connection((endpoint.hostname, port), timeout=HUB_PROBE_TIMEOUT_S).close()
+        host, port, _ = connect_address(endpoint.geturl())  # through HTTPS_PROXY when one applies
+        socket.create_connection((host, port), timeout=HUB_PROBE_TIMEOUT_S).close()
     except (OSError, ValueError) as exc:
         return f"{endpoint.hostname} cannot be reached ({exc.__class__.__name__})"
     return None

@@ -10,9 +10,10 @@ generation protocol, reads its letter again with the task's own extraction, and 
   it is wrong or missing (the protocol's rule);
 - ``combined_score``: the weighted mean of accuracy (0 or 100) and the explanation score;
 - optionally ``judge_score``: LLM judges through any OpenAI-compatible endpoint rate each correct
-  answer's explanation 0-10 against the references (scaled to 0-100; several judges averaged;
-  0 when the answer is wrong), and ``combined_judge_score``. Answers are cached: a re-run makes no
-  calls.
+  answer's explanation 0-10 against the references (scaled to 0-100; several judges averaged, or
+  their majority vote; 0 when the answer is wrong), and ``combined_judge_score``. Each judge's own
+  ``judge_score``, the judges' agreement (:mod:`..agreement`) and their token usage (and cost, with
+  a prices file) are reported too. Answers are cached: a re-run makes no calls.
 
 Scores are reported per specialty, as the paper's macro mean over specialties and as the micro
 mean over items, with bootstrap CIs stratified by specialty. Nothing here calls lm-eval.
@@ -29,10 +30,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .. import runs, stats
+from .. import agreement, runs, stats
 from ..data import DataError
 from ..files import jsonl_bytes, write_atomically
-from ..openai_client import ChatCache, ChatClient, ChatEndpoint, prompt_hash
+from ..openai_client import (
+    ChatCache,
+    ChatClient,
+    ChatEndpoint,
+    Price,
+    format_usage,
+    prompt_hash,
+    usage_summary,
+    usage_total,
+)
 from ..redaction import redact
 from ..scoring import logged_reply
 from . import explanation_metrics
@@ -41,10 +51,13 @@ from .parsing import parse_judge_score, score_generation
 from .report_spec import REPORT_SPECS, settings_of
 
 # Bumped whenever a score or the layout can change: 2.0 = BLEU and METEOR as `evaluate` defines them, a bootstrap
-# section; 2.1 = BERTScore in float32 unless asked otherwise, scoring_seconds.
-SCHEMA_VERSION = "2.1"
+# section; 2.1 = BERTScore in float32 unless asked otherwise, scoring_seconds; 2.2 = judge_vote, each judge's
+# judge_score and usage, judge_agreement, usage.
+SCHEMA_VERSION = "2.2"
 GENERATION_SPEC = next(spec for spec in REPORT_SPECS if spec.name == "medexqa")
 DEFAULT_WEIGHTS = {"accuracy": 0.5, "explanation": 0.5}
+JUDGE_VOTES = ("mean", "majority")  # how several judges' ratings of one explanation become its judge_score
+JUDGE_SCALE = tuple(range(0, 101, 10))  # the judges' 0-10 ratings, x10
 
 JUDGE_TEMPLATE = """You are grading the explanation a model gave for its answer to a medical multiple-choice question. The model chose the correct answer. Judge only its explanation, by comparing it with the two reference explanations written for this question.
 
@@ -154,15 +167,23 @@ def judge_messages(doc: Mapping[str, Any], response: str) -> list[dict[str, str]
 
 
 def run_judges(
-    items: Sequence[Item], endpoints: Sequence[ChatEndpoint], cache: ChatCache, concurrency: int = 4
+    items: Sequence[Item],
+    endpoints: Sequence[ChatEndpoint],
+    cache: ChatCache,
+    concurrency: int = 4,
+    prices: Mapping[str, Price] | None = None,
+    prices_source: str = "--prices",
 ) -> list[dict[str, Any]]:
-    """Ask every judge about every correct answer's explanation; per-judge call statistics."""
+    """Ask every judge about every correct answer's explanation; per-judge call statistics and usage. A judge
+    whose label (model and URL) an earlier one has is labelled with its place among the judges (``#2``)."""
     judged = [item for item in items if item.correct and item.explanation is not None]
     records = []
-    for endpoint in endpoints:
+    for number, endpoint in enumerate(endpoints, start=1):
         client = ChatClient(endpoint, cache=cache, concurrency=concurrency)
         results = client.complete_many([judge_messages(item.doc, item.explanation) for item in judged])
         label = judge_label(endpoint)
+        if label in {record["label"] for record in records}:  # one model twice (other settings): numbered
+            label += f" #{number}"
         unparsed = 0
         for item, result in zip(judged, results, strict=True):
             score = parse_judge_score(result.text) if result.ok else None
@@ -183,6 +204,7 @@ def run_judges(
                 "cache_hits": client.cache_hits,
                 "failed_requests": client.failures,
                 "unparsed_replies": unparsed,
+                "usage": usage_summary(client, prices, prices_source),
             }
         )
     return records
@@ -191,8 +213,17 @@ def run_judges(
 # ----------------------------------------------------------------------------- per-item scores
 
 
+def judge_rating(item: Item, judge: str) -> float | None:
+    """One judge's judge_score of one item: its rating of a correct answer, 0 for a wrong one."""
+    return item.judges.get(judge, {}).get("score") if item.correct else 0.0
+
+
 def item_scores(
-    item: Item, used_metrics: Sequence[str], weights: Mapping[str, float], judges: Sequence[str]
+    item: Item,
+    used_metrics: Sequence[str],
+    weights: Mapping[str, float],
+    judges: Sequence[str],
+    vote: str = "mean",
 ) -> dict[str, float | None]:
     accuracy = 100.0 if item.correct else 0.0
     scores: dict[str, float | None] = {"accuracy": accuracy}
@@ -201,14 +232,25 @@ def item_scores(
         scores["explanation_score"] = explanation
         scores["combined_score"] = _weighted(accuracy, explanation, weights)
     if judges:
-        valid = [item.judges[j]["score"] for j in judges if item.judges.get(j, {}).get("score") is not None]
-        judge = (sum(valid) / len(valid) if valid else None) if item.correct else 0.0
+        ratings = [judge_rating(item, j) for j in judges]
+        valid = [r for r in ratings if r is not None]
+        if vote == "majority":
+            judge = agreement.majority(ratings)
+        else:
+            judge = sum(valid) / len(valid) if valid else None
         scores["judge_score"] = judge
         scores["combined_judge_score"] = None if judge is None else _weighted(accuracy, judge, weights)
     for metric in used_metrics:
         # similarity of every reply that has text, right or wrong (not part of the protocol's score)
         scores[f"similarity_{metric}"] = item.similarity.get(metric)
     return scores
+
+
+def judge_agreement(items: Sequence[Item], judges: Sequence[str]) -> dict[str, Any]:
+    """The judges' agreement on the explanations they were asked about (correct answers with text)."""
+    asked = [item for item in items if item.correct and item.explanation is not None]
+    ratings = [[item.judges.get(judge, {}).get("score") for item in asked] for judge in judges]
+    return agreement.agreement(ratings, JUDGE_SCALE, strata=[item.specialty for item in asked])
 
 
 def _weighted(accuracy: float, explanation: float, weights: Mapping[str, float]) -> float:
@@ -262,8 +304,13 @@ def score_run(
     judge_cache: str | os.PathLike | None = None,
     judge_concurrency: int = 4,
     weights: Mapping[str, float] | None = None,
+    judge_vote: str = "mean",
+    prices: Mapping[str, Price] | None = None,
+    prices_source: str = "--prices",
 ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """The summary and the per-item rows for one run."""
+    if judge_vote not in JUDGE_VOTES:
+        raise DataError(f"judge vote {judge_vote!r}: one of {', '.join(JUDGE_VOTES)}")
     run = runs.load_run(path)
     items = read_items(run)
     weights = dict(weights or DEFAULT_WEIGHTS)
@@ -275,13 +322,13 @@ def score_run(
         cache_path = Path(judge_cache) if judge_cache else run.results_path.parent / "medexqa_judge_cache.sqlite"
         cache = ChatCache(cache_path)
         try:
-            judge_records = run_judges(items, judges, cache, judge_concurrency)
+            judge_records = run_judges(items, judges, cache, judge_concurrency, prices, prices_source)
         finally:
             cache.close()
     labels = [record["label"] for record in judge_records]
     rows, per_item = [], []
     for item in items:
-        scores = item_scores(item, used, weights, labels)
+        scores = item_scores(item, used, weights, labels, judge_vote)
         per_item.append(scores)
         rows.append(
             {
@@ -298,6 +345,8 @@ def score_run(
             }
         )
     specialties = [item.specialty for item in items]
+    for record in judge_records:
+        record["judge_score"] = summarise("judge_score", [judge_rating(i, record["label"]) for i in items], specialties)
     names = list(per_item[0])
     counts = {code: sum(s == code for s in specialties) for code in SPECIALTIES}
     complete = counts == PUBLISHED_COUNTS["test"] and all(item.doc.get("split", "test") == "test" for item in items)
@@ -315,6 +364,8 @@ def score_run(
         "unavailable_metrics": unavailable,
         "weights": weights,
         "judges": judge_records,
+        **({"judge_vote": judge_vote, "usage": usage_total([r["usage"] for r in judge_records])} if judges else {}),
+        **({"judge_agreement": judge_agreement(items, labels)} if len(labels) >= 2 else {}),
         "n_items": len(items),
         "items_per_specialty": counts,
         "all_published_items": complete,
@@ -323,8 +374,14 @@ def score_run(
             "macro is the paper's aggregate: the unweighted mean over specialties; micro is the mean over items.",
             "explanation_score: mean of the available metrics' similarity to the two references when the answer is "
             "correct, 0 otherwise; similarity_<metric> is the similarity of every reply with text, right or wrong.",
-            "judge_score: mean over judges of their 0-10 rating x10 for correct answers, 0 for wrong ones; items where "
-            "no judge gave a valid score are left out and counted as missing.",
+            "judge_score: mean over judges of their 0-10 rating x10 (judge_vote mean), or the rating more than half "
+            "of the judges gave (judge_vote majority), for correct answers; 0 for wrong ones; items without a valid "
+            "score (or without a majority) are left out and counted as missing. Each judge's own judge_score is under "
+            "judges.",
+            "judge_agreement: over the correct answers the judges rated: quadratic-weighted Cohen's kappa for two "
+            "judges, interval Krippendorff's alpha for more; bootstrap CI over those items, stratified by specialty.",
+            "usage: tokens the judges' calls of this run used, and those of the answers read from the cache (what "
+            "they cost when made); reasoning tokens are part of completion tokens.",
         ],
     }
     return summary, rows
@@ -366,10 +423,31 @@ def to_markdown(summary: Mapping[str, Any]) -> str:
         f"- combined weights: accuracy {summary['weights']['accuracy']}, explanation {summary['weights']['explanation']}"
     ]
     for judge in summary["judges"]:
+        own = judge["judge_score"]
         lines.append(
             f"- judge {judge['model']} at {judge['base_url']} (temperature {judge['temperature']}, prompt "
             f"{judge['prompt_hash']}): {judge['items_asked']} asked, {judge['http_calls']} HTTP calls, "
-            f"{judge['cache_hits']} cached, {judge['failed_requests']} failed, {judge['unparsed_replies']} unparsed"
+            f"{judge['cache_hits']} cached, {judge['failed_requests']} failed, {judge['unparsed_replies']} unparsed; "
+            + (f"its judge_score macro {fmt(own['macro'])}, micro {fmt(own['micro'])}" if own["n"] else "no score")
+            + f"; usage: {format_usage(judge['usage'])}"
+        )
+    if "judge_vote" in summary:
+        lines.append(
+            f"- judge_score of several judges: {summary['judge_vote']}; usage of all judges: "
+            f"{format_usage(summary['usage'])}"
+        )
+    if agreed := summary.get("judge_agreement"):
+        estimate = agreed["estimate"]
+        lines.append(
+            f"- judges' agreement ({agreed['statistic']}, {agreed['items']} items, {agreed['items_left_out']} left "
+            "out): "
+            + (
+                stats.format_estimate(estimate)
+                if estimate and estimate["low"] is not None
+                else f"{estimate['value']:.3f} ({agreed['ci_unavailable']})"
+                if estimate
+                else agreed["unavailable"]
+            )
         )
     codes = list(SPECIALTIES)
     lines += [
