@@ -1,6 +1,7 @@
 import base64
 import csv
 import json
+import os
 import re
 
 import pytest
@@ -215,3 +216,15 @@ def test_leaderboard_in_a_real_browser(written):
     data = png.read_bytes()
     assert data[:8] == browser.PNG_SIGNATURE and int.from_bytes(data[16:20], "big") == 1280
     assert int.from_bytes(data[20:24], "big") == 2000
+
+
+def test_a_run_folder_not_in_utf8_and_a_lone_surrogate_are_written(tmp_path):
+    # A folder name of bytes that are not UTF-8 (os.fsdecode gives lone surrogates) and a surrogate in model_args.
+    odd = tmp_path / os.fsdecode(b"run-\xff\xfe")
+    a = medfact_run(odd, A, model_name="m\udcff")
+    b = medfact_run(tmp_path / "b", B, model_name="b")
+    files = lb.write_leaderboard([a, b], tmp_path / "board")
+    assert sorted(p.name for p in files) == [f"leaderboard.{ext}" for ext in ("csv", "html", "json", "md")]
+    board = json.loads((tmp_path / "board" / "leaderboard.json").read_text(encoding="utf-8"))
+    assert board["runs"][0]["label"] == "m\udcff" and os.fsdecode(b"run-\xff\xfe") in board["runs"][0]["results_file"]
+    assert "m\\udcff" in (tmp_path / "board" / "leaderboard.md").read_text(encoding="utf-8")

@@ -11,7 +11,7 @@ import base64
 import io
 import textwrap
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 LABEL_CHARS = 48
@@ -57,7 +57,14 @@ def dot_whisker_png(
 ) -> bytes:
     """Rows top to bottom, each a dot with its CI whisker (a hollow diamond when it has no CI);
     ``markers`` adds, per name, one value per row (None: none on that row), e.g. published numbers."""
-    return plain_text_png(_dot_whisker, rows, title, xlabel, markers or {}, xlim)
+    rows = [replace(row, label=drawable(row.label)) for row in rows]
+    markers = {drawable(name): values for name, values in (markers or {}).items()}
+    return plain_text_png(_dot_whisker, rows, drawable(title), drawable(xlabel), markers, xlim)
+
+
+def drawable(text: str) -> str:
+    """A label matplotlib can draw: a lone surrogate (a name that was not UTF-8) becomes its escape."""
+    return str(text).encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 def _dot_whisker(
@@ -138,8 +145,8 @@ def confusion_png(bench: Mapping[str, Any]) -> bytes:
     counts = cm["counts"]
     fig, ax = plt.subplots(figsize=(1.4 + 1.1 * len(cm["predicted"]), 1.2 + 0.9 * len(cm["gold"])))
     image = ax.imshow(counts, cmap="Blues")
-    ax.set_xticks(range(len(cm["predicted"])), cm["predicted"], rotation=30, ha="right")
-    ax.set_yticks(range(len(cm["gold"])), cm["gold"])
+    ax.set_xticks(range(len(cm["predicted"])), [drawable(p) for p in cm["predicted"]], rotation=30, ha="right")
+    ax.set_yticks(range(len(cm["gold"])), [drawable(g) for g in cm["gold"]])
     ax.set_xlabel("predicted")
     ax.set_ylabel("gold")
     peak = max((max(row) for row in counts), default=0)
