@@ -14,9 +14,11 @@ from __future__ import annotations
 import csv
 import io
 import json
+import multiprocessing
 import os
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -76,11 +78,20 @@ def run_labels(provenances: Sequence[Mapping[str, Any]], paths: Sequence[Path]) 
     ]
 
 
-def score_runs(run_paths: Sequence[str | os.PathLike]) -> list[ScoredRun]:
+def score_runs(run_paths: Sequence[str | os.PathLike], workers: int | None = None) -> list[ScoredRun]:
+    """Every run under ``run_paths``, each scored once; runs are scored in parallel, one process per core."""
     paths = list(dict.fromkeys(p.resolve() for path in run_paths for p in find_all_results(path)))
     if not paths:
         raise DataError("no runs given")
-    return [score_path(path) for path in tqdm(paths, desc="scoring runs", unit="run", disable=len(paths) < 3)]
+    workers = min(workers or len(os.sched_getaffinity(0)), len(paths))
+    progress = {"desc": "scoring runs", "unit": "run", "total": len(paths), "disable": len(paths) < 3}
+    if workers < 2:
+        return [score_path(path) for path in tqdm(paths, **progress)]
+    context = multiprocessing.get_context(
+        "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"
+    )
+    with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
+        return list(tqdm(pool.map(score_path, paths), **progress))
 
 
 # ----------------------------------------------------------------------------- the leaderboard

@@ -50,6 +50,17 @@ class Section:
     settings: tuple[dict[str, Any], ...]  # every distinct set of score-moving settings among the samples
     generative: bool  # its tasks generate text (lm-eval output_type generate_until)
 
+    def __reduce__(self):
+        # A spec holds functions; a section crosses processes by its spec's name (the leaderboard scores runs
+        # in parallel).
+        state = (self.items, self.keys, self.numbers, self.compared, self.settings, self.generative)
+        return _section_of_spec, (self.spec.name, *state)
+
+
+def _section_of_spec(name: str, *state: Any) -> Section:
+    spec = next(spec for spec in report_specs() if spec.name == name)
+    return Section(spec, *state)
+
 
 @dataclass(frozen=True)
 class ScoredRun:
