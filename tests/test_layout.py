@@ -178,3 +178,35 @@ def test_a_new_benchmark_is_two_folders(tmp_path):
     assert toy["n_items"] == 3 and toy["accuracy_micro"]["value"] == pytest.approx(1 / 3)
     assert toy["full_coverage"] is True and report["unreported_tasks"] == []
     assert toy["title"] == "Toybench"
+
+
+def test_lm_evals_custom_kwargs_notice_is_not_printed_for_our_tasks(demo_data_dir, monkeypatch):
+    import logging
+
+    from lm_eval import simple_evaluate
+    from lm_eval.tasks import TaskManager
+
+    from lm_eval_tasks import tasks_dir
+    from tests.scripted_lm import ScriptedLM
+
+    seen = []
+    handler = logging.Handler()
+    handler.emit = lambda record: seen.append(record.getMessage())
+    task_logger = logging.getLogger("lm_eval.api.task")
+    task_logger.addHandler(handler)
+
+    def run():
+        seen.clear()
+        manager = TaskManager(
+            include_path=tasks_dir(), include_defaults=False, metadata={"data_dir": str(demo_data_dir)}
+        )
+        lm = ScriptedLM(loglikelihood=lambda context, continuation: -1.0)
+        simple_evaluate(model=lm, tasks=["pubmedqa_atlas_n100"], task_manager=manager, limit=2, bootstrap_iters=0)
+        return [message for message in seen if "Custom kwargs" in message]
+
+    try:
+        assert run() == []
+        monkeypatch.setattr(task_logger, "filters", [])  # without our filter lm-eval prints it
+        assert len(run()) == 1
+    finally:
+        task_logger.removeHandler(handler)

@@ -140,7 +140,11 @@ def prepare_smollm2(out_dir: str | os.PathLike | None = None, dtype: str = "auto
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     tokenizer = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
-    model = AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=gguf.name, dtype=getattr(torch, dtype))
+    # Dequantised in float32 (transformers' GGUF kernels compute in float32 and warn otherwise), then cast once.
+    model = AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=gguf.name, dtype=torch.float32)
+    if dtype != "float32":
+        model = model.to(getattr(torch, dtype))
+        model.config.dtype = getattr(torch, dtype)
     # transformers marks GGUF-loaded models as quantised and refuses to save them; the weights
     # are already dequantised, so the marker is dropped.
     model.hf_quantizer = None
