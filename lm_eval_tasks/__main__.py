@@ -19,6 +19,18 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
+
+try:
+    import lm_eval_tasks.utils  # noqa: F401  (installed as lm_eval_tasks.utils; the repository keeps it in utils/)
+except ModuleNotFoundError as missing:
+    if not (missing.name or "").startswith("lm_eval_tasks"):
+        raise
+    sys.exit(
+        f"lm_eval_tasks is not installed in this Python ({sys.executable}); what was found is the repository's "
+        "lm_eval_tasks/ folder, without its code. Activate the environment the quickstart made "
+        "(`. .venv/bin/activate` in the repository) or install the package (`pip install -e .`), then run this again."
+    )
 
 from lm_eval_tasks import commands as shared_commands
 from lm_eval_tasks import tasks_dir
@@ -42,7 +54,11 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.include_path:
-        print(tasks_dir())
+        folder = tasks_dir()
+        if not any(Path(folder).glob("*/*.yaml")):
+            print(f"error: no task YAML under {folder}: reinstall the package (pip install -e .)", file=sys.stderr)
+            return 1
+        print(folder)
         return 0
     if args.command is None:
         parser.print_help()

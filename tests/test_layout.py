@@ -210,3 +210,23 @@ def test_lm_evals_custom_kwargs_notice_is_not_printed_for_our_tasks(demo_data_di
         assert len(run()) == 1
     finally:
         task_logger.removeHandler(handler)
+
+
+@pytest.mark.parametrize("command", [["--include-path"], ["report", "out/run"]])
+def test_without_the_package_installed_a_command_says_what_to_do(command):
+    # -S: no site-packages, so no install; from the repository root its lm_eval_tasks/ folder is found instead.
+    done = subprocess.run(
+        [sys.executable, "-S", "-m", "lm_eval_tasks", *command], cwd=REPO, capture_output=True, text=True
+    )
+    assert done.returncode == 1 and done.stdout == ""
+    assert "lm_eval_tasks is not installed in this Python" in done.stderr and ". .venv/bin/activate" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_include_path_fails_loudly_without_task_yaml(monkeypatch, tmp_path, capsys):
+    import lm_eval_tasks.__main__ as entry
+
+    monkeypatch.setattr(entry, "tasks_dir", lambda: str(tmp_path))
+    assert entry.main(["--include-path"]) == 1
+    printed = capsys.readouterr()
+    assert printed.out == "" and "no task YAML under" in printed.err
