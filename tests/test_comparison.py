@@ -212,3 +212,26 @@ def test_a_section_only_one_run_has_is_listed_with_its_reason(five_benchmark_run
     fewer = replace(scored, sections={k: v for k, v in scored.sections.items() if k != "medfact_bench"})
     listed = compare_runs(scored, fewer)["benchmarks"]["medfact_bench"]
     assert listed["n_paired_items"] == 0 and listed["reasons"] == ["only A ran this section"]
+
+
+def _reprompted(folder, template_sha):
+    """The run at ``folder`` with every prompt_hash changed and the given chat template sha."""
+    for samples in folder.glob("samples_*.jsonl"):
+        rows = [json.loads(line) for line in samples.read_text(encoding="utf-8").splitlines()]
+        samples.write_text("".join(json.dumps({**r, "prompt_hash": "other-" + r["prompt_hash"]}) + "\n" for r in rows))
+    results_file = next(folder.glob("results_*.json"))
+    results = json.loads(results_file.read_text(encoding="utf-8"))
+    results_file.write_text(json.dumps({**results, "chat_template_sha": template_sha}), encoding="utf-8")
+    return folder
+
+
+def test_prompts_rendered_by_each_models_own_chat_template_are_comparable(tmp_path):
+    from tests.test_report import SCIFACT, write_run
+
+    plain = score_path(write_run(tmp_path / "a", {"medfact_bench_scifact": SCIFACT}))  # chat template sha "abc"
+    other_model = score_path(_reprompted(write_run(tmp_path / "b", {"medfact_bench_scifact": SCIFACT}), "def"))
+    same_template = score_path(_reprompted(write_run(tmp_path / "c", {"medfact_bench_scifact": SCIFACT}), "abc"))
+    assert compare_section(plain, other_model, "medfact_bench")["reasons"] == []
+    assert compare_section(plain, same_template, "medfact_bench")["reasons"] == [
+        "different prompts (lm-eval prompt_hash) on 4 of 4 shared items"
+    ]

@@ -12,8 +12,9 @@ difference:
 - a micro accuracy: the exact McNemar test on per-item correctness.
 
 A pair is "not comparable", with every reason, when the runs scored other items, other tasks, other task
-versions, another chat-template setting, n-shot, system instruction, gen_kwargs or benchmark settings, or
-when a shared item was prompted differently (lm-eval's ``prompt_hash``). A pair that is not comparable
+versions, with and without a chat template, another n-shot, system instruction, gen_kwargs or benchmark
+settings, or when a shared item was prompted differently (lm-eval's ``prompt_hash``; not compared where
+each model's own chat template, or a per-model setting such as MillerQA's model label, renders the prompts). A pair that is not comparable
 shows its difference on the shared items but no p-value: a different protocol is not a ranking.
 """
 
@@ -82,9 +83,10 @@ def reasons_not_comparable(
     if tasks_a != tasks_b:
         reasons.append(f"different tasks (protocol): A ran {', '.join(tasks_a)}; B ran {', '.join(tasks_b)}")
     common = sorted(set(tasks_a) & set(tasks_b))
+    # A model's own chat template is part of that model: two models' templates may differ, but not whether one is
+    # applied.
     reasons += _differing("chat template applied", ra.get("chat_template_applied"), rb.get("chat_template_applied"))
-    if ra.get("chat_template_applied") and rb.get("chat_template_applied"):
-        reasons += _differing("chat template (sha)", ra.get("chat_template_sha"), rb.get("chat_template_sha"))
+    own_templates = ra.get("chat_template_sha") != rb.get("chat_template_sha")
     pick = lambda run, key: {t: (run.get(key) or {}).get(t) for t in common}  # noqa: E731
     reasons += _differing("task versions", pick(ra, "task_versions"), pick(rb, "task_versions"))
     reasons += _differing("n-shot", pick(ra, "n_shot"), pick(rb, "n_shot"))
@@ -93,8 +95,10 @@ def reasons_not_comparable(
         reasons += _differing("gen_kwargs", ra.get("gen_kwargs"), rb.get("gen_kwargs"))
     per_model = sa.spec.per_model_settings
     reasons += _differing("benchmark settings", _without(sa.settings, per_model), _without(sb.settings, per_model))
-    # Per-model settings that differ (MillerQA's model label) change the prompts by design: not compared then.
-    if not per_model or _only(sa.settings, per_model) == _only(sb.settings, per_model):
+    # Prompts differ by design where each model's own chat template renders them, or a per-model setting (MillerQA's
+    # model label) shuffles them: not compared then.
+    by_design = own_templates or (per_model and _only(sa.settings, per_model) != _only(sb.settings, per_model))
+    if not by_design:
         prompts_a = dict(zip(sa.keys, (item.prompt_hash for item in sa.items), strict=True))
         prompts_b = dict(zip(sb.keys, (item.prompt_hash for item in sb.items), strict=True))
         changed = sum(1 for key in shared if prompts_a[key] and prompts_b[key] and prompts_a[key] != prompts_b[key])
