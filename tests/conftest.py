@@ -46,9 +46,9 @@ def tiny_model_dir(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="session")
 def smollm2_dir() -> Path:
-    from lm_eval_tasks.utils.models import prepare_smollm2
+    from lm_eval_tasks.utils.models import prepare_model
 
-    return prepare_smollm2()
+    return prepare_model("smollm2")
 
 
 @pytest.fixture(scope="session")

@@ -19,7 +19,8 @@ from lm_eval_tasks.utils import models
 def test_auto_picks_bfloat16_only_where_the_cpu_has_it_natively(monkeypatch, flags, expected):
     monkeypatch.setattr(models, "_cpu_flags", lambda: frozenset(flags))
     assert models.choose_dtype("auto") == expected
-    assert models.dtype_reason(expected).startswith(f"dtype {expected} (CPU has")
+    assert models.dtype_reason(expected).startswith(f"dtype {expected} (auto: this CPU has")
+    assert models.dtype_reason("float32", requested="float32").startswith("dtype float32 (as asked; this CPU has")
 
 
 def test_an_explicit_dtype_wins_and_a_wrong_one_is_refused(monkeypatch):

