@@ -167,3 +167,20 @@ def test_no_browser_is_a_skip_that_says_how_to_install_one(monkeypatch, tmp_path
     assert browser.find_chromium() is None
     with pytest.raises(pytest.skip.Exception, match="apt-get install -y chromium"):
         browser.chromium_or_skip()
+
+
+def test_a_partial_average_is_never_shown_beside_the_published_full_averages(medfact_report):
+    # The 7-item run covers 2 of 5 MedFact components: its macro is no average over the published items.
+    bench = medfact_report["benchmarks"]["medfact_bench"]
+    assert bench["full_coverage"] is False
+    page = scorecard.render_html(medfact_report)
+    rows = [text for attrs, text in browser.elements(page, tag="tr") if text.startswith("this run")]
+    (row,) = rows
+    macro = f"{bench['accuracy_macro']['value']:.3f}"
+    assert row.startswith("this run (partial coverage") and macro not in row
+    full = json.loads(json.dumps(medfact_report))
+    full["benchmarks"]["medfact_bench"]["full_coverage"] = True
+    (row,) = [
+        text for _, text in browser.elements(scorecard.render_html(full), tag="tr") if text.startswith("this run")
+    ]
+    assert macro in row

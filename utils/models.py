@@ -81,6 +81,7 @@ def gemma3_gguf() -> Path:
     chunks = [_package_dir(package, hint) / "data" / name for package, name in GEMMA3_CHUNKS]
     target.parent.mkdir(parents=True, exist_ok=True)
     handle, staging = tempfile.mkstemp(prefix=f".{GEMMA3_GGUF}.", dir=target.parent)
+    os.chmod(staging, 0o644)  # mkstemp makes 0600; the cache is as readable as a pip install
     digest = hashlib.sha256()
     try:
         with os.fdopen(handle, "wb") as out:

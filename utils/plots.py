@@ -130,7 +130,7 @@ def _dot_whisker(
         ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=7, frameon=False)
     fig.tight_layout()
     buffer = io.BytesIO()
-    fig.savefig(buffer, format="png", dpi=110, metadata={"Software": None})
+    fig.savefig(buffer, format="png", dpi=110, metadata={"Software": None}, bbox_inches="tight")  # legend whole
     plt.close(fig)
     return buffer.getvalue()
 

@@ -246,6 +246,8 @@ def _run_value(bench: Mapping[str, Any], key: str) -> float | None:
     headlines = bench.get("published_headlines") or {}
     reference = bench.get("reference") or {}
     if any(headlines.get(model) == numbers.get(key) for model, numbers in reference.items() if model in headlines):
+        if not bench.get("full_coverage"):  # a partial average is not shown beside the published full ones
+            return None
         key = bench.get("headline_metric")
     return number(bench[key]["value"]) if is_estimate(bench.get(key)) else None
 
@@ -261,8 +263,10 @@ def _component_plot(bench: Mapping[str, Any], published: Mapping[str, Mapping[st
     headlines = bench.get("published_headlines") or {}
     if bench.get("caveats"):  # this run's labels are not gold: the published points are no yardstick for it
         published = {}
+    # A partial run's average is no average over the published items: no published average on its row.
+    full = bool(bench.get("full_coverage"))
     markers = {
-        model: [number(headlines.get(model))] + [number(numbers.get(c)) for c in components]
+        model: [number(headlines.get(model)) if full else None] + [number(numbers.get(c)) for c in components]
         for model, numbers in published.items()
     }
     markers = {model: values for model, values in markers.items() if any(v is not None for v in values)}
@@ -370,7 +374,8 @@ def benchmark_section(name: str, bench: Mapping[str, Any]) -> str:
     if published:
         keys = list(dict.fromkeys(k for numbers in published.values() for k in numbers))
         mine = [_run_value(bench, k) for k in keys]
-        run_row = ["this run", *("-" if value is None else _value_cell(value) for value in mine)]
+        who = "this run" if bench.get("full_coverage") else "this run (partial coverage: its average is not shown here)"
+        run_row = [who, *("-" if value is None else _value_cell(value) for value in mine)]
         caveat = f" (not comparable with this run: {'; '.join(bench['caveats'])})" if bench.get("caveats") else ""
         parts += [
             f"<h3>Published numbers beside this run{esc(caveat)}</h3>",
