@@ -28,8 +28,10 @@ export HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 TOKENIZERS_PARALLELISM=false
 shared="${SHARED_DATA:-$repo/../shared/data}"
 name="${MODEL:-smollm2}"
 dtype="${DTYPE:-auto}"
-variant="out/quickstart-${name}$([ "${CHAT:-1}" = "0" ] && echo -nochat)$([ "$dtype" != auto ] && echo "-$dtype")"
-[ "$variant" = "out/quickstart-smollm2" ] && variant="out/quickstart"
+variant="out/quickstart-${name}"
+if [ "${CHAT:-1}" = "0" ]; then variant="${variant}-nochat"; fi
+if [ "$dtype" != auto ]; then variant="${variant}-${dtype}"; fi
+if [ "$variant" = "out/quickstart-smollm2" ]; then variant="out/quickstart"; fi
 out="${OUT:-$variant}"
 case "$out" in /*) ;; *) out="$repo/$out" ;; esac
 rm -rf "$out/run" # this setting's own run folder: a rerun replaces it (the report takes one run)
@@ -58,14 +60,14 @@ echo "== report"
 python -m lm_eval_tasks report "$out/run" --out "$out/report"
 echo "install and model preparation: $((installed - started)) s; evaluation: $((evaluated - installed)) s"
 echo "scorecard: $out/report/report.html"
-other="$repo/out/quickstart-gemma3-270m"
-[ "$name" = gemma3-270m ] && other="$repo/out/quickstart"
+other="$repo/out/quickstart-gemma3-270m" second=gemma3-270m
+if [ "$name" = gemma3-270m ]; then other="$repo/out/quickstart" second=smollm2; fi
 cat <<NEXT
 
 Next steps (copy them into any shell; the first line makes the commands available there):
   cd "$repo" && . .venv/bin/activate
   python -m lm_eval_tasks report "$out/run" --out "$out/report"      # the report again
-  MODEL=$([ "$name" = gemma3-270m ] && echo smollm2 || echo gemma3-270m) bash examples/quickstart.sh   # a second model, same tasks and protocol
+  MODEL=$second bash examples/quickstart.sh   # a second model, same tasks and protocol
   python -m lm_eval_tasks compare "$out/run" "$other/run"                 # then: A minus B, with p-values
   python -m lm_eval_tasks leaderboard "$out/run" "$other/run" --out "$repo/out/leaderboard"
 NEXT
