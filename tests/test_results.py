@@ -113,3 +113,15 @@ def test_a_partial_run_says_every_reason_it_is_not_paper_comparable(tmp_path):
         "a system instruction was added (--system_instruction); the paper's prompt has none",
         "setting paper_generation = false (the paper's: true)",
     ]
+
+
+def test_declared_settings_are_named_as_the_user_gives_them():
+    from lm_eval_tasks.utils.benchmarks import discover
+    from lm_eval_tasks.utils.results import declared_settings
+
+    sections = {spec.name: None for b in discover() for spec in b.report_specs}
+    declared = declared_settings(sections)
+    assert {s["name"] for s in declared["medexqa"]} >= {"medexqa_shuffle", "medexqa_shuffle_seed", "medexqa_split"}
+    assert {s["name"] for s in declared["factbench"]} == {"factbench_sample_size", "factbench_bioasq_path"}
+    assert all(s["moves"] and s["kind"] for entries in declared.values() for s in entries)
+    assert "medfact_bench" not in declared  # it declares none

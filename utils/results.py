@@ -28,13 +28,13 @@ from pathlib import Path
 from typing import Any
 
 from . import stats
-from .benchmarks import report_specs
+from .benchmarks import discover, report_specs
 from .data import DataError
 from .runs import Run, load_run, run_info
 from .scoring import INVALID, AccuracyOver, BenchmarkSpec, Headline, ScoredItem
 
 # 2.0: run provenance (n_shot, seeds, device, dtype as lm-eval recorded it, versions, hashes, file sha256s);
-# per section compared_metric, published_headlines, caveats and paper_comparable.reasons.
+# per section compared_metric, published_headlines, caveats and paper_comparable.reasons; run.declared_settings.
 SCHEMA_VERSION = "2.0"
 
 
@@ -120,6 +120,7 @@ def score(run: Run) -> ScoredRun:
         if spec.settings_of is not None:
             settings[spec.name] = list(section.settings)
     provenance["benchmark_settings"] = settings
+    provenance["declared_settings"] = declared_settings(sections)
     return ScoredRun(
         results_path=run.results_path,
         provenance=provenance,
@@ -127,6 +128,24 @@ def score(run: Run) -> ScoredRun:
         empty_tasks=tuple(sorted(task for task, samples in run.samples.items() if not samples)),
         unreported_tasks=tuple(sorted(task for task, samples in run.samples.items() if samples and task not in owned)),
     )
+
+
+def declared_settings(sections: Mapping[str, Section]) -> dict[str, list[dict[str, Any]]]:
+    """Each reported benchmark's settings as it declares them (scoped name, kind, default, what it moves): what
+    the values in ``benchmark_settings`` mean, and what a user may set."""
+    out = {}
+    for benchmark in discover():
+        if benchmark.settings and any(spec.name in sections for spec in benchmark.report_specs):
+            out[benchmark.name] = [
+                {
+                    "name": f"{benchmark.name}_{setting.name}",
+                    "kind": setting.kind.value,
+                    "default": setting.default,
+                    "moves": setting.moves,
+                }
+                for setting in benchmark.settings
+            ]
+    return out
 
 
 def score_path(path: str | os.PathLike) -> ScoredRun:
