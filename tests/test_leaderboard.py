@@ -47,8 +47,8 @@ def medfact_run(folder, correct, stamp=STAMP, tasks=tuple(GOLDS), **results):
 
 
 def assert_self_contained(page):
-    """Nothing a browser would fetch: no scripts, stylesheets or remote sources; every image inline PNG."""
-    for fetch in ('src="http', 'href="http', "<link", "<script", "@import", "url("):
+    """Nothing a browser would fetch: no script files, stylesheets or remote sources; every image inline PNG."""
+    for fetch in ('src="http', 'href="http', "<link", "<script src", "@import", "url(", "fetch(", "XMLHttpRequest"):
         assert fetch not in page
     sources = re.findall(r'src="([^"]*)"', page)
     assert sources and all(s.startswith("data:image/png;base64,") for s in sources)
@@ -173,9 +173,11 @@ def written(tmp_path_factory):
 
 def test_written_files(written):
     out, files, hostile = written
-    assert sorted(p.name for p in files) == [f"leaderboard.{ext}" for ext in ("csv", "html", "json", "md")]
+    assert sorted(p.name for p in files) == [f"leaderboard.{ext}" for ext in ("csv", "html", "json", "md")] + [
+        "leaderboard_discordant.jsonl"
+    ]
     board = json.loads((out / "leaderboard.json").read_text(encoding="utf-8"))
-    assert board["schema_version"] == "2.0" and board["runs"][0]["label"] == hostile.rsplit("/", 1)[-1]
+    assert board["schema_version"] == "2.1" and board["runs"][0]["label"] == hostile.rsplit("/", 1)[-1]
     rows = list(csv.DictReader((out / "leaderboard.csv").open(encoding="utf-8")))
     assert [r["kind"] for r in rows] == ["run"] * 3 + ["published"] * 9  # runs ranked by the headline
     assert [r["id"] for r in rows[:3]] == ["run-2", "run-1", "run-3"]
@@ -190,6 +192,22 @@ def test_written_files(written):
     page = (out / "leaderboard.html").read_text(encoding="utf-8")
     assert "<img src=x" not in page and "&lt;img src=x onerror=alert(1)&gt;" in page
     assert_self_contained(page)
+
+
+def test_discordant_items_of_every_pair_hand_worked(written):
+    # A 1100|011, B 1111|111, C 0101|001 (scifact | healthver); items in (task, doc_id) order: healthver first.
+    out = written[0]
+    lines = [json.loads(line) for line in (out / lb.DISCORDANT_FILE).read_text(encoding="utf-8").splitlines()]
+    found = {(line["a"], line["b"]): (line["a_only_correct"], line["b_only_correct"]) for line in lines}
+    h, s = "medfact_bench_healthver", "medfact_bench_scifact"
+    assert found == {
+        ("run-1", "run-2"): ([], [[h, 0, 0], [s, 2, 2], [s, 3, 3]]),
+        ("run-1", "run-3"): ([[h, 1, 1], [s, 0, 0]], [[s, 3, 3]]),
+        ("run-2", "run-3"): ([[h, 0, 0], [h, 1, 1], [s, 0, 0], [s, 2, 2]], []),
+    }
+    board = json.loads((out / "leaderboard.json").read_text(encoding="utf-8"))
+    for c in board["benchmarks"]["medfact_bench"]["comparisons"]:  # the McNemar counts are these lists' lengths
+        assert (c["a_only_correct"], c["b_only_correct"]) == tuple(map(len, found[c["a"], c["b"]]))
 
 
 def test_leaderboard_in_a_real_browser(written):

@@ -451,7 +451,9 @@ def test_a_random_secret_under_a_url_credential_name_never_survives(name, secret
     )
 
 
-@given(st.lists(st.sampled_from(list("akeytosphbr:=/_-%2F{}\"' ,?&@") + ["sk-", "://", "code=", "Bearer "])).map("".join))
+@given(
+    st.lists(st.sampled_from(list("akeytosphbr:=/_-%2F{}\"' ,?&@") + ["sk-", "://", "code=", "Bearer "])).map("".join)
+)
 def test_the_fast_path_skips_only_text_with_nothing_to_mask(text):
     # A text without any trigger word comes back at once: the full scan must agree that it holds no credential.
     assert redaction._redact_text(text) == redaction._redact_text_fully(text)

@@ -138,7 +138,18 @@ def answer_text(record: Mapping[str, Any]) -> str:
     return record["reply"] if record["reply"] is not None else ""
 
 
-PAIR_COLUMNS = ("which", "task", "doc_id_a", "doc_id_b", "component", "gold", "pred_a", "pred_b", "answer_a", "answer_b")
+PAIR_COLUMNS = (
+    "which",
+    "task",
+    "doc_id_a",
+    "doc_id_b",
+    "component",
+    "gold",
+    "pred_a",
+    "pred_b",
+    "answer_a",
+    "answer_b",
+)
 A_ONLY, B_ONLY = "A right, B wrong", "B right, A wrong"
 
 

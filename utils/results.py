@@ -164,7 +164,11 @@ def _redacted(item: ScoredItem, secrets: set[str]) -> ScoredItem:
     choices = tuple(clean(choice) for choice in item.choices)
     changed = tuple(
         name
-        for name, before, after in (("prompt", item.prompt, prompt), ("reply", item.reply, reply), ("choices", item.choices, choices))
+        for name, before, after in (
+            ("prompt", item.prompt, prompt),
+            ("reply", item.reply, reply),
+            ("choices", item.choices, choices),
+        )
         if before != after
     )
     if not changed:

@@ -362,7 +362,7 @@ class Answer:
         if self.method == "unclosed_think":
             return "a <think> block is never closed (no answer after the reasoning)"
         if self.method == "none":
-            return "no answer object, no \"selected_answer\" key and no standalone capital letter"
+            return 'no answer object, no "selected_answer" key and no standalone capital letter'
         if self.letter is None:
             return f"the answer object ({self.method}) has no selected_answer string"
         return f"the letter {self.letter!r} is none of the options"
