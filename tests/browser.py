@@ -208,9 +208,7 @@ class DevTools:
 
     def evaluate(self, expression: str) -> Any:
         """The value of a JavaScript expression in the page (a promise is awaited); a thrown error raises."""
-        result = self.send(
-            "Runtime.evaluate", {"expression": expression, "returnByValue": True, "awaitPromise": True}
-        )
+        result = self.send("Runtime.evaluate", {"expression": expression, "returnByValue": True, "awaitPromise": True})
         if "exceptionDetails" in result:
             raise RuntimeError(f"{expression[:80]}: {result['exceptionDetails']}")
         return result["result"].get("value")

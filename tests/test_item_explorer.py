@@ -322,7 +322,10 @@ def test_filters_counts_and_an_opened_item_in_chromium(two_runs):
     with browser.DevTools() as page:
         page.open(folder / "report.html")
         assert page.evaluate("document.querySelector('.explorer .n-shown').textContent") == "60"
-        assert page.evaluate("document.querySelectorAll('.explorer table.items tbody tr').length") == explorer.ROWS_PER_PAGE
+        assert (
+            page.evaluate("document.querySelectorAll('.explorer table.items tbody tr').length")
+            == explorer.ROWS_PER_PAGE
+        )
         # The counts shown are report.json's: INVALID items, and correct ones (accuracy_micro x items).
         assert _select(page, "outcome", "INVALID") == str(bench["n_invalid"]) == "20"
         assert _select(page, "outcome", "correct") == str(round(bench["accuracy_micro"]["value"] * 60)) == "20"
