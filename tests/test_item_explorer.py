@@ -415,3 +415,33 @@ def test_the_leaderboard_shows_both_replies_of_every_discordant_item(two_runs, t
         page.evaluate("new Promise(r => setTimeout(r, 200))")
         assert page.evaluate(SHOWN_REPLY)["whole"] == [replies_a[1]]
         assert page.exceptions() == []
+
+
+def test_items_of_every_benchmark_from_a_real_lm_eval_run(demo_data_dir, tmp_path):
+    """A scripted model's run through lm-eval itself: what it logs (arguments, filtered_resps) becomes each item's
+    prompt, and its reply or its choices."""
+    from tests.test_comparison import TASKS, evaluated_run
+
+    run = evaluated_run(tmp_path / "run", demo_data_dir, TASKS, limit=4)
+    scored, _ = report_mod.write_report(run, tmp_path / "rep")
+    assert set(scored.sections) == {"medfact_bench", "medexqa_logit", "medexqa", "pubmedqa_atlas_n100"} | {
+        "millerqa",
+        "millerqa_ll",
+    }
+    for name, section in scored.sections.items():
+        items = items_of(tmp_path / "rep", name)
+        assert [(i["task"], i["doc_id"]) for i in items] == [(i.task, i.doc_id) for i in section.items]
+        for item, scored_item in zip(items, section.items, strict=True):
+            assert isinstance(item["prompt"], str) and len(item["prompt"]) > 20, name
+            assert (item["outcome"] == "INVALID") == (item["invalid_reason"] is not None), (name, item)
+            assert item["parse_step"] or item["outcome"] == "INVALID", (name, item)
+            if section.generative:
+                assert isinstance(item["reply"], str) and item["choices"] == [], name
+            else:
+                assert item["reply"] is None and len(item["choices"]) >= 2, name
+                assert [c["loglikelihood"] for c in item["choices"]] == list(scored_item.loglikelihoods)
+                assert sum(c["probability"] for c in item["choices"]) == pytest.approx(1.0)
+    choices = items_of(tmp_path / "rep", "pubmedqa_atlas_n100")[0]["choices"]
+    assert [c["choice"] for c in choices] == [" yes", " no", " maybe"]
+    page = (tmp_path / "rep" / "report.html").read_text(encoding="utf-8")
+    assert page.count('<div class="explorer"') == len(scored.sections)
