@@ -113,9 +113,12 @@ class DevTools:
         self._browser_out, from_browser = os.pipe()  # and writes what we read
 
         def on_fds_3_and_4() -> None:
-            reading, writing = os.dup(to_browser), os.dup(from_browser)
+            # In the child: its fds 3 and 4 become the pipes' ends, kept across exec.
+            reading, writing = os.dup(to_browser), os.dup(from_browser)  # the lowest free fds: reading < writing
             os.dup2(reading, 3)
             os.dup2(writing, 4)
+            os.set_inheritable(3, True)  # dup2 onto itself (reading == 3) leaves close-on-exec set
+            os.set_inheritable(4, True)
 
         self.process = subprocess.Popen(
             [
@@ -136,7 +139,7 @@ class DevTools:
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
             preexec_fn=on_fds_3_and_4,
-            pass_fds=(3, 4),
+            close_fds=False,  # fds 3 and 4 exist only after on_fds_3_and_4; pass_fds would refuse them before
         )
         os.close(to_browser)
         os.close(from_browser)

@@ -110,6 +110,11 @@ def test_every_medfact_item_with_its_outcome_reason_step_prompt_and_reply(tmp_pa
         "n": 5,
         "fields": list(ITEM_FIELDS),
     }
+    markdown = (tmp_path / "rep" / "report.md").read_text(encoding="utf-8")
+    assert (
+        "- every item (prompt, reply, parse, outcome): items_medfact_bench.jsonl; report.html's item explorer"
+        in markdown
+    )
 
 
 def test_loglikelihood_items_carry_each_choice_with_its_probability(tmp_path):

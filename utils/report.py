@@ -90,6 +90,10 @@ def _headline_lines(name: str, bench: Mapping[str, Any], answered_only: bool) ->
     lines += [f"- {rate}: {_fmt(estimate)}" for rate, estimate in bench["rates"].items()]
     if "macro_f1" in bench:
         lines.append(f"- macro-F1: {_fmt(bench['macro_f1'])}")
+    if isinstance(bench.get("items"), Mapping):
+        lines.append(
+            f"- every item (prompt, reply, parse, outcome): {md(bench['items']['file'])}; report.html's item explorer"
+        )
     return lines
 
 
