@@ -25,7 +25,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from lm_eval_tasks.utils.medexqa.constants import PUBLISHED_COUNTS as MEDEXQA_COUNTS  # noqa: E402
 from lm_eval_tasks.utils.medexqa.constants import SPECIALTIES  # noqa: E402
 from lm_eval_tasks.utils.medfact_bench.constants import PUBLISHED_COUNTS as MEDFACT_COUNTS  # noqa: E402
-from lm_eval_tasks.utils.millerqa.constants import MEDBULLETS, PUBLISHED_COUNTS as MILLERQA_COUNTS  # noqa: E402
+from lm_eval_tasks.utils.millerqa.constants import MEDBULLETS  # noqa: E402
+from lm_eval_tasks.utils.millerqa.constants import PUBLISHED_COUNTS as MILLERQA_COUNTS  # noqa: E402
 from lm_eval_tasks.utils.report import write_report  # noqa: E402
 
 from tests.browser import DevTools  # noqa: E402

@@ -415,6 +415,8 @@ def test_the_leaderboard_shows_both_replies_of_every_discordant_item(two_runs, t
             (b / "report" / "report.html").as_uri() + "#item=medfact_bench/medfact_bench_scifact/1",
             (b / "report" / "items_medfact_bench.jsonl").as_uri(),
         ]
+        board = json.loads((tmp_path / "board" / "leaderboard.json").read_text(encoding="utf-8"))
+        assert [run["report_folder"] for run in board["runs"]] == [str(a / "report"), str(b / "report")]
         page.open(a / "report" / "report.html")  # where the link leads: the item opens
         page.evaluate("(() => { location.hash = '#item=medfact_bench/medfact_bench_scifact/1'; })()")
         page.evaluate("new Promise(r => setTimeout(r, 200))")

@@ -430,9 +430,13 @@ SCRIPT = r"""
           box.appendChild(el("h5", null, s.toUpperCase() + ": " + data[s].label + " (pred " + r[col["pred_" + s]] + ")"));
           box.appendChild(textBlock(r[col["answer_" + s]], "the run's items file", "answer"));
           var p = el("p");
-          p.appendChild(link(data[s].report + "#item=" + encodeURIComponent(data.section) + "/" + encodeURIComponent(r[col.task]) + "/" + r[col["doc_id_" + s]], "open in " + s.toUpperCase() + "'s report"));
-          p.appendChild(document.createTextNode(" · "));
-          p.appendChild(link(data[s].items, s.toUpperCase() + "'s items file"));
+          if (data[s].report) {
+            p.appendChild(link(data[s].report + "#item=" + encodeURIComponent(data.section) + "/" + encodeURIComponent(r[col.task]) + "/" + r[col["doc_id_" + s]], "open in " + s.toUpperCase() + "'s report"));
+            p.appendChild(document.createTextNode(" · "));
+            p.appendChild(link(data[s].items, s.toUpperCase() + "'s items file"));
+          } else {
+            p.textContent = "No report of " + s.toUpperCase() + " beside its run: python -m lm_eval_tasks report RUN writes one there.";
+          }
           box.appendChild(p); side.appendChild(box);
         });
         detail.appendChild(side);

@@ -9,8 +9,8 @@ Disagreements: for every pair and section, the shared items A got right and B wr
 discordant pairs behind the McNemar counts, :func:`.comparison.discordant_items`). leaderboard.json gives
 their counts; ``leaderboard_discordant.jsonl`` lists them, one line per pair and section
 (``[task, A's doc_id, B's doc_id]`` each); leaderboard.html shows them with both answers side by side and
-links to each run's report (its item explorer opens the item) and items file, as far as its row budget
-(:data:`PAGE_PAIR_ROWS`) goes.
+links to each run's report (its item explorer opens the item) and items file where ``report`` wrote them beside
+the run, as far as its row budget (:data:`PAGE_PAIR_ROWS`) goes.
 
 Each run is scored once (:func:`.results.score`): the headline numbers are its report's. Every pair of runs
 is compared per section by :func:`.comparison.compare_section`, the comparison ``compare`` prints, with
@@ -33,7 +33,7 @@ from tqdm import tqdm
 
 from . import explorer, plots
 from .comparison import adjust, compare_section, discordant_items, test_name
-from .data import DataError
+from .data import DataError, read_json
 from .files import jsonl_bytes, utf8, write_atomically
 from .report import md
 from .results import SCHEMA_VERSION as REPORT_SCHEMA_VERSION
@@ -177,7 +177,7 @@ def build(run_paths: Sequence[str | os.PathLike]) -> tuple[dict[str, Any], Disag
                 "id": run_id,
                 "label": label,
                 "results_file": str(run.results_path),
-                "report_folder": str(run.results_path.parent / "report"),
+                "report_folder": report_folder(run.results_path),
                 "report_schema_version": REPORT_SCHEMA_VERSION,
                 "run": run.provenance,
             }
@@ -186,6 +186,19 @@ def build(run_paths: Sequence[str | os.PathLike]) -> tuple[dict[str, Any], Disag
         "benchmarks": benchmarks,
     }
     return board, disagreements
+
+
+def report_folder(results_path: Path) -> str | None:
+    """The run's report folder where ``report`` writes it by default (``report/`` beside the results file), when
+    it holds this run's report; None otherwise (the leaderboard then links to no report of that run)."""
+    folder = results_path.parent / "report"
+    try:
+        written = read_json(folder / "report.json")
+    except (DataError, OSError):
+        return None
+    run = written.get("run") if isinstance(written, Mapping) else None
+    same = isinstance(run, Mapping) and run.get("results_file") == str(results_path)
+    return str(folder) if same else None
 
 
 def discordant_lines(disagreements: Disagreements) -> list[dict[str, Any]]:
@@ -412,8 +425,14 @@ def _disagreements_part(
             side: {
                 "id": run_id,
                 "label": labels[run_id],
-                "report": _href(runs[run_id]["report_folder"], "report.html", out_dir),
-                "items": _href(runs[run_id]["report_folder"], items_file(name), out_dir),
+                **(
+                    {
+                        "report": _href(runs[run_id]["report_folder"], "report.html", out_dir),
+                        "items": _href(runs[run_id]["report_folder"], items_file(name), out_dir),
+                    }
+                    if runs[run_id]["report_folder"]
+                    else {"report": None, "items": None}
+                ),
             }
             for side, run_id in (("a", c["a"]), ("b", c["b"]))
         }
