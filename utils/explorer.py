@@ -384,7 +384,7 @@ SCRIPT = r"""
             tr.appendChild(td);
           });
         }
-        tr.addEventListener("click", function () { open(i); });
+        tr.addEventListener("click", function () { open(i); detail.scrollIntoView({block: "start"}); });
         body.appendChild(tr);
       });
     }
