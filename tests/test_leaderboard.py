@@ -234,3 +234,13 @@ def test_leaderboard_in_a_real_browser(written):
     data = png.read_bytes()
     assert data[:8] == browser.PNG_SIGNATURE and int.from_bytes(data[16:20], "big") == 1280
     assert int.from_bytes(data[20:24], "big") == 2000
+
+
+def test_the_page_shows_discordant_items_up_to_its_row_budget(tmp_path, monkeypatch):
+    paths = [medfact_run(tmp_path / name, flags, model_name=name) for name, flags in (("a", A), ("b", B), ("c", C))]
+    board, disagreements = lb.build(paths)
+    monkeypatch.setattr(lb, "PAGE_PAIR_ROWS", 4)  # pairs in order: 3 rows fit, then 3 and 4 do not
+    page = lb.to_html(board, disagreements, tmp_path)
+    assert page.count('<details class="disagreements"') == 1 and 'data-a="run-1" data-b="run-2"' in page
+    assert page.count("too many to show in this page: leaderboard_discordant.jsonl lists them") == 2
+    assert "run-1 vs run-3: A right, B wrong: 2; B right, A wrong: 1; too many" in page
