@@ -1,4 +1,5 @@
-"""Headless Chromium for tests and README screenshots: the DOM a real browser builds from a page, and a screenshot.
+"""Headless Chromium for tests and README screenshots: the DOM a real browser builds from a page, a screenshot,
+and a page to drive (:class:`DevTools`: the DevTools protocol over a pipe, no extra package, no network).
 
     python tests/browser.py screenshot PAGE.html OUT.png [--window-size 1280,2000]
     python tests/browser.py dom PAGE.html
@@ -10,11 +11,16 @@ from __future__ import annotations
 
 import argparse
 import html.parser
+import json
+import os
+import select
 import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
+from typing import Any
 
 BINARIES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
 INSTALL_HINT = "no Chromium found (looked for " + ", ".join(BINARIES) + "); install one: apt-get install -y chromium"
@@ -80,6 +86,138 @@ def screenshot(
     if not out.is_file() or out.read_bytes()[:8] != PNG_SIGNATURE:
         raise RuntimeError(f"{binary} wrote no PNG at {out}")
     return out
+
+
+class DevTools:
+    """One headless Chromium driven over ``--remote-debugging-pipe`` (the browser reads commands on its fd 3 and
+    writes replies and events on fd 4, each a JSON message ended by NUL).
+
+        with DevTools() as browser:
+            browser.open(page)                      # waits for the load event
+            browser.evaluate("document.title")      # a JavaScript expression's value (promises awaited)
+
+    ``events`` keeps every event (e.g. ``Runtime.exceptionThrown``, ``Runtime.consoleAPICalled``).
+    """
+
+    def __init__(self, binary: str | None = None, window_size: str = "1280,2000", timeout: float = 120):
+        self.binary = binary or find_chromium()
+        if self.binary is None:
+            raise RuntimeError(INSTALL_HINT)
+        self.timeout, self.window_size = timeout, window_size
+        self.events: list[dict[str, Any]] = []
+        self._next_id, self._buffer, self.session = 0, b"", None
+
+    def __enter__(self) -> DevTools:
+        self._profile = tempfile.TemporaryDirectory(prefix="chromium-profile-")
+        to_browser, self._browser_in = os.pipe()  # the browser reads what we write
+        self._browser_out, from_browser = os.pipe()  # and writes what we read
+
+        def on_fds_3_and_4() -> None:
+            # In the child: its fds 3 and 4 become the pipes' ends, kept across exec.
+            reading, writing = os.dup(to_browser), os.dup(from_browser)  # the lowest free fds: reading < writing
+            os.dup2(reading, 3)
+            os.dup2(writing, 4)
+            os.set_inheritable(3, True)  # dup2 onto itself (reading == 3) leaves close-on-exec set
+            os.set_inheritable(4, True)
+
+        self.process = subprocess.Popen(
+            [
+                self.binary,
+                "--headless",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-dev-shm-usage",
+                "--no-first-run",
+                "--disable-extensions",
+                "--disable-background-networking",
+                "--hide-scrollbars",
+                f"--window-size={self.window_size}",
+                f"--user-data-dir={self._profile.name}",
+                "--remote-debugging-pipe",
+                "about:blank",
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            preexec_fn=on_fds_3_and_4,
+            close_fds=False,  # fds 3 and 4 exist only after on_fds_3_and_4; pass_fds would refuse them before
+        )
+        os.close(to_browser)
+        os.close(from_browser)
+        target = self.send("Target.createTarget", {"url": "about:blank"})["targetId"]
+        self.session = self.send("Target.attachToTarget", {"targetId": target, "flatten": True})["sessionId"]
+        self.send("Page.enable")
+        self.send("Runtime.enable")
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        try:
+            self.send("Browser.close", session=False)
+        except (OSError, RuntimeError, TimeoutError):
+            pass
+        try:
+            self.process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+        os.close(self._browser_in)
+        os.close(self._browser_out)
+        self._profile.cleanup()
+
+    def _read_message(self, deadline: float) -> dict[str, Any]:
+        while b"\0" not in self._buffer:
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([self._browser_out], [], [], left)[0]:
+                raise TimeoutError("Chromium did not answer in time")
+            chunk = os.read(self._browser_out, 1 << 20)
+            if not chunk:
+                raise RuntimeError("Chromium closed its DevTools pipe")
+            self._buffer += chunk
+        message, self._buffer = self._buffer.split(b"\0", 1)
+        return json.loads(message)
+
+    def send(self, method: str, params: dict[str, Any] | None = None, session: bool = True) -> dict[str, Any]:
+        """Run one DevTools command and return its result (an error reply raises RuntimeError)."""
+        self._next_id += 1
+        message = {"id": self._next_id, "method": method, "params": params or {}}
+        if session and self.session:
+            message["sessionId"] = self.session
+        os.write(self._browser_in, json.dumps(message).encode() + b"\0")
+        deadline = time.monotonic() + self.timeout
+        while True:
+            reply = self._read_message(deadline)
+            if reply.get("id") == self._next_id:
+                if "error" in reply:
+                    raise RuntimeError(f"{method}: {reply['error']}")
+                return reply.get("result", {})
+            if "method" in reply:
+                self.events.append(reply)
+
+    def wait_for_event(self, method: str, since: int = 0) -> dict[str, Any]:
+        deadline = time.monotonic() + self.timeout
+        while True:
+            for event in self.events[since:]:
+                if event["method"] == method:
+                    return event
+            since = len(self.events)
+            reply = self._read_message(deadline)
+            if "method" in reply:
+                self.events.append(reply)
+
+    def open(self, page: str | Path) -> None:
+        """Load a local page and wait for its load event."""
+        since = len(self.events)
+        self.send("Page.navigate", {"url": Path(page).resolve().as_uri()})
+        self.wait_for_event("Page.loadEventFired", since)
+
+    def evaluate(self, expression: str) -> Any:
+        """The value of a JavaScript expression in the page (a promise is awaited); a thrown error raises."""
+        result = self.send("Runtime.evaluate", {"expression": expression, "returnByValue": True, "awaitPromise": True})
+        if "exceptionDetails" in result:
+            raise RuntimeError(f"{expression[:80]}: {result['exceptionDetails']}")
+        return result["result"].get("value")
+
+    def exceptions(self) -> list[dict[str, Any]]:
+        return [event for event in self.events if event["method"] == "Runtime.exceptionThrown"]
 
 
 class _Collector(html.parser.HTMLParser):

@@ -1,5 +1,6 @@
 """Real runs as a user makes them: the lm_eval CLI, real small models, a real local server."""
 
+import json
 import subprocess
 import sys
 import zipfile
@@ -61,6 +62,17 @@ def test_smollm2_through_the_cli_then_the_report(smollm2_dir, demo_data_dir, tmp
     ) / 2
     assert report["rates"]["parseable_score"]["value"] == pytest.approx(parse_rate)
     assert report["coverage"]["scifact"]["loaded"] == 340 and report["full_coverage"] is False
+    # Each item keeps the prompt the model saw (the rendered chat template) and its whole reply.
+    items = [json.loads(line) for line in (tmp_path / "report" / "items_medfact_bench.jsonl").open(encoding="utf-8")]
+    logged = {
+        (s["doc_id"], task): s
+        for task in ("medfact_bench_healthver", "medfact_bench_scifact")
+        for s in read_samples(out, task)
+    }
+    for item in items:
+        sample = logged[item["doc_id"], item["task"]]
+        assert item["prompt"] == sample["arguments"]["gen_args_0"]["arg_0"]
+        assert item["reply"] == sample["filtered_resps"][0]
 
 
 def test_local_chat_completions_against_a_real_server(llama_server, demo_data_dir, tmp_path):
@@ -92,6 +104,9 @@ def test_local_chat_completions_against_a_real_server(llama_server, demo_data_di
     assert all(s["filtered_resps"][0].strip() for s in samples)  # the server answered with text
     report = report_cli(out, tmp_path / "report")["benchmarks"]["medfact_bench"]
     assert report["n_items"] == 2
+    # A chat API's prompt is shown as the messages it was sent.
+    items = [json.loads(line) for line in (tmp_path / "report" / "items_medfact_bench.jsonl").open(encoding="utf-8")]
+    assert items[0]["prompt"] == messages
 
 
 @pytest.mark.parametrize("chat", [True, False], ids=["chat", "plain"])

@@ -3,6 +3,8 @@ import csv
 import json
 import os
 import re
+import subprocess
+import sys
 
 import pytest
 from lm_eval_tasks.utils import leaderboard as lb
@@ -11,7 +13,7 @@ from lm_eval_tasks.utils.data import DataError
 from lm_eval_tasks.utils.runs import find_all_results
 
 from tests import browser
-from tests.conftest import build_report
+from tests.conftest import REPO, build_report
 from tests.test_report import STAMP, STRICT, write_run
 
 # The 7 MedFact-Bench items of test_report; a run is a string of 1 (the right score) / 0 (no answer, INVALID) per item.
@@ -48,8 +50,8 @@ def medfact_run(folder, correct, stamp=STAMP, tasks=tuple(GOLDS), **results):
 
 
 def assert_self_contained(page):
-    """Nothing a browser would fetch: no scripts, stylesheets or remote sources; every image inline PNG."""
-    for fetch in ('src="http', 'href="http', "<link", "<script", "@import", "url("):
+    """Nothing a browser would fetch: no script files, stylesheets or remote sources; every image inline PNG."""
+    for fetch in ('src="http', 'href="http', "<link", "<script src", "@import", "url(", "fetch(", "XMLHttpRequest"):
         assert fetch not in page
     sources = re.findall(r'src="([^"]*)"', page)
     assert sources and all(s.startswith("data:image/png;base64,") for s in sources)
@@ -174,9 +176,12 @@ def written(tmp_path_factory):
 
 def test_written_files(written):
     out, files, hostile = written
-    assert sorted(p.name for p in files) == [f"leaderboard.{ext}" for ext in ("csv", "html", "json", "md")]
+    assert sorted(p.name for p in files) == [f"leaderboard.{ext}" for ext in ("csv", "html", "json", "md")] + [
+        "leaderboard_discordant.jsonl"
+    ]
     board = json.loads((out / "leaderboard.json").read_text(encoding="utf-8"))
-    assert board["schema_version"] == "2.0" and board["runs"][0]["label"] == hostile.rsplit("/", 1)[-1]
+    assert board["schema_version"] == "2.1" and board["runs"][0]["label"] == hostile.rsplit("/", 1)[-1]
+    assert [run["report_folder"] for run in board["runs"]] == [None] * 3  # no report was written beside a run
     rows = list(csv.DictReader((out / "leaderboard.csv").open(encoding="utf-8")))
     assert [r["kind"] for r in rows] == ["run"] * 3 + ["published"] * 9  # runs ranked by the headline
     assert [r["id"] for r in rows[:3]] == ["run-2", "run-1", "run-3"]
@@ -191,6 +196,22 @@ def test_written_files(written):
     page = (out / "leaderboard.html").read_text(encoding="utf-8")
     assert "<img src=x" not in page and "&lt;img src=x onerror=alert(1)&gt;" in page
     assert_self_contained(page)
+
+
+def test_discordant_items_of_every_pair_hand_worked(written):
+    # A 1100|011, B 1111|111, C 0101|001 (scifact | healthver); items in (task, doc_id) order: healthver first.
+    out = written[0]
+    lines = [json.loads(line) for line in (out / lb.DISCORDANT_FILE).read_text(encoding="utf-8").splitlines()]
+    found = {(line["a"], line["b"]): (line["a_only_correct"], line["b_only_correct"]) for line in lines}
+    h, s = "medfact_bench_healthver", "medfact_bench_scifact"
+    assert found == {
+        ("run-1", "run-2"): ([], [[h, 0, 0], [s, 2, 2], [s, 3, 3]]),
+        ("run-1", "run-3"): ([[h, 1, 1], [s, 0, 0]], [[s, 3, 3]]),
+        ("run-2", "run-3"): ([[h, 0, 0], [h, 1, 1], [s, 0, 0], [s, 2, 2]], []),
+    }
+    board = json.loads((out / "leaderboard.json").read_text(encoding="utf-8"))
+    for c in board["benchmarks"]["medfact_bench"]["comparisons"]:  # the McNemar counts are these lists' lengths
+        assert (c["a_only_correct"], c["b_only_correct"]) == tuple(map(len, found[c["a"], c["b"]]))
 
 
 def test_leaderboard_in_a_real_browser(written):
@@ -224,7 +245,36 @@ def test_a_run_folder_not_in_utf8_and_a_lone_surrogate_are_written(tmp_path):
     a = medfact_run(odd, A, model_name="m\udcff")
     b = medfact_run(tmp_path / "b", B, model_name="b")
     files = lb.write_leaderboard([a, b], tmp_path / "board")
-    assert sorted(p.name for p in files) == [f"leaderboard.{ext}" for ext in ("csv", "html", "json", "md")]
+    assert sorted(p.name for p in files) == [f"leaderboard.{ext}" for ext in ("csv", "html", "json", "md")] + [
+        "leaderboard_discordant.jsonl"
+    ]
     board = json.loads((tmp_path / "board" / "leaderboard.json").read_text(encoding="utf-8"))
     assert board["runs"][0]["label"] == "m\udcff" and os.fsdecode(b"run-\xff\xfe") in board["runs"][0]["results_file"]
     assert "m\\udcff" in (tmp_path / "board" / "leaderboard.md").read_text(encoding="utf-8")
+
+
+def test_the_page_shows_discordant_items_up_to_its_row_budget(tmp_path, monkeypatch):
+    paths = [medfact_run(tmp_path / name, flags, model_name=name) for name, flags in (("a", A), ("b", B), ("c", C))]
+    board, disagreements = lb.build(paths)
+    monkeypatch.setattr(lb, "PAGE_PAIR_ROWS", 4)  # pairs in order: 3 rows fit, then 3 and 4 do not
+    page = lb.to_html(board, disagreements, tmp_path)
+    assert page.count('<details class="disagreements"') == 1 and 'data-a="run-1" data-b="run-2"' in page
+    assert page.count("too many to show in this page: leaderboard_discordant.jsonl lists them") == 2
+    assert "run-1 vs run-3: A right, B wrong: 2; B right, A wrong: 1; too many" in page
+
+
+def test_a_leaderboard_built_from_a_script_read_from_stdin(tmp_path):
+    # Runs are scored in worker processes; a caller whose main module cannot be re-imported (stdin, a notebook)
+    # must still get its leaderboard.
+    script = (
+        "import sys\nfrom pathlib import Path\nsys.path.insert(0, sys.argv[1])\n"
+        "from tests.test_leaderboard import A, B, C, medfact_run\nfrom lm_eval_tasks.utils import leaderboard as lb\n"
+        "root = Path(sys.argv[2])\n"
+        "paths = [medfact_run(root / n, f, model_name=n) for n, f in (('a', A), ('b', B), ('c', C))]\n"
+        "print(len(lb.build_leaderboard(paths)['runs']))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-", str(REPO), str(tmp_path)], input=script, capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip().splitlines()[-1] == "3"

@@ -94,13 +94,13 @@ def test_millerqa_loglikelihood_non_finite_is_invalid_with_its_reason(values):
     assert run == {"acc": 0.0, "acc_micro": 0.0}
     item = millerqa_spec.score_sample_loglikelihood("millerqa_ll_triage", _logged(MILLERQA_DOC, values))
     assert (item.pred, item.correct) == (INVALID, 0.0)
-    assert item.details["invalid_reason"] == choose_by_loglikelihood(values, 3).invalid_reason
+    assert item.invalid_reason == choose_by_loglikelihood(values, 3).invalid_reason
     assert item.details["selected_letter"] is None
 
 
 def test_millerqa_minus_inf_choices_cannot_win_but_the_item_is_answered():
     item = millerqa_spec.score_sample_loglikelihood("millerqa_ll_triage", _logged(MILLERQA_DOC, [-INF, -2.0, -INF]))
-    assert (item.pred, item.details["selected_letter"], item.details["invalid_reason"]) == ("1", "B", None)
+    assert (item.pred, item.details["selected_letter"], item.invalid_reason) == ("1", "B", None)
 
 
 def test_millerqa_fewer_loglikelihoods_than_options_is_an_error():

@@ -226,8 +226,8 @@ def test_the_report_recomputes_the_scripted_run(legal_run, tmp_path):
         for line in (tmp_path / "report" / "items_millerqa.jsonl").read_text(encoding="utf-8").splitlines()
     ]
     ipi = [i for i in items if i["benchmark"] == "ipi_legalbench"]
-    assert [i["parse_method"] for i in ipi] == ["json", "json", "none", "json", "regex_key", "unclosed_think"]
-    assert [i["parse_method"] for i in items if i["benchmark"] == "lhb_legalbench"][:2] == ["json", "fenced"]
+    assert [i["parse_step"] for i in ipi] == ["json", "json", "none", "json", "regex_key", "unclosed_think"]
+    assert [i["parse_step"] for i in items if i["benchmark"] == "lhb_legalbench"][:2] == ["json", "fenced"]
     assert [i["is_correct"] for i in ipi] == [True, False, None, True, True, None]
     assert ipi[0]["confidence"] == 80 and ipi[0]["explanation"] == f"because {ipi[0]['id']}"
     assert ipi[4]["confidence"] == 40 and ipi[4]["parse_failed"] is True

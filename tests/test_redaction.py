@@ -3,8 +3,9 @@
 import json
 
 import pytest
-from hypothesis import assume, given
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
+from lm_eval_tasks.utils import redaction
 from lm_eval_tasks.utils.redaction import is_secret_key, redact, scrub
 
 SECRET = "Xq7-SECRET-value9"  # no well-known key shape: each form below must be caught by its key or URL
@@ -448,3 +449,34 @@ def test_a_random_secret_under_a_url_credential_name_never_survives(name, secret
         f"https://h.example/api/judge?{before}{name}=***{after}",
         f"https://h.example/api/judge?{before}{name}=***",
     )
+
+
+@settings(max_examples=3000, deadline=None)
+@given(
+    st.lists(
+        st.sampled_from(
+            list("akeytosphbr:=/_-%2F{}[]\"' ,?&@\n\\")
+            + ["sk-", "://", "code=", "Bearer ", "secret", "token", "pass", "sig", "api", "Key", "\\u0073", "AKIA"]
+        )
+    ).map("".join)
+)
+def test_the_fast_path_skips_only_text_with_nothing_to_mask(text):
+    # A text without any trigger word comes back at once: the full scan must agree that it holds no credential.
+    assert redaction._redact_text(text) == redaction._redact_text_fully(text)
+
+
+def test_a_long_reply_without_a_trigger_skips_the_scan_and_one_with_a_key_is_masked():
+    reply = "the evidence says the drug reduces risk; " * 100
+    assert redaction._may_hold_secret(reply) is False and redact(reply) == reply
+    assert redact(reply + " api_key=abc123") == reply + " api_key=***"
+
+
+@settings(max_examples=3000, deadline=None)
+@given(
+    st.lists(
+        st.sampled_from(list("aeytoshr:_-{}[]\"' ,\n\\") + ["secret", "token", "pass", "sig", "api", "Key", "auth"])
+    ).map("".join)
+)
+def test_the_colon_check_of_the_fast_path_misses_no_key(text):
+    # No '=', '%', URL or key shape: only a key before a ':' can hold a credential.
+    assert redaction._redact_text(text) == redaction._redact_text_fully(text)

@@ -106,7 +106,13 @@ def test_hand_worked_medfact_report(run_dir):
 def test_cli_writes_json_markdown_and_png(run_dir, tmp_path, capsys):
     assert cli(["report", str(run_dir), "--out", str(tmp_path / "rep")]) == 0
     files = sorted(p.name for p in (tmp_path / "rep").iterdir())
-    assert files == ["confusion_medfact_bench.png", "report.html", "report.json", "report.md"]
+    assert files == [
+        "confusion_medfact_bench.png",
+        "items_medfact_bench.jsonl",
+        "report.html",
+        "report.json",
+        "report.md",
+    ]
     saved = json.loads((tmp_path / "rep" / "report.json").read_text(encoding="utf-8"))
     assert saved["schema_version"] == results.SCHEMA_VERSION
     assert saved["bootstrap"]["n_resamples"] == 1000
@@ -341,6 +347,7 @@ def test_the_report_folder_holds_exactly_the_current_report(run_dir, tmp_path):
     assert sorted(p.name for p in out.iterdir()) == [
         "confusion_medfact_bench.png",
         "explanations.json",
+        "items_medfact_bench.jsonl",
         "report.html",
         "report.json",
         "report.md",

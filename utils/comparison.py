@@ -22,12 +22,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
-
-import numpy as np
 
 from . import stats
 from .results import SCHEMA_VERSION, ScoredRun, Section, metric_statistic
+from .scoring import ScoredItem
 
 BOOTSTRAP_TEST = "paired bootstrap"
 MCNEMAR_TEST = "exact McNemar"
@@ -127,6 +127,25 @@ def _paired_bootstraps(sa: Section, sb: Section, shared: Sequence[tuple]) -> tup
     )
 
 
+@dataclass(frozen=True)
+class Discordant:
+    """The discordant pairs of two runs' shared items (A's item, B's item), in A's order: the items behind
+    the McNemar counts a_only_correct and b_only_correct."""
+
+    a_only_correct: list[tuple[ScoredItem, ScoredItem]]
+    b_only_correct: list[tuple[ScoredItem, ScoredItem]]
+
+
+def discordant_items(sa: Section, sb: Section) -> Discordant:
+    """The shared items (paired by the spec's item key) one run got right and the other wrong."""
+    in_b = dict(zip(sb.keys, sb.items, strict=True))
+    pairs = [(item, in_b[key]) for key, item in zip(sa.keys, sa.items, strict=True) if key in in_b]
+    return Discordant(
+        [(a, b) for a, b in pairs if bool(a.correct) and not bool(b.correct)],
+        [(a, b) for a, b in pairs if not bool(a.correct) and bool(b.correct)],
+    )
+
+
 def compare_section(a: ScoredRun, b: ScoredRun, name: str) -> dict[str, Any]:
     """A minus B for section ``name`` (present in both runs) on the items both scored."""
     sa, sb = a.sections[name], b.sections[name]
@@ -151,13 +170,10 @@ def compare_section(a: ScoredRun, b: ScoredRun, name: str) -> dict[str, Any]:
     }
     if not shared or sa.spec.compared_metric is None:
         return out
-    correct_a = dict(zip(sa.keys, (item.correct for item in sa.items), strict=True))
-    correct_b = dict(zip(sb.keys, (item.correct for item in sb.items), strict=True))
-    right_a = np.array([correct_a[key] for key in shared], dtype=bool)
-    right_b = np.array([correct_b[key] for key in shared], dtype=bool)
     boot_a, boot_b = _paired_bootstraps(sa, sb, shared)
     paired = stats.paired_difference(boot_a, boot_b)
-    a_only, b_only = int(np.sum(right_a & ~right_b)), int(np.sum(~right_a & right_b))
+    discordant = discordant_items(sa, sb)
+    a_only, b_only = len(discordant.a_only_correct), len(discordant.b_only_correct)
     out.update(difference=paired.difference.as_dict(), a_only_correct=a_only, b_only_correct=b_only)
     if out["comparable"]:
         if sa.spec.compared_metric.endswith("_micro"):

@@ -1,8 +1,16 @@
 """A leaderboard over runs: per report section, the runs ranked by the headline, the published models, and pairs.
 
 ``write_leaderboard(run_paths, out_dir)`` writes ``leaderboard.json`` (schema below), ``leaderboard.md``,
-``leaderboard.csv`` and a self-contained ``leaderboard.html`` (a forest plot per section). Each run folder
-contributes every ``results_*.json`` under it (each timestamp, each model subfolder).
+``leaderboard.csv``, ``leaderboard_discordant.jsonl`` and a self-contained ``leaderboard.html`` (a forest plot
+per section, and per pair of runs the items where they disagree). Each run folder contributes every
+``results_*.json`` under it (each timestamp, each model subfolder).
+
+Disagreements: for every pair and section, the shared items A got right and B wrong and the reverse (the
+discordant pairs behind the McNemar counts, :func:`.comparison.discordant_items`). leaderboard.json gives
+their counts; ``leaderboard_discordant.jsonl`` lists them, one line per pair and section
+(``[task, A's doc_id, B's doc_id]`` each); leaderboard.html shows them with both answers side by side and
+links to each run's report (its item explorer opens the item) and items file where ``report`` wrote them beside
+the run, as far as its row budget (:data:`PAGE_PAIR_ROWS`) goes.
 
 Each run is scored once (:func:`.results.score`): the headline numbers are its report's. Every pair of runs
 is compared per section by :func:`.comparison.compare_section`, the comparison ``compare`` prints, with
@@ -21,23 +29,28 @@ from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
+from urllib.request import pathname2url
 
 from tqdm import tqdm
 
-from . import plots
-from .comparison import adjust, compare_section, test_name
-from .data import DataError
-from .files import utf8, write_atomically
+from . import explorer, plots
+from .comparison import adjust, compare_section, discordant_items, test_name
+from .data import DataError, read_json
+from .files import jsonl_bytes, utf8, write_atomically
 from .report import md
 from .results import SCHEMA_VERSION as REPORT_SCHEMA_VERSION
-from .results import ScoredRun, score_path
+from .results import ScoredRun, item_record, items_file, score_path
 from .runs import find_all_results, model_name
 from .scorecard import Html, attrs, esc, estimate_attrs, fmt_estimate, generic, interval, page, table
 
 # 2.0: one table per section (runs ranked by the headline, that section's published models); each pair carries
 # p_value from the test it names (paired bootstrap for a macro headline, exact McNemar for a micro one) and
 # holm_p_value; short unique run labels.
-SCHEMA_VERSION = "2.0"
+# 2.1: discordant_file (leaderboard_discordant.jsonl: every pair's discordant items); each run's report folder.
+SCHEMA_VERSION = "2.1"
+DISCORDANT_FILE = "leaderboard_discordant.jsonl"
+# Discordant items leaderboard.html shows, over all pairs (pairs past it are listed in DISCORDANT_FILE only).
+PAGE_PAIR_ROWS = 50_000
 
 
 # ----------------------------------------------------------------------------- runs and their labels
@@ -87,9 +100,9 @@ def score_runs(run_paths: Sequence[str | os.PathLike], workers: int | None = Non
     progress = {"desc": "scoring runs", "unit": "run", "total": len(paths), "disable": len(paths) < 3}
     if workers < 2:
         return [score_path(path) for path in tqdm(paths, **progress)]
-    context = multiprocessing.get_context(
-        "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"
-    )
+    # fork where there is one: a worker then needs no re-import of the caller's main module (a script read from
+    # stdin cannot be re-imported), only what it inherits.
+    context = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn")
     with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
         return list(tqdm(pool.map(score_path, paths), **progress))
 
@@ -117,12 +130,21 @@ def _ranking(runs: Mapping[str, Mapping[str, Any]]) -> list[str]:
     return sorted(runs, key=value)
 
 
+# (section, A's id, B's id) -> (A right and B wrong, B right and A wrong), each a list of (A's, B's) item records.
+Disagreements = dict[tuple[str, str, str], tuple[list[tuple[dict, dict]], list[tuple[dict, dict]]]]
+
+
 def build_leaderboard(run_paths: Sequence[str | os.PathLike]) -> dict[str, Any]:
+    return build(run_paths)[0]
+
+
+def build(run_paths: Sequence[str | os.PathLike]) -> tuple[dict[str, Any], Disagreements]:
+    """leaderboard.json, and every pair's discordant items."""
     scored = score_runs(run_paths)
     ids = [f"run-{index}" for index in range(1, len(scored) + 1)]
     labels = run_labels([run.provenance for run in scored], [run.results_path for run in scored])
     names = list(dict.fromkeys(name for run in scored for name in run.sections))
-    benchmarks = {}
+    benchmarks, disagreements = {}, {}
     for name in names:
         present = [(run_id, run) for run_id, run in zip(ids, scored, strict=True) if name in run.sections]
         section = present[0][1].sections[name]
@@ -137,6 +159,11 @@ def build_leaderboard(run_paths: Sequence[str | os.PathLike]) -> dict[str, Any]:
             for i, (id_a, run_a) in enumerate(present):
                 for id_b, run_b in present[i + 1 :]:
                     comparisons.append({"a": id_a, "b": id_b, **compare_section(run_a, run_b, name)})
+                    found = discordant_items(run_a.sections[name], run_b.sections[name])
+                    disagreements[(name, id_a, id_b)] = tuple(
+                        [(item_record(a), item_record(b)) for a, b in pairs]
+                        for pairs in (found.a_only_correct, found.b_only_correct)
+                    )
             adjust(comparisons)
         runs = {run_id: _entry(run.sections[name].numbers) for run_id, run in present}
         benchmarks[name] = {
@@ -152,14 +179,16 @@ def build_leaderboard(run_paths: Sequence[str | os.PathLike]) -> dict[str, Any]:
         }
     from lm_eval_tasks import __version__
 
-    return {
+    board = {
         "schema_version": SCHEMA_VERSION,
         "generated_by": f"lm-eval-medical-tasks {__version__}",
+        "discordant_file": DISCORDANT_FILE,
         "runs": [
             {
                 "id": run_id,
                 "label": label,
                 "results_file": str(run.results_path),
+                "report_folder": report_folder(run.results_path),
                 "report_schema_version": REPORT_SCHEMA_VERSION,
                 "run": run.provenance,
             }
@@ -167,6 +196,36 @@ def build_leaderboard(run_paths: Sequence[str | os.PathLike]) -> dict[str, Any]:
         ],
         "benchmarks": benchmarks,
     }
+    return board, disagreements
+
+
+def report_folder(results_path: Path) -> str | None:
+    """The run's report folder where ``report`` writes it by default (``report/`` beside the results file), when
+    it holds this run's report; None otherwise (the leaderboard then links to no report of that run)."""
+    folder = results_path.parent / "report"
+    try:
+        written = read_json(folder / "report.json")
+    except (DataError, OSError):
+        return None
+    run = written.get("run") if isinstance(written, Mapping) else None
+    same = isinstance(run, Mapping) and run.get("results_file") == str(results_path)
+    return str(folder) if same else None
+
+
+def discordant_lines(disagreements: Disagreements) -> list[dict[str, Any]]:
+    """leaderboard_discordant.jsonl: per section and pair, the discordant items as [task, A's doc_id, B's doc_id]."""
+    return [
+        {
+            "section": name,
+            "a": id_a,
+            "b": id_b,
+            **{
+                key: [[a["task"], a["doc_id"], b["doc_id"]] for a, b in pairs]
+                for key, pairs in zip(("a_only_correct", "b_only_correct"), found, strict=True)
+            },
+        }
+        for (name, id_a, id_b), found in disagreements.items()
+    ]
 
 
 # ----------------------------------------------------------------------------- rendering
@@ -342,7 +401,74 @@ def _rank_table(board: Mapping[str, Any], name: str, bench: Mapping[str, Any]) -
     return table(_RANK_HEADER, rows, numeric=(0, 2, 3), row_css=css)
 
 
-def to_html(board: Mapping[str, Any]) -> str:
+def _href(folder: str, name: str, out_dir: Path | None) -> str:
+    """A link from the leaderboard page to ``name`` in a run's report folder: relative when the page's folder is
+    known (the pair of folders can move together), else a file URI."""
+    target = Path(folder) / name
+    if out_dir is None:
+        return target.resolve().as_uri() if target.is_absolute() else pathname2url(str(target))
+    return pathname2url(os.path.relpath(target, out_dir))
+
+
+def _disagreements_part(
+    board: Mapping[str, Any],
+    name: str,
+    bench: Mapping[str, Any],
+    disagreements: Disagreements,
+    out_dir: Path | None,
+    budget: list[int],
+) -> list[str]:
+    """Per pair, the items where one run is right and the other wrong, as far as the page's row budget goes."""
+    runs = {run["id"]: run for run in board["runs"]}
+    labels = _labels(board)
+    parts = []
+    for c in bench["comparisons"]:
+        found = disagreements.get((name, c["a"], c["b"]))
+        if found is None:
+            continue
+        a_only, b_only = found
+        counts = f"{c['a']} vs {c['b']}: A right, B wrong: {len(a_only)}; B right, A wrong: {len(b_only)}"
+        if len(a_only) + len(b_only) > budget[0]:
+            parts.append(f"<p>{esc(counts)}; too many to show in this page: {esc(DISCORDANT_FILE)} lists them.</p>")
+            continue
+        budget[0] -= len(a_only) + len(b_only)
+        sides = {
+            side: {
+                "id": run_id,
+                "label": labels[run_id],
+                **(
+                    {
+                        "report": _href(runs[run_id]["report_folder"], "report.html", out_dir),
+                        "items": _href(runs[run_id]["report_folder"], items_file(name), out_dir),
+                    }
+                    if runs[run_id]["report_folder"]
+                    else {"report": None, "items": None}
+                ),
+            }
+            for side, run_id in (("a", c["a"]), ("b", c["b"]))
+        }
+        data = explorer.pairs_data(name, sides["a"], sides["b"], a_only, b_only)
+        heading = (
+            f"A = {labels[c['a']]}, B = {labels[c['b']]}: filter, search, click an item for both answers and links "
+            "to each run's report (written by python -m lm_eval_tasks report RUN) and items file."
+        )
+        element = explorer.explorer(f"pairs-{name}-{c['a']}-{c['b']}", data, heading)
+        parts.append(
+            f'<details class="disagreements"{attrs(benchmark=name, a=c["a"], b=c["b"])}><summary>{esc(counts)}'
+            f"</summary>{element}</details>"
+        )
+    if parts:
+        parts.insert(0, "<h3>Disagreements: the discordant items of each pair</h3>")
+    return parts
+
+
+def to_html(
+    board: Mapping[str, Any], disagreements: Disagreements | None = None, out_dir: str | os.PathLike | None = None
+) -> str:
+    """leaderboard.html; ``disagreements`` (from :func:`build`) adds each pair's discordant items, with links to
+    each run's report relative to ``out_dir``, the page's folder."""
+    budget = [PAGE_PAIR_ROWS]
+    folder = Path(out_dir) if out_dir is not None else None
     body = [
         "<h1>Leaderboard</h1>",
         (
@@ -400,6 +526,7 @@ def to_html(board: Mapping[str, Any]) -> str:
                     numeric=(2,),
                 ),
             ]
+        body += _disagreements_part(board, name, bench, disagreements or {}, folder, budget)
         body.append("</section>")
     body.append("<h2>Runs</h2>")
     body += [
@@ -407,17 +534,21 @@ def to_html(board: Mapping[str, Any]) -> str:
         f"<p><code>{esc(run['results_file'])}</code></p>{generic(run['run'])}</details>"
         for run in board["runs"]
     ]
-    return page("Leaderboard", "\n".join(body))
+    return page("Leaderboard", "\n".join(body), script=bool(disagreements))
 
 
-def render(board: Mapping[str, Any]) -> dict[str, bytes]:
+def render(
+    board: Mapping[str, Any], disagreements: Disagreements | None = None, out_dir: str | os.PathLike | None = None
+) -> dict[str, bytes]:
     return {
         "leaderboard.json": utf8(json.dumps(board, indent=2, ensure_ascii=False) + "\n"),
         "leaderboard.md": utf8(to_markdown(board)),
         "leaderboard.csv": utf8(to_csv(board)),
-        "leaderboard.html": utf8(to_html(board)),
+        DISCORDANT_FILE: jsonl_bytes(discordant_lines(disagreements or {})),
+        "leaderboard.html": utf8(to_html(board, disagreements, out_dir)),
     }
 
 
 def write_leaderboard(run_paths: Sequence[str | os.PathLike], out_dir: str | os.PathLike) -> list[Path]:
-    return write_atomically(out_dir, render(build_leaderboard(run_paths)))
+    board, disagreements = build(run_paths)
+    return write_atomically(out_dir, render(board, disagreements, Path(out_dir).resolve()))

@@ -18,7 +18,9 @@ credential, so neither an unbalanced quote nor a comma inside ``headers={...}`` 
 A JSON string is parsed and masked as a structure, then written back as JSON. Every scan is linear
 in the length of the text, and no input raises.
 
-:func:`scrub` removes known secret values (the API key in hand) from free text.
+:func:`scrub` removes known secret values (the API key in hand) from free text; :func:`secret_values`
+gives the values :func:`redact` would mask in ``model_args``, so that text written from a run (its
+prompts and replies) can be scrubbed of the run's own credentials.
 """
 
 from __future__ import annotations
@@ -154,6 +156,48 @@ def scrub(text: str, secrets: Iterable[str]) -> str:
     return text
 
 
+def secret_values(value: Any) -> set[str]:
+    """The credentials :func:`redact` masks in ``value`` (any form it takes), as the strings they are written as."""
+    found: set[str] = set()
+    try:
+        _collect_secrets(value, found)
+    except RecursionError:
+        pass
+    return {secret for secret in found if secret.strip()}
+
+
+def _collect_secrets(value: Any, found: set[str]) -> None:
+    if isinstance(value, str):
+        if value.lstrip()[:1] in ("{", "["):
+            try:
+                parsed = json.loads(value)
+            except (ValueError, RecursionError):
+                parsed = None
+            if isinstance(parsed, (dict, list)):
+                _collect_secrets(parsed, found)
+        for start, end in _secret_spans(value):
+            if end > start:
+                found.add(_unquote(value[start:end].strip()))
+    elif isinstance(value, Mapping):
+        for key, item in value.items():
+            if is_secret_key(str(key)) and _holds_value(item):
+                found.add(item if isinstance(item, str) else json.dumps(item, ensure_ascii=False))
+                found.update(_leaf_strings(item))
+            else:
+                _collect_secrets(item, found)
+    elif isinstance(value, (list, tuple)):
+        for item in value:
+            _collect_secrets(item, found)
+
+
+def _leaf_strings(value: Any) -> list[str]:
+    if isinstance(value, Mapping):
+        return [leaf for item in value.values() for leaf in _leaf_strings(item)]
+    if isinstance(value, (list, tuple)):
+        return [leaf for item in value for leaf in _leaf_strings(item)]
+    return [] if value is None or isinstance(value, bool) else [str(value)]
+
+
 def _redact(value: Any) -> Any:
     if isinstance(value, str):
         return _redact_text(value)
@@ -185,7 +229,64 @@ def _unquote(text: str) -> str:
     return text[1:-1] if len(text) >= 2 and text[0] == text[-1] and text[0] in "\"'" else text
 
 
+# What every credential the scans below find stands next to. Text without any (most model replies) is returned
+# at once: the full scan costs about 1-2 ms per 4 KB of text.
+# - anywhere: a URL scheme, an auth scheme, a well-known key's prefix;
+_ANYWHERE = (
+    "://",
+    "bearer",
+    "basic",
+    "sk-",
+    "hf_",
+    "ghp_",
+    "gho_",
+    "ghu_",
+    "ghs_",
+    "ghr_",
+    "github_pat_",
+    "xox",
+    "akia",
+    "asia",
+    "aiza",
+    "glpat-",
+)
+# - a word of a secret key name (each of _SECRET_WORDS and _SECRET_LAST_WORDS holds one) in the key before a ':'
+#   (key=value forms, URL query values and percent-encoded names all need a '=' or a '%xx', checked apart).
+_KEY_WORDS = ("key", "token", "auth", "cookie", "credential", "pass", "pwd", "secret", "sig", "header")
+_PERCENT_ESCAPE = re.compile(r"%[0-9A-Fa-f]{2}")
+_KEY_END_CHARS = frozenset(" \t\n\r\"'\\")
+
+
+def _may_hold_secret(text: str) -> bool:
+    """Whether the full scan could find a credential in ``text`` (False: it cannot); linear in its length."""
+    if "=" in text or ("%" in text and _PERCENT_ESCAPE.search(text)):
+        return True
+    if text.lstrip()[:1] in ("{", "[") and "\\u" in text:  # JSON keys may be written with escapes
+        return True
+    lowered = text.lower()
+    if any(word in lowered for word in _ANYWHERE):
+        return True
+    floor = 0
+    while (colon := text.find(":", floor)) >= 0:
+        end = colon
+        while end > floor and colon - end < 8 and text[end - 1] in _KEY_END_CHARS:
+            end -= 1
+        start = end
+        while start > floor and (text[start - 1].isalnum() or text[start - 1] in "_-"):
+            start -= 1
+        if any(word in lowered[start:end] for word in _KEY_WORDS):
+            return True
+        floor = colon + 1
+    return False
+
+
 def _redact_text(text: str) -> str:
+    if not _may_hold_secret(text):
+        return text
+    return _redact_text_fully(text)
+
+
+def _redact_text_fully(text: str) -> str:
     if text.lstrip()[:1] in ("{", "["):
         try:
             parsed = json.loads(text)
@@ -230,10 +331,17 @@ def _query_value_spans(text: str) -> Iterator[Span]:
             position = max(value_end, position)
 
 
+_PART_SYNTAX = re.compile(r"""["'\[\](){},]""")
+
+
 def _top_level_parts(text: str) -> Iterator[tuple[int, int]]:
-    """Offsets of the comma-separated parts as lm-eval's CLI splits them (outside brackets and quotes)."""
+    """Offsets of the comma-separated parts as lm-eval's CLI splits them (outside brackets and quotes).
+
+    Only quotes, brackets and commas move the state, so only they are visited (found by one regex scan).
+    """
     depth, quote_char, start = 0, None, 0
-    for index, char in enumerate(text):
+    for match in _PART_SYNTAX.finditer(text):
+        index, char = match.start(), match.group()
         if quote_char is not None:
             if char == quote_char:
                 quote_char = None
@@ -279,6 +387,8 @@ def _keyed_value_spans(text: str) -> Iterator[Span]:
     keys are searched too (``extra_body={'api_key': ...}``) and each character is looked at a bounded
     number of times.
     """
+    if ":" not in text and "=" not in text:  # every key is followed by one
+        return
     position = 0
     while match := _KEY_BEFORE_VALUE.search(text, position):
         position = match.end()

@@ -3,7 +3,7 @@
 :mod:`.results` scores the run once (every number, with its CI); this module writes it:
 ``report.json`` (the scored run's report, schema in :mod:`.results`), ``report.md``, ``report.html``
 (:mod:`.scorecard`), one confusion-matrix PNG per section with gold classes, and
-``items_<section>.jsonl`` (one record per item) for sections whose items carry details, all written
+``items_<section>.jsonl`` (one record per item of every section: :func:`.results.item_record`), all written
 atomically (nothing is written unless every input parsed). Nothing here computes a number.
 """
 
@@ -20,7 +20,7 @@ from . import scorecard, stats
 from .benchmarks import report_specs
 from .files import jsonl_bytes, utf8, write_atomically
 from .plots import confusion_png
-from .results import ScoredRun, score_path
+from .results import ScoredRun, items_file, score_path
 from .scoring import AccuracyOver, Headline
 
 _fmt = stats.format_estimate
@@ -90,6 +90,10 @@ def _headline_lines(name: str, bench: Mapping[str, Any], answered_only: bool) ->
     lines += [f"- {rate}: {_fmt(estimate)}" for rate, estimate in bench["rates"].items()]
     if "macro_f1" in bench:
         lines.append(f"- macro-F1: {_fmt(bench['macro_f1'])}")
+    if isinstance(bench.get("items"), Mapping):
+        lines.append(
+            f"- every item (prompt, reply, parse, outcome): {md(bench['items']['file'])}; report.html's item explorer"
+        )
     return lines
 
 
@@ -207,9 +211,10 @@ def render(scored: ScoredRun) -> dict[str, bytes]:
     for name, bench in report["benchmarks"].items():
         if "confusion_matrix" in bench:
             files[f"confusion_{name}.png"] = confusion_png(bench)
-    for name, records in scored.item_details().items():
-        files[f"items_{name}.jsonl"] = jsonl_bytes(records)
-    files["report.html"] = utf8(scorecard.render_html(report))
+    items = scored.item_details()
+    for name, records in items.items():
+        files[items_file(name)] = jsonl_bytes(records)
+    files["report.html"] = utf8(scorecard.render_html(report, items))
     return files
 
 

@@ -20,22 +20,45 @@ get accuracy over the answered items, the same with unanswered items counted wro
 from __future__ import annotations
 
 import json
+import math
 import os
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from . import stats
 from .benchmarks import discover, report_specs
 from .data import DataError
+from .redaction import redact, scrub, secret_values
 from .runs import Run, load_run, run_info
-from .scoring import INVALID, AccuracyOver, BenchmarkSpec, Headline, ScoredItem
+from .scoring import INVALID, AccuracyOver, BenchmarkSpec, Headline, ScoredItem, choice_probabilities
 
 # 2.0: run provenance (n_shot, seeds, device, dtype as lm-eval recorded it, versions, hashes, file sha256s);
 # per section compared_metric, published_headlines, caveats and paper_comparable.reasons; run.declared_settings.
-SCHEMA_VERSION = "2.0"
+# 2.1: per section "items" (its items file, item count and ITEM_FIELDS); every section writes items_<section>.jsonl.
+SCHEMA_VERSION = "2.1"
+
+# The fields of every record of items_<section>.jsonl, in order (a benchmark's own fields follow them).
+# report.json names the file and these fields; it does not embed the items (a MedFact-Bench run's replies
+# alone are tens of megabytes).
+ITEM_FIELDS = (
+    "task",
+    "doc_id",
+    "doc_hash",
+    "component",
+    "gold",
+    "pred",
+    "outcome",
+    "invalid_reason",
+    "parse_step",
+    "choices",
+    "prompt",
+    "reply",
+    "redacted",
+    "extras",
+)
 
 
 @dataclass(frozen=True)
@@ -87,20 +110,93 @@ class ScoredRun:
         }
 
     def item_details(self) -> dict[str, list[dict[str, Any]]]:
-        """Per section whose items carry details: one record per item (items_<section>.jsonl)."""
-        return {
-            name: [{"task": item.task, "doc_id": item.doc_id, **item.details} for item in section.items]
-            for name, section in self.sections.items()
-            if any(item.details for item in section.items)
-        }
+        """Per section: one record per item (items_<section>.jsonl), in the section's (task, doc_id) order."""
+        return {name: [item_record(item) for item in section.items] for name, section in self.sections.items()}
+
+
+def items_file(section_name: str) -> str:
+    return f"items_{section_name}.jsonl"
+
+
+def _json_float(value: float) -> float | str:
+    """A float JSON can hold; a non-finite one as its name ("nan", "inf", "-inf"), which strict JSON has not."""
+    return value if math.isfinite(value) else repr(value)
+
+
+def item_record(item: ScoredItem) -> dict[str, Any]:
+    """One line of items_<section>.jsonl: ITEM_FIELDS, then the benchmark's own details.
+
+    ``choices`` (log-likelihood items; empty for a generation): each continuation with its logged
+    log-likelihood and its probability among the choices (softmax; None when a NaN or +inf leaves it undefined).
+    ``redacted`` names the texts a credential was masked in (they are shown masked, and were scored unmasked).
+    """
+    probabilities = choice_probabilities(item.loglikelihoods) if item.loglikelihoods else None
+    record = {
+        "task": item.task,
+        "doc_id": item.doc_id,
+        "doc_hash": item.doc_hash,
+        "component": item.component,
+        "gold": item.gold,
+        "pred": item.pred,
+        "outcome": item.outcome,
+        "invalid_reason": item.invalid_reason,
+        "parse_step": item.parse_step,
+        "choices": [
+            {
+                "choice": choice,
+                "loglikelihood": _json_float(loglikelihood),
+                "probability": None if probabilities is None else probabilities[index],
+            }
+            for index, (choice, loglikelihood) in enumerate(zip(item.choices, item.loglikelihoods, strict=True))
+        ],
+        "prompt": item.prompt,
+        "reply": item.reply,
+        "redacted": list(item.redacted),
+        "extras": {name: _json_float(value) for name, value in item.extras.items()},
+    }
+    clashing = set(record) & set(item.details)
+    if clashing:
+        raise ValueError(f"{item.task} doc {item.doc_id}: details repeat the item fields {sorted(clashing)}")
+    return record | dict(item.details)
+
+
+def _redacted(item: ScoredItem, secrets: set[str]) -> ScoredItem:
+    """``item`` with the run's credentials and anything shaped like one masked in its prompt, reply and choices."""
+
+    def clean(text: str) -> str:
+        return redact(scrub(text, secrets))
+
+    prompt = (
+        [{**message, "content": clean(message["content"])} for message in item.prompt]
+        if isinstance(item.prompt, list)
+        else clean(item.prompt)
+    )
+    reply = None if item.reply is None else clean(item.reply)
+    choices = tuple(clean(choice) for choice in item.choices)
+    changed = tuple(
+        name
+        for name, before, after in (
+            ("prompt", item.prompt, prompt),
+            ("reply", item.reply, reply),
+            ("choices", item.choices, choices),
+        )
+        if before != after
+    )
+    if not changed:
+        return item
+    return replace(item, prompt=prompt, reply=reply, choices=choices, redacted=changed)
 
 
 def score_items(run: Run, spec: BenchmarkSpec) -> list[ScoredItem]:
+    """The spec's items of ``run``, scored from the logged replies; the texts kept with them have the run's
+    credentials (its model_args' secrets) and anything shaped like a credential masked."""
+    config = run.results.get("config")
+    secrets = secret_values(config.get("model_args")) if isinstance(config, Mapping) else set()
     items = []
     for task in sorted(t for t in run.samples if spec.owns(t)):
         for number, sample in enumerate(run.samples[task], start=1):
             try:
-                items.append(spec.score_sample(task, sample))
+                items.append(_redacted(spec.score_sample(task, sample), secrets))
             except (KeyError, TypeError, ValueError, IndexError) as exc:
                 raise DataError(f"{run.sample_files[task]}, line {number}: cannot score this sample ({exc!r})") from exc
     return sorted(items, key=lambda item: (item.task, item.doc_id))
@@ -404,6 +500,7 @@ def score_section(
         "reference": {model: dict(values) for model, values in spec.reference.items()},
         "published_headlines": spec.published_headlines(),
         "notes": list(spec.notes),
+        "items": {"file": items_file(spec.name), "n": len(items), "fields": list(ITEM_FIELDS)},
     }
     numbers["caveats"] = _caveats(run, spec)
     numbers["paper_comparable"] = _paper_comparable(

@@ -1,9 +1,10 @@
-"""One self-contained HTML page (``report.html``) for a report (schema 1.0): every benchmark and every setting.
+"""One self-contained HTML page (``report.html``) for a report: every benchmark, every setting and every item.
 
 The page needs no network: styles are inline and figures are base64 PNG data URIs. Every string taken
 from the report is escaped (model names and replies are hostile input). Benchmarks are rendered from the
 schema's known fields first (headline, estimates, rates, components with a dot-and-whisker plot, coverage,
-component groups, per-class scores, confusion matrix, published numbers, settings, notes); any other field
+component groups, per-class scores, confusion matrix, published numbers, settings, notes, and an item explorer
+over items_<section>.jsonl's records, :mod:`.explorer`); any other field
 of a benchmark (e.g. a fact-checking table) is rendered generically, so nothing in the report is left out.
 
 Stable hooks for tests and scripts: ``<span class="headline" id="headline-NAME" data-benchmark="NAME"
@@ -17,7 +18,7 @@ import html
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from . import plots
+from . import explorer, plots
 from .runs import model_name
 
 ESTIMATE_ORDER = (
@@ -50,6 +51,7 @@ _SECTION_FIELDS = frozenset(
         "compared_metric",
         "published_headlines",
         "caveats",
+        "items",
     }
 )
 
@@ -112,11 +114,12 @@ def image(png: bytes, alt: str) -> Html:
     return Html(f'<img alt="{esc(alt)}" src="{plots.data_uri(png)}">')
 
 
-def page(title: str, body: str) -> str:
+def page(title: str, body: str, script: bool = False) -> str:
+    """A self-contained page; ``script``: it holds item explorers, and ends with their one inline script."""
     return (
         f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>{esc(title)}</title>'
-        f'<meta name="viewport" content="width=device-width, initial-scale=1"><style>{STYLE}</style></head>'
-        f"<body>\n{body}\n</body></html>\n"
+        f'<meta name="viewport" content="width=device-width, initial-scale=1"><style>{STYLE}{explorer.STYLE}</style>'
+        f"</head><body>\n{body}\n{explorer.script_tag() if script else ''}</body></html>\n"
     )
 
 
@@ -280,7 +283,24 @@ def interval(estimate: Any) -> tuple[float | None, float | None, float | None]:
     return number(estimate["value"]), number(estimate["low"]), number(estimate["high"])
 
 
-def benchmark_section(name: str, bench: Mapping[str, Any]) -> str:
+def items_part(name: str, bench: Mapping[str, Any], records: Sequence[Mapping[str, Any]] | None) -> list[str]:
+    """The section's item explorer (every item, filterable), or where its items are when the page has none."""
+    listed = bench.get("items") if isinstance(bench.get("items"), Mapping) else {}
+    file = str(listed.get("file") or f"items_{name}.jsonl")
+    if records is None:
+        return ["<h3>Items</h3>", f"<p>Every item: <code>{esc(file)}</code> beside this page.</p>"] if listed else []
+    data = explorer.items_data(name, str(bench.get("title", name)), records, file)
+    heading = (
+        f"{len(records)} items of {bench.get('title', name)}: filter by component, gold, prediction and outcome, "
+        "search the prompts and replies, sort by a column, click an item for its prompt, reply and parse."
+    )
+    return [
+        f'<h3 id="items-{esc(name)}">Items (<a href="{esc(file)}">{esc(file)}</a>)</h3>',
+        explorer.explorer(f"explorer-{name}", data, heading),
+    ]
+
+
+def benchmark_section(name: str, bench: Mapping[str, Any], records: Sequence[Mapping[str, Any]] | None = None) -> str:
     published = {str(m): n for m, n in (bench.get("reference") or {}).items() if isinstance(n, Mapping)}
     parts = [
         f'<section id="benchmark-{esc(name)}"{attrs(benchmark=name)}>',
@@ -394,6 +414,7 @@ def benchmark_section(name: str, bench: Mapping[str, Any]) -> str:
         parts += ["<h3>Other fields</h3>", generic(others)]
     if bench.get("notes"):
         parts += ["<h3>Notes</h3>", "<ul>" + "".join(f"<li>{esc(note)}</li>" for note in bench["notes"]) + "</ul>"]
+    parts += items_part(name, bench, records)
     parts.append("</section>")
     return "\n".join(parts)
 
@@ -401,7 +422,8 @@ def benchmark_section(name: str, bench: Mapping[str, Any]) -> str:
 # ----------------------------------------------------------------------------- the page
 
 
-def render_html(report: Mapping[str, Any]) -> str:
+def render_html(report: Mapping[str, Any], items: Mapping[str, Sequence[Mapping[str, Any]]] | None = None) -> str:
+    """report.html; ``items``: each section's item records (items_<section>.jsonl), for its item explorer."""
     run = report.get("run") or {}
     benchmarks = report.get("benchmarks") or {}
     label = model_name(run)
@@ -436,8 +458,8 @@ def render_html(report: Mapping[str, Any]) -> str:
         summary if benchmarks else "<p>No benchmark in this report.</p>",
         '<h2 id="run-settings">Run settings</h2>',
         generic(run),
-        *(benchmark_section(name, bench) for name, bench in benchmarks.items()),
+        *(benchmark_section(name, bench, (items or {}).get(name)) for name, bench in benchmarks.items()),
         '<h2 id="about">About this report</h2>',
         generic(about),
     ]
-    return page(f"Scorecard: {label}", "\n".join(body))
+    return page(f"Scorecard: {label}", "\n".join(body), script=bool(items))

@@ -7,6 +7,7 @@ recompute. :class:`BenchmarkSpec` says which tasks a spec owns and how its numbe
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -17,6 +18,11 @@ if TYPE_CHECKING:
     from .runs import Run
 
 INVALID = "INVALID"
+# An item's outcome, as items_<section>.jsonl and the item explorer name it.
+CORRECT, WRONG = "correct", "wrong"
+# The parse step of every log-likelihood protocol: the most likely choice wins (an exact tie: the earliest).
+HIGHEST_LOGLIKELIHOOD = "highest_loglikelihood"
+HIGHEST_LOGLIKELIHOOD_TIED = "highest_loglikelihood_tie_earliest"
 
 
 class Stratum(Enum):
@@ -55,6 +61,22 @@ class ScoredItem:
     extras: Mapping[str, float] = field(default_factory=dict)  # per-item rates/scores, reported as means
     details: Mapping[str, Any] = field(default_factory=dict)  # per-item record for items_<benchmark>.jsonl
     prompt_hash: str = ""  # lm-eval's hash of the item's first request (two runs with another prompt differ here)
+    # The evidence behind the verdict, for items_<section>.jsonl and the item explorer (scored_item fills the
+    # logged ones from the sample; the spec says which parse step decided and, for INVALID, why).
+    parse_step: str = ""
+    invalid_reason: str | None = None
+    prompt: str | list[dict[str, str]] = ""  # the first request's context; chat messages when lm-eval logged them
+    reply: str | None = None  # the whole (filtered) reply of a generation; None for a log-likelihood item
+    choices: tuple[str, ...] = ()  # the continuations a log-likelihood item compared (one per choice)
+    loglikelihoods: tuple[float, ...] = ()  # their logged log-likelihoods, in the same order
+    redacted: tuple[str, ...] = ()  # the texts (prompt, reply, choices) a credential was masked in
+
+    @property
+    def outcome(self) -> str:
+        """correct, wrong, or INVALID (no answer could be read)."""
+        if self.pred == INVALID:
+            return INVALID
+        return CORRECT if self.correct else WRONG
 
 
 def default_item_key(item: ScoredItem) -> tuple:
@@ -139,6 +161,59 @@ class BenchmarkSpec:
         return item.gold if self.stratify_by is Stratum.GOLD else item.component
 
 
+def logged_arguments(sample: Mapping[str, Any]) -> list[tuple[Any, ...]]:
+    """The logged requests of a sample, each as its argument tuple: ``arguments`` is ``{"gen_args_0": {"arg_0":
+    context, "arg_1": ...}, ...}`` in a samples file, ``[(context, ...), ...]`` in lm-eval's in-memory results.
+    Anything else is no request (an empty list)."""
+    arguments = sample.get("arguments")
+    if isinstance(arguments, Mapping):
+        requests = [value for _, value in sorted(arguments.items(), key=lambda kv: _request_number(kv[0]))]
+        return [
+            tuple(value[key] for key in sorted(value, key=_request_number)) if isinstance(value, Mapping) else (value,)
+            for value in requests
+        ]
+    if isinstance(arguments, (list, tuple)):
+        return [tuple(value) if isinstance(value, (list, tuple)) else (value,) for value in arguments]
+    return []
+
+
+def _request_number(name: Any) -> int:
+    """The N of lm-eval's ``gen_args_N`` / ``arg_N`` names (others sort last)."""
+    digits = str(name).rsplit("_", 1)[-1]
+    return int(digits) if digits.isascii() and digits.isdigit() and len(digits) < 10 else 1 << 40
+
+
+def readable_prompt(context: Any) -> str | list[dict[str, str]]:
+    """A logged context as a reader wants it: chat messages (role, content) when lm-eval logged them (chat APIs
+    log the messages as a JSON string, possibly wrapped in a one-element list), else the text the model saw."""
+    if isinstance(context, (list, tuple)) and len(context) == 1:
+        context = context[0]
+    if not isinstance(context, str):
+        return "" if context is None else str(context)
+    if context.startswith("[{"):
+        try:
+            messages = json.loads(context)
+        except (ValueError, RecursionError):
+            return context
+        if isinstance(messages, list) and all(
+            isinstance(m, dict) and isinstance(m.get("role"), str) and isinstance(m.get("content"), str)
+            for m in messages
+        ):
+            return [{"role": m["role"], "content": m["content"]} for m in messages]
+    return context
+
+
+def choice_probabilities(loglikelihoods: Sequence[float]) -> list[float] | None:
+    """Each choice's share of the probability mass the choices hold (softmax of the log-likelihoods); None when
+    a NaN or +inf makes it undefined or every choice is -inf."""
+    from scipy.special import softmax
+
+    values = [float(value) for value in loglikelihoods]
+    if not values or any(math.isnan(v) or v == math.inf for v in values) or all(v == -math.inf for v in values):
+        return None
+    return [float(p) for p in softmax(values)]
+
+
 def logged_reply(sample: Mapping[str, Any]) -> str:
     """The (filtered) reply of a logged generation sample."""
     responses = sample["filtered_resps"]
@@ -163,6 +238,11 @@ class LoglikelihoodChoice:
     def tied(self) -> bool:
         """The best log-likelihood is shared by two choices (exact ties are common in bf16)."""
         return self.index is not None and self.loglikelihoods.count(self.loglikelihoods[self.index]) > 1
+
+    @property
+    def step(self) -> str:
+        """The parse step that decided: the highest log-likelihood, or the earliest of tied ones."""
+        return HIGHEST_LOGLIKELIHOOD_TIED if self.tied else HIGHEST_LOGLIKELIHOOD
 
 
 def choose_by_loglikelihood(loglikelihoods: Sequence[Any], n_choices: int) -> LoglikelihoodChoice:
@@ -195,8 +275,26 @@ def scored_item(
     correct: float | None = None,
     extras: Mapping[str, float] | None = None,
     details: Mapping[str, Any] | None = None,
+    parse_step: str = "",
+    invalid_reason: str | None = None,
 ) -> ScoredItem:
-    """A :class:`ScoredItem` for a logged sample; ``correct`` defaults to ``pred == gold``."""
+    """A :class:`ScoredItem` for a logged sample; ``correct`` defaults to ``pred == gold``.
+
+    The logged evidence comes with it: the first request's context as the prompt, and either the reply (a
+    generation) or each choice's continuation and log-likelihood (a log-likelihood item: every request holds
+    a context and a continuation, and ``filtered_resps`` one pair per choice).
+    """
+    requests = logged_arguments(sample)
+    prompt = readable_prompt(requests[0][0]) if requests and requests[0] else ""
+    responses = sample.get("filtered_resps")
+    if isinstance(responses, list) and responses and all(isinstance(r, (list, tuple)) for r in responses):
+        loglikelihoods = tuple(logged_loglikelihoods(sample))
+        continuations = [r[1] if len(r) > 1 and isinstance(r[1], str) else None for r in requests]
+        if len(continuations) != len(loglikelihoods) or None in continuations:
+            continuations = [f"choice {i + 1}" for i in range(len(loglikelihoods))]
+        reply, choices = None, tuple(continuations)
+    else:
+        reply, choices, loglikelihoods = logged_reply(sample), (), ()
     return ScoredItem(
         task=task,
         doc_id=int(sample["doc_id"]),
@@ -208,4 +306,10 @@ def scored_item(
         extras=dict(extras or {}),
         details=dict(details or {}),
         prompt_hash=str(sample.get("prompt_hash") or ""),
+        parse_step=parse_step,
+        invalid_reason=invalid_reason,
+        prompt=prompt,
+        reply=reply if isinstance(reply, str) or reply is None else str(reply),
+        choices=choices,
+        loglikelihoods=loglikelihoods,
     )

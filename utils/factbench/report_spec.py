@@ -27,6 +27,7 @@ from .records import CHECK_FILE, CHECK_FOLDER, read_check_folder
 from .tables import INCOMPLETE_NOTE, build_report, config_lines, count_table_lines, score_table_lines
 
 ANSWERED = "answered"  # the "gold" of every FActBench item: a reply to check
+NON_EMPTY = "non_empty_reply"  # the parse step: a reply with at least one word is answered
 CHECK_DIR_ENV = "MEDEVAL_FACTBENCH_CHECK_DIR"
 
 
@@ -40,6 +41,8 @@ def score_sample(task: str, sample: Mapping[str, Any]) -> ScoredItem:
         gold=ANSWERED,
         pred=ANSWERED if answered else INVALID,
         extras=measures,
+        parse_step=NON_EMPTY if answered else "",
+        invalid_reason=None if answered else "the reply is empty (no word to fact-check)",
     )
 
 

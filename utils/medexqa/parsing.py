@@ -50,6 +50,12 @@ UNCLOSED_THINK = "unclosed_think"
 EMPTY = "empty"
 NO_MATCH = "no_match"
 EXTRACTION_STEPS = (*(name for name, _, _ in STEP_PATTERNS), FUZZY, UNCLOSED_THINK, EMPTY, NO_MATCH)
+# Why a step that reads no letter leaves the reply INVALID.
+INVALID_REASONS = {
+    UNCLOSED_THINK: "a <think> block is never closed (no answer after the reasoning)",
+    EMPTY: "the reply is empty (after think blocks are removed)",
+    NO_MATCH: "no letter A-D, and no text the fuzzy match can compare with the options",
+}
 # Steps that read a letter the reply states, as opposed to the two guessing fallbacks.
 EXPLICIT_STEPS = frozenset({"answer_pattern", "correct_pattern", "leading_letter"})
 
@@ -59,6 +65,10 @@ class Extraction:
     letter: str | None  # None: no answer (counted wrong)
     step: str  # one of EXTRACTION_STEPS
     from_option_text: bool  # the letter was written in the reply as its option's text (step 1)
+
+    @property
+    def invalid_reason(self) -> str | None:
+        return None if self.letter is not None else INVALID_REASONS.get(self.step, self.step)
 
 
 def replace_option_texts(text: str, options: Sequence[str]) -> tuple[str, bytearray]:
@@ -117,13 +127,14 @@ class LogitScore:
     pred: str  # a letter, or INVALID (a non-finite log-likelihood: see scoring.choose_by_loglikelihood)
     correct: bool
     invalid_reason: str | None = None
+    step: str = ""  # the parse step that decided ("" when INVALID)
 
 
 def score_logit(doc: Mapping[str, Any], loglikelihoods: Sequence[float]) -> LogitScore:
     """The most likely letter (first on ties, as lm-eval's ``acc``) against the doc's gold letter."""
     choice = choose_by_loglikelihood(loglikelihoods, len(LETTERS))
     pred = INVALID if choice.index is None else LETTERS[choice.index]
-    return LogitScore(pred, pred == doc["answer"], choice.invalid_reason)
+    return LogitScore(pred, pred == doc["answer"], choice.invalid_reason, "" if choice.index is None else choice.step)
 
 
 @dataclass(frozen=True)

@@ -46,7 +46,14 @@ def score_logit_sample(task: str, sample: Mapping[str, Any]) -> ScoredItem:
     doc = sample["doc"]
     score = score_logit(doc, logged_loglikelihoods(sample))
     return scored_item(
-        task, sample, component=_component(doc), gold=doc["answer"], pred=score.pred, correct=score.correct
+        task,
+        sample,
+        component=_component(doc),
+        gold=doc["answer"],
+        pred=score.pred,
+        correct=score.correct,
+        parse_step=score.step,
+        invalid_reason=score.invalid_reason,
     )
 
 
@@ -68,6 +75,8 @@ def score_generation_sample(task: str, sample: Mapping[str, Any]) -> ScoredItem:
         pred=extraction.letter or INVALID,
         correct=score.correct,
         extras=extras,
+        parse_step=extraction.step,
+        invalid_reason=extraction.invalid_reason,
     )
 
 

@@ -76,12 +76,32 @@ def score_to_label(score: int | None) -> str:
     return _LABEL_OF_SCORE.get(score, INVALID) if type(score) is int else INVALID
 
 
+# The parse step of every MedFact-Bench reply, and why a reply has no score.
+SCORE_BLOCK = "first_score_block"
+NO_OPEN_TAG = "no <score> tag"
+NO_CLOSE_TAG = "no </score> after the first <score> (the closing tag is required)"
+_SHOWN_CONTENT = 40  # characters of a bad score's content quoted in its reason
+
+
+def _invalid_reason(reply: str) -> str | None:
+    """Why the reply's first score block gives no score (None: it gives one)."""
+    block = _first_score_block(reply)
+    if block is None:
+        return NO_OPEN_TAG if reply.find(OPEN_SCORE) < 0 else NO_CLOSE_TAG
+    content = reply[block[0] : block[1]]
+    if _score_value(content) is not None:
+        return None
+    shown = content if len(content) <= _SHOWN_CONTENT else content[:_SHOWN_CONTENT] + "..."
+    return f"the first <score>...</score> holds {shown!r}, not an integer -2..2"
+
+
 @dataclass(frozen=True)
 class ScoredReply:
-    """What one reply says: its score (None: INVALID) and whether it has the requested format."""
+    """What one reply says: its score (None: INVALID and why) and whether it has the requested format."""
 
     score: int | None
     strict_format: bool
+    invalid_reason: str | None = None
 
     @property
     def label(self) -> str:
@@ -95,4 +115,8 @@ class ScoredReply:
 def score_reply(reply: str) -> ScoredReply:
     """The verdict on one whole reply: its first score is read once, and the layout checked once."""
     score = parse_score(reply)
-    return ScoredReply(score=score, strict_format=score is not None and _has_strict_layout(reply))
+    return ScoredReply(
+        score=score,
+        strict_format=score is not None and _has_strict_layout(reply),
+        invalid_reason=None if score is not None else _invalid_reason(reply),
+    )

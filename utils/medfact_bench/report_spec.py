@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..scoring import BenchmarkSpec, Headline, ScoredItem, Stratum, logged_reply, scored_item
+from ..scoring import BenchmarkSpec, Headline, ScoredItem, Stratum, logged_arguments, logged_reply, scored_item
 from .constants import BENCHMARK, LABELS, MAX_NEW_TOKENS, PUBLISHED_COUNTS, PUBLISHED_NUMBERS
 from .demo_data import demo_label_note
-from .parsing import score_reply
+from .parsing import SCORE_BLOCK, score_reply
 
 
 def score_sample(task: str, sample: Mapping[str, Any]) -> ScoredItem:
@@ -19,18 +19,21 @@ def score_sample(task: str, sample: Mapping[str, Any]) -> ScoredItem:
     scored = score_reply(reply)
     doc = sample["doc"]
     return scored_item(
-        task, sample, component=doc["dataset"], gold=doc["label"], pred=scored.label, extras=scored.rates()
+        task,
+        sample,
+        component=doc["dataset"],
+        gold=doc["label"],
+        pred=scored.label,
+        extras=scored.rates(),
+        parse_step=SCORE_BLOCK if scored.score is not None else "",
+        invalid_reason=scored.invalid_reason,
     )
 
 
 def _logged_generation_kwargs(sample: Mapping[str, Any]) -> Mapping[str, Any] | None:
-    """The generation settings of a logged request: ``arguments`` is ``{"gen_args_0": {"arg_0": prompt, "arg_1":
-    settings}}`` in a samples file, ``[(prompt, settings)]`` in lm-eval's in-memory results."""
-    arguments = sample.get("arguments")
-    try:
-        settings = arguments["gen_args_0"]["arg_1"] if isinstance(arguments, Mapping) else arguments[0][1]
-    except (KeyError, IndexError, TypeError):
-        return None
+    """The generation settings of a logged request (its second argument)."""
+    requests = logged_arguments(sample)
+    settings = requests[0][1] if requests and len(requests[0]) > 1 else None
     return settings if isinstance(settings, Mapping) else None
 
 

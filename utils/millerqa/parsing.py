@@ -354,7 +354,21 @@ class Answer:
     def answered(self) -> bool:
         return self.is_correct is not None
 
+    @property
+    def invalid_reason(self) -> str | None:
+        """Why the reply has no usable letter (None: it has one)."""
+        if self.original_index is not None:
+            return None
+        if self.method == "unclosed_think":
+            return "a <think> block is never closed (no answer after the reasoning)"
+        if self.method == "none":
+            return 'no answer object, no "selected_answer" key and no standalone capital letter'
+        if self.letter is None:
+            return f"the answer object ({self.method}) has no selected_answer string"
+        return f"the letter {self.letter!r} is none of the options"
+
     def record(self, doc: Mapping[str, Any]) -> dict[str, Any]:
+        """The authors' per-item fields (their parse method is the item's parse_step in items_<family>.jsonl)."""
         return {
             **_item_record(doc),
             "selected_letter": self.letter,
@@ -362,7 +376,6 @@ class Answer:
             "is_correct": self.is_correct,
             "confidence": self.confidence,
             "explanation": self.explanation,
-            "parse_method": self.method,
             "parse_failed": self.method not in JSON_METHODS,
         }
 
@@ -391,14 +404,15 @@ class Choice:
     original_index: int | None
     is_correct: bool
     invalid_reason: str | None = None
+    step: str = ""  # the parse step that decided ("" when INVALID)
 
     def record(self, doc: Mapping[str, Any]) -> dict[str, Any]:
+        """The per-item fields (the invalid reason is the item's own, in items_<family>.jsonl)."""
         return {
             **_item_record(doc),
             "selected_letter": None if self.position is None else LETTERS[self.position],
             "selected_original_index": self.original_index,
             "is_correct": self.is_correct,
-            "invalid_reason": self.invalid_reason,
         }
 
 
@@ -408,4 +422,4 @@ def score_loglikelihoods(doc: Mapping[str, Any], loglikelihoods: Sequence[float]
     if choice.index is None:
         return Choice(position=None, original_index=None, is_correct=False, invalid_reason=choice.invalid_reason)
     chosen = doc["permutation"][choice.index]
-    return Choice(position=choice.index, original_index=chosen, is_correct=chosen == doc["target"])
+    return Choice(position=choice.index, original_index=chosen, is_correct=chosen == doc["target"], step=choice.step)

@@ -40,6 +40,8 @@ def score_sample(task: str, sample: Mapping[str, Any]) -> ScoredItem:
         pred=INVALID if answer.original_index is None else str(answer.original_index),
         extras={"json_parsed": float(answer.method in JSON_METHODS), "chance": _chance(doc)},
         details=answer.record(doc),
+        parse_step=answer.method,
+        invalid_reason=answer.invalid_reason,
     )
 
 
@@ -54,6 +56,8 @@ def score_sample_loglikelihood(task: str, sample: Mapping[str, Any]) -> ScoredIt
         pred=INVALID if choice.original_index is None else str(choice.original_index),
         extras={"chance": _chance(doc)},
         details=choice.record(doc),
+        parse_step=choice.step,
+        invalid_reason=choice.invalid_reason,
     )
 
 

@@ -25,6 +25,8 @@ class Verdict:
     gold: str
     pred: str
     extras: Mapping[str, float] = field(default_factory=dict)
+    step: str = ""  # the parse step that decided (items_<section>.jsonl)
+    invalid_reason: str | None = None  # why pred is INVALID
 
     @property
     def correct(self) -> float:
@@ -37,7 +39,8 @@ def score_choice(gold: str, loglikelihoods: Sequence[float]) -> Verdict:
     scoring.choose_by_loglikelihood)."""
     choice = choose_by_loglikelihood(loglikelihoods, len(LABELS))
     pred = INVALID if choice.index is None else LABELS[choice.index]
-    return Verdict(gold, pred, {"tied_top_choice": float(choice.tied)})
+    step = "" if choice.index is None else choice.step
+    return Verdict(gold, pred, {"tied_top_choice": float(choice.tied)}, step, choice.invalid_reason)
 
 
 # Only ASCII letters are case-folded: Python's IGNORECASE would also read "yeſ" (long s) as "yes" and
@@ -49,8 +52,24 @@ _LEADING_ANSWER = re.compile(r"^\W*(?:(?:final\s+)?answer\W*(?:is\W*)?)?(yes|no|
 _STATED_ANSWER = re.compile(r"\banswer\s*(?:is|would be|:)\W*(yes|no|maybe)\b")
 
 
-def parse_answer(reply: str) -> str | None:
-    """yes / no / maybe from a generated reply, else None; never raises, linear in the reply's length.
+# Parse steps of a generated reply, and why none read an answer.
+LEADING_ANSWER, STATED_ANSWER = "leading_answer", "stated_answer"
+UNCLOSED_THINK = "a <think> block is never closed (no answer after the reasoning)"
+NO_ANSWER = "no yes/no/maybe at the start of the reply, nor after 'answer is', 'answer would be' or 'answer:'"
+
+
+@dataclass(frozen=True)
+class Reading:
+    """What a reply answers (None: nothing), the step that read it, or why nothing could be read."""
+
+    answer: str | None
+    step: str = ""
+    invalid_reason: str | None = None
+
+
+def read_answer(reply: str) -> Reading:
+    """yes / no / maybe from a generated reply, with the step that read it; never raises, linear in the reply's
+    length.
 
     After ``<think>`` blocks are removed (an unclosed one means no answer), the reply must either
     start with the answer word (punctuation, markdown and an "Answer:" label may precede it) or
@@ -58,16 +77,32 @@ def parse_answer(reply: str) -> str | None:
     """
     text = strip_think(reply)
     if text is None:
-        return None
+        return Reading(None, invalid_reason=UNCLOSED_THINK)
     text = text.translate(_ASCII_LOWER)
-    match = _LEADING_ANSWER.match(text) or _STATED_ANSWER.search(text)
-    return match.group(1) if match else None
+    match = _LEADING_ANSWER.match(text)
+    if match:
+        return Reading(match.group(1), LEADING_ANSWER)
+    match = _STATED_ANSWER.search(text)
+    if match:
+        return Reading(match.group(1), STATED_ANSWER)
+    return Reading(None, invalid_reason=NO_ANSWER)
+
+
+def parse_answer(reply: str) -> str | None:
+    """yes / no / maybe from a generated reply, else None (:func:`read_answer`'s answer)."""
+    return read_answer(reply).answer
 
 
 def score_generation(gold: str, reply: str) -> Verdict:
     """A generated reply: an unreadable one is INVALID, counted wrong and kept in every denominator."""
-    answer = parse_answer(reply)
-    return Verdict(gold, answer or INVALID, {"parseable": float(answer is not None)})
+    reading = read_answer(reply)
+    return Verdict(
+        gold,
+        reading.answer or INVALID,
+        {"parseable": float(reading.answer is not None)},
+        reading.step,
+        reading.invalid_reason,
+    )
 
 
 def macro_f1_value(gold: Sequence[str], pred: Sequence[str]) -> float:

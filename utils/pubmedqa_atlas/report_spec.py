@@ -16,7 +16,16 @@ ScoreSample = Callable[[str, Mapping[str, Any]], ScoredItem]
 
 
 def _item(task: str, sample: Mapping[str, Any], component: str, verdict: Verdict) -> ScoredItem:
-    return scored_item(task, sample, component=component, gold=verdict.gold, pred=verdict.pred, extras=verdict.extras)
+    return scored_item(
+        task,
+        sample,
+        component=component,
+        gold=verdict.gold,
+        pred=verdict.pred,
+        extras=verdict.extras,
+        parse_step=verdict.step,
+        invalid_reason=verdict.invalid_reason,
+    )
 
 
 def _choice_scorer(component: str) -> ScoreSample:
