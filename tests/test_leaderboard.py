@@ -5,6 +5,7 @@ import os
 import re
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from lm_eval_tasks.utils import leaderboard as lb
@@ -278,3 +279,24 @@ def test_a_leaderboard_built_from_a_script_read_from_stdin(tmp_path):
     )
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.strip().splitlines()[-1] == "3"
+
+
+def test_run_labels_name_only_what_tells_runs_apart():
+    run = {"model_name": "org/m", "dtype": "float32", "chat_template_applied": True, "n_shot": {"t": 0}}
+    runs = [
+        {**run, "date": "2026-12-01T10:00:00+00:00"},
+        {**run, "dtype": "bfloat16", "date": "2026-12-01T11:00:00+00:00"},
+        {**run, "chat_template_applied": False, "date": "2026-12-01T12:00:00+00:00"},
+        {**run, "model_name": "other", "date": "2026-12-01T13:00:00+00:00"},
+    ]
+    paths = [Path(f"/o/r{i}/results_x.json") for i in range(4)]
+    # dtype and chat template tell the three runs of m apart: no date; "other" is alone, its name is enough.
+    assert lb.run_labels(runs, paths) == [
+        "m (float32, chat template)",
+        "m (bfloat16, chat template)",
+        "m (float32, no chat template)",
+        "other",
+    ]
+    same = [{**run, "date": "2026-12-01T10:00:00+00:00"}, {**run, "date": "2026-12-01T11:00:00+00:00"}]
+    assert lb.run_labels(same, paths[:2]) == ["m (2026-12-01T10:00:00+00:00)", "m (2026-12-01T11:00:00+00:00)"]
+    assert lb.run_labels([run, run], paths[:2]) == ["m [r0/results_x]", "m [r1/results_x]"]

@@ -73,17 +73,25 @@ _DISTINGUISHERS: tuple[Callable[[Mapping[str, Any]], str | None], ...] = (
 
 
 def run_labels(provenances: Sequence[Mapping[str, Any]], paths: Sequence[Path]) -> list[str]:
-    """Short unique labels: the model's name, then only what tells runs of the same name apart."""
+    """Short unique labels: the model's name, then only what tells runs of the same name apart, in the order of
+    :data:`_DISTINGUISHERS`, stopping as soon as the runs of that name are told apart (a date only when nothing
+    else differs); the file names as a last resort."""
     bases = [model_name(run) for run in provenances]
-    labels = []
-    for index, (run, base) in enumerate(zip(provenances, bases, strict=True)):
-        peers = [other for other, other_base in zip(provenances, bases, strict=True) if other_base == base]
-        extras = [
-            str(describe(run))
-            for describe in _DISTINGUISHERS
-            if len({describe(peer) for peer in peers}) > 1 and describe(run) is not None
-        ]
-        labels.append(f"{base} ({', '.join(extras)})" if extras else base)
+    labels = list(bases)
+    for base in set(bases):
+        group = [i for i, other in enumerate(bases) if other == base]
+        if len(group) == 1:
+            continue
+        used: list[Callable[[Mapping[str, Any]], str | None]] = []
+        for describe in _DISTINGUISHERS:
+            if len({describe(provenances[i]) for i in group}) > 1:
+                used.append(describe)
+            keys = [tuple(str(d(provenances[i])) for d in used) for i in group]
+            if len(set(keys)) == len(group):
+                break
+        for i in group:
+            extras = [str(d(provenances[i])) for d in used if d(provenances[i]) is not None]
+            labels[i] = f"{base} ({', '.join(extras)})" if extras else base
     repeated = Counter(labels)
     return [
         label if repeated[label] == 1 else f"{label} [{path.parent.name}/{path.stem}]"
@@ -174,7 +182,7 @@ def build(run_paths: Sequence[str | os.PathLike]) -> tuple[dict[str, Any], Disag
             "comparisons_unavailable": unavailable,
             "ranking": _ranking(runs),
             "runs": runs,
-            "published": spec.published_headlines(),
+            "published": dict(sorted(spec.published_headlines().items(), key=lambda kv: -kv[1])),  # best first
             "comparisons": comparisons,
         }
     from lm_eval_tasks import __version__
