@@ -114,8 +114,9 @@ def _salted(salt):
     )
 
 
-def evaluated_run(folder, demo_data_dir, tasks, salt="a", label="m", limit=12, metadata=None, **kwargs):
-    """A scripted model's run of ``tasks``, saved as the lm_eval CLI saves it (results and samples files)."""
+def evaluated_run(folder, demo_data_dir, tasks, salt="a", label="m", limit=12, metadata=None, model=None, **kwargs):
+    """A scripted model's run of ``tasks`` (``model``, else hashed replies salted with ``salt``), saved as the lm_eval
+    CLI saves it (results and samples files)."""
     manager = TaskManager(
         include_path=tasks_dir(),
         include_defaults=False,
@@ -123,7 +124,7 @@ def evaluated_run(folder, demo_data_dir, tasks, salt="a", label="m", limit=12, m
     )
     tracker = EvaluationTracker(output_path=str(folder))
     out = simple_evaluate(
-        model=_salted(salt),
+        model=model or _salted(salt),
         model_args=f"pretrained={label}",
         tasks=list(tasks),
         task_manager=manager,

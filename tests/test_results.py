@@ -125,3 +125,19 @@ def test_declared_settings_are_named_as_the_user_gives_them():
     assert {s["name"] for s in declared["factbench"]} == {"factbench_sample_size", "factbench_bioasq_path"}
     assert all(s["moves"] and s["kind"] for entries in declared.values() for s in entries)
     assert "medfact_bench" not in declared  # it declares none
+
+
+def test_tied_best_loglikelihoods_are_counted_and_the_rule_stated(demo_data_dir, tmp_path):
+    from tests.test_comparison import evaluated_run
+
+    # " yes" and " no" share the best log-likelihood on every item: each is a tie, decided by answer order (yes).
+    def loglikelihood(context, continuation):
+        return -1.0 if continuation.strip() in ("yes", "no") else -3.0
+
+    from tests.scripted_lm import ScriptedLM
+
+    model = ScriptedLM(loglikelihood=loglikelihood)
+    folder = evaluated_run(tmp_path / "run", demo_data_dir, ["pubmedqa_atlas_n100"], limit=5, model=model)
+    section = score_path(folder).sections["pubmedqa_atlas_n100"].numbers
+    assert section["n_tied"] == 5 and "earliest choice" in section["tie_rule"]
+    assert section["n_items"] == 5

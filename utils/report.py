@@ -70,7 +70,8 @@ def _headline_lines(name: str, bench: Mapping[str, Any], answered_only: bool) ->
     lines = [
         f"## {bench['title']} (`{name}`)",
         "",
-        f"- items scored: {bench['n_items']}; {invalid}: {bench['n_invalid']}",
+        f"- items scored: {bench['n_items']}; {invalid}: {bench['n_invalid']}"
+        + (f"; tied best log-likelihoods: {bench['n_tied']} ({bench['tie_rule']})" if "n_tied" in bench else ""),
         "- no accuracy is the paper's number: see this benchmark's own section below"
         if bench["headline_metric"] == Headline.NONE.value
         else f"- **{bench['headline_metric']}** (the paper's number): {_fmt(bench[bench['headline_metric']])}",

@@ -33,7 +33,15 @@ from .benchmarks import discover, report_specs
 from .data import DataError
 from .redaction import redact, scrub, secret_values
 from .runs import Run, load_run, run_info
-from .scoring import INVALID, AccuracyOver, BenchmarkSpec, Headline, ScoredItem, choice_probabilities
+from .scoring import (
+    HIGHEST_LOGLIKELIHOOD_TIED,
+    INVALID,
+    AccuracyOver,
+    BenchmarkSpec,
+    Headline,
+    ScoredItem,
+    choice_probabilities,
+)
 
 # 2.0: run provenance (n_shot, seeds, device, dtype as lm-eval recorded it, versions, hashes, file sha256s);
 # per section compared_metric, published_headlines, caveats and paper_comparable.reasons; run.declared_settings.
@@ -465,6 +473,17 @@ def _caveats(run: Run, spec: BenchmarkSpec) -> list[str]:
     return list(dict.fromkeys(caveat for caveat in found if caveat))
 
 
+TIE_RULE = "an exact tie of the best log-likelihood goes to the earliest choice, as lm-eval's argmax decides it"
+
+
+def _ties(items: Sequence[ScoredItem]) -> dict[str, Any]:
+    """For a log-likelihood section: how many items had their best log-likelihood shared, and how they were decided
+    (exact ties are common in bfloat16 and are decided by the answer order, not by the model)."""
+    if not any(item.loglikelihoods for item in items):
+        return {}
+    return {"n_tied": sum(item.parse_step == HIGHEST_LOGLIKELIHOOD_TIED for item in items), "tie_rule": TIE_RULE}
+
+
 def _generative(run: Run, tasks: Sequence[str]) -> bool:
     configs = run.results.get("configs") or {}
     return any(isinstance(configs.get(t), Mapping) and configs[t].get("output_type") == "generate_until" for t in tasks)
@@ -486,6 +505,7 @@ def score_section(
         "tasks": tasks,
         "n_items": len(items),
         "n_invalid": sum(item.pred == INVALID for item in items),
+        **_ties(items),
         "accuracy_over": spec.accuracy_over.value,
         "headline_metric": spec.headline.value,
         "compared_metric": spec.compared_metric,

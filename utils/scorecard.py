@@ -211,6 +211,7 @@ def _headline_box(name: str, bench: Mapping[str, Any]) -> str:
     known = {
         "n_items": "items scored: {}",
         "n_invalid": "no usable answer (INVALID): {}",
+        "n_tied": "tied best log-likelihoods, decided by answer order: {}",
         "accuracy_over": "accuracy over: {} items",
         "tasks": "tasks: {}",
     }
