@@ -679,7 +679,9 @@ def test_our_own_local_server_is_checked_directly_whatever_proxy_the_environment
         monkeypatch.setenv("HTTP_PROXY", f"http://127.0.0.1:{free_port()}")  # nothing listens there
         url = f"http://127.0.0.1:{httpd.server_address[1]}/health"
         with pytest.raises(urllib.error.URLError):
-            urllib.request.urlopen(url, timeout=5)  # what the health check did: through the dead proxy
+            # What the health check did: through the dead proxy. A fresh opener reads the proxy environment now
+            # (urlopen's module-wide opener keeps whatever it read on its first use, in an earlier test).
+            urllib.request.build_opener().open(url, timeout=5)
         with open_local(url, timeout=5) as response:
             assert response.read() == b"ok"
     finally:
