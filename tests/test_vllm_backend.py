@@ -191,7 +191,9 @@ def runs(smollm2_dir, demo_data_dir, vllm_python, tmp_path_factory) -> Runs:
     )
     runs.seconds["vllm"] = time.monotonic() - started
     runs.vllm_exit_codes.append(result.returncode)
-    assert result.returncode == 0, f"lm_eval --model vllm failed:\n{result.stdout[-3000:]}\n{result.stderr[-6000:]}"
+    # The exit code has its own test: a run that wrote its results and then crashed at exit still compares.
+    written = list(runs.out["vllm"].rglob("results_*.json"))
+    assert written, f"lm_eval --model vllm failed:\n{result.stdout[-3000:]}\n{result.stderr[-6000:]}"
 
     server = VllmServer(vllm_python, smollm2_dir, root / "vllm_serve.log")
     try:
