@@ -17,6 +17,7 @@ limit_args=(--limit "${LIMIT:-4}")
 model="$(.venv/bin/python -m lm_eval_tasks prepare-model smollm2)" || exit 1
 data="$(.venv/bin/python -m lm_eval_tasks demo-data --shared "${SHARED_DATA:-$repo/../shared/data}" --out .cache/demo_data)" ||
   exit 1
+mkdir -p "$out"
 clean=0
 for run in $(seq 1 "$runs"); do
   rm -rf "$out/run$run"
