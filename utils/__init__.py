@@ -5,7 +5,10 @@ protocols (parsing, label mapping, data validation, statistics, reporting) can b
 reused without the harness.
 """
 
+import atexit
 import logging
+
+from . import vllm_exit
 
 
 class _CustomDatasetNotice(logging.Filter):
@@ -18,3 +21,7 @@ class _CustomDatasetNotice(logging.Filter):
 
 
 logging.getLogger("lm_eval.api.task").addFilter(_CustomDatasetNotice())
+
+# Every lm-eval run of our tasks imports this package (the tasks' !function hooks live here), so a run
+# on lm-eval's in-process vLLM backend gets vLLM's engine threads joined before the interpreter exits.
+atexit.register(vllm_exit.join_vllm_engine_threads)
