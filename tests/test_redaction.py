@@ -426,7 +426,8 @@ def test_a_failed_judge_call_names_no_url_credential(tmp_path, monkeypatch):
     # Nothing listens on the port: the connection error quotes the URL, query and all.
     endpoint = ChatEndpoint(f"http://127.0.0.1:{free_port()}/api/judge?{query}", "judge", max_retries=0)
     (result,) = ChatClient(endpoint, sleep=lambda seconds: None).complete_many([[{"role": "user", "content": "Q"}]])
-    assert not result.ok and "/api/judge?code=***" in result.error
+    # The client calls <path>/chat/completions?<query> (a query stays after the path, as Azure needs).
+    assert not result.ok and "/api/judge/chat/completions?code=***&pwd=***" in result.error
     for value in secrets.values():
         assert value not in result.error and URL_SECRET not in result.error
 
