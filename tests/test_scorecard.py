@@ -5,6 +5,7 @@ from lm_eval_tasks.utils import results, scorecard
 from lm_eval_tasks.utils.factbench.pipeline import FactChecker
 from lm_eval_tasks.utils.factbench.tables import build_report as build_factcheck_report
 from lm_eval_tasks.utils.runs import Run, model_name
+from lm_eval_tasks.utils.stats import format_estimate
 
 from tests import browser
 from tests import test_factcheck as worked
@@ -139,7 +140,7 @@ def test_the_fact_check_table_is_rendered(medfact_report):
     assert {"cot_intrinsic", "0.750 [0.500, 1.000]", "nli_extrinsic", "rag", "stub"} <= cells
     rows = [text for _, text in browser.elements(page, tag="tr")]
     for key, cell in factcheck_report["table"]["rag"]["cells"].items():
-        shown = f"{key}ok{cell['n_scored']}{cell['n_incomplete']}{scorecard.fmt_estimate(cell['estimate'])}"
+        shown = f"{key}ok{cell['n_scored']}{cell['n_incomplete']}{format_estimate(cell['estimate'])}"
         assert any(row.startswith(shown) for row in rows)
 
 
@@ -157,7 +158,7 @@ def test_report_page_in_a_real_browser(medfact_report, report_page):
         attrs["data-benchmark"]: (float(attrs["data-value"]), text) for attrs, text in browser.elements(dom, "headline")
     }
     headline = medfact_report["benchmarks"]["medfact_bench"]["accuracy_macro"]
-    assert shown == {"medfact_bench": (headline["value"], scorecard.fmt_estimate(headline))}
+    assert shown == {"medfact_bench": (headline["value"], format_estimate(headline))}
     assert "<script" not in dom and "&lt;script&gt;alert(1)&lt;/script&gt;" in dom
     png = browser.screenshot(report_page, report_page.with_suffix(".png"), binary=chromium).read_bytes()
     assert png[:8] == browser.PNG_SIGNATURE and int.from_bytes(png[16:20], "big") == 1280

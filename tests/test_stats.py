@@ -169,3 +169,11 @@ def test_zero_items_is_an_error():
     with pytest.raises(ValueError):
         stats.bootstrap(stats.mean_of([]), 0)
     assert not math.isnan(stats.bootstrap(stats.mean_of([0.0]), 1).value)
+
+
+def test_the_one_estimate_formatter():
+    estimate = {"value": 0.5, "low": 0.25, "high": 0.75}
+    assert stats.format_estimate(estimate) == "0.500 [0.250, 0.750]"
+    assert stats.format_estimate(estimate, digits=1, scale=100) == "50.0 [25.0, 75.0]"
+    assert stats.format_estimate({"value": 0.5, "low": None, "high": None}) == "0.500"
+    assert stats.format_estimate(None) == stats.format_estimate({"value": True}) == stats.format_estimate("x") == "n/a"

@@ -41,7 +41,8 @@ from .report import md
 from .results import SCHEMA_VERSION as REPORT_SCHEMA_VERSION
 from .results import ScoredRun, item_record, items_file, score_path
 from .runs import find_all_results, model_name
-from .scorecard import Html, attrs, esc, estimate_attrs, fmt_estimate, generic, interval, page, table
+from .scorecard import Html, attrs, esc, estimate_attrs, generic, interval, page, table
+from .stats import format_estimate
 
 # 2.0: one table per section (runs ranked by the headline, that section's published models); each pair carries
 # p_value from the test it names (paired bootstrap for a macro headline, exact McNemar for a micro one) and
@@ -289,7 +290,7 @@ def _rank_rows(board: Mapping[str, Any], bench: Mapping[str, Any]) -> list[list[
             [
                 str(rank),
                 f"{labels[run_id]} ({run_id})",
-                fmt_estimate(entry["estimate"]) + ("" if entry["paper_comparable"] else " *"),
+                format_estimate(entry["estimate"]) + ("" if entry["paper_comparable"] else " *"),
                 str(entry["n_items"]),
                 "yes" if entry["paper_comparable"] else "no",
             ]
@@ -303,7 +304,7 @@ def _pair_row(c: Mapping[str, Any]) -> list[str]:
         c["a"],
         c["b"],
         str(c["n_paired_items"]),
-        fmt_estimate(c["difference"]),
+        format_estimate(c["difference"]),
         _count(c["a_only_correct"]),
         _count(c["b_only_correct"]),
         p_text(c),
@@ -312,7 +313,7 @@ def _pair_row(c: Mapping[str, Any]) -> list[str]:
 
 
 def _flagged_row(c: Mapping[str, Any]) -> list[str]:
-    return [c["a"], c["b"], str(c["n_paired_items"]), fmt_estimate(c["difference"]), "; ".join(c["reasons"])]
+    return [c["a"], c["b"], str(c["n_paired_items"]), format_estimate(c["difference"]), "; ".join(c["reasons"])]
 
 
 def to_csv(board: Mapping[str, Any]) -> str:

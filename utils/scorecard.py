@@ -20,6 +20,7 @@ from typing import Any
 
 from . import explorer, plots
 from .runs import model_name
+from .stats import format_estimate
 
 ESTIMATE_ORDER = (
     "accuracy_micro",
@@ -132,14 +133,6 @@ def number(value: Any) -> float | None:
     return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
-def fmt_estimate(estimate: Any) -> str:
-    if not is_estimate(estimate) or number(estimate["value"]) is None:
-        return "n/a"
-    low, high = number(estimate["low"]), number(estimate["high"])
-    interval = f" [{low:.3f}, {high:.3f}]" if low is not None and high is not None else ""
-    return f"{number(estimate['value']):.3f}{interval}"
-
-
 def estimate_attrs(estimate: Any) -> dict[str, Any]:
     """The exact numbers of an estimate for data attributes (``repr`` of each float, as JSON writes it)."""
     if not is_estimate(estimate):
@@ -153,7 +146,7 @@ def estimate_attrs(estimate: Any) -> dict[str, Any]:
 def generic(value: Any) -> Html:
     """Any JSON value as HTML: estimates formatted, mappings of records as tables, mappings as key/value tables."""
     if is_estimate(value):
-        return Html(esc(fmt_estimate(value)))
+        return Html(esc(format_estimate(value)))
     if isinstance(value, Mapping):
         if not value:
             return Html('<span class="muted">(empty)</span>')
@@ -205,7 +198,7 @@ def _headline_box(name: str, bench: Mapping[str, Any]) -> str:
     comparable = bench.get("paper_comparable") if isinstance(bench.get("paper_comparable"), Mapping) else {}
     verdict = "yes" if comparable.get("value") is not None else "no"
     numbers = attrs(benchmark=name, metric=metric, **estimate_attrs(estimate))
-    headline = f'<span class="headline" id="headline-{esc(name)}"{numbers}>{esc(fmt_estimate(estimate))}</span>'
+    headline = f'<span class="headline" id="headline-{esc(name)}"{numbers}>{esc(format_estimate(estimate))}</span>'
     what = f"{esc(metric)} (the paper's number), 95% CI:" if metric else "no headline metric in this report entry"
     reason = f" ({esc(comparable['reason'])})" if comparable.get("reason") else ""
     known = {
@@ -314,14 +307,16 @@ def benchmark_section(name: str, bench: Mapping[str, Any], records: Sequence[Map
             "<h3>Overall estimates (95% CI)</h3>",
             table(
                 ["metric", "value [95% CI]", "items"],
-                ([k, fmt_estimate(e), e.get("n", "") if is_estimate(e) else ""] for k, e in estimates),
+                ([k, format_estimate(e), e.get("n", "") if is_estimate(e) else ""] for k, e in estimates),
                 numeric=(1, 2),
             ),
         ]
     if bench.get("rates"):
         parts += [
             "<h3>Rates (parse, format, answered, ...)</h3>",
-            table(["rate", "mean [95% CI]"], ([k, fmt_estimate(e)] for k, e in bench["rates"].items()), numeric=(1,)),
+            table(
+                ["rate", "mean [95% CI]"], ([k, format_estimate(e)] for k, e in bench["rates"].items()), numeric=(1,)
+            ),
         ]
     components = bench.get("components") or {}
     if components:
@@ -434,7 +429,7 @@ def render_html(report: Mapping[str, Any], items: Mapping[str, Sequence[Mapping[
             [
                 Html(f'<a href="#benchmark-{esc(name)}">{esc(bench.get("title", name))}</a>'),
                 bench.get("headline_metric", "n/a"),
-                fmt_estimate(bench.get(bench.get("headline_metric", ""))),
+                format_estimate(bench.get(bench.get("headline_metric", ""))),
                 bench.get("n_items", "n/a"),
                 "yes" if bench.get("full_coverage") else "no",
                 "yes" if (bench.get("paper_comparable") or {}).get("value") is not None else "no",

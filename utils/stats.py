@@ -15,6 +15,7 @@ import hashlib
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import asdict, dataclass
+from typing import Any
 
 import numpy as np
 
@@ -297,9 +298,15 @@ def bootstrap_description(**context: str) -> dict:
     return {"method": "percentile", "n_resamples": N_RESAMPLES, "seed": SEED, "confidence": CONFIDENCE, **context}
 
 
-def format_estimate(estimate: Mapping | None, digits: int = 3, scale: float = 1.0) -> str:
-    """``value [low, high]`` of an :meth:`Estimate.as_dict`, or ``n/a``; ``scale=100`` for percentages."""
-    if not estimate:
+def format_estimate(estimate: Any, digits: int = 3, scale: float = 1.0) -> str:
+    """``value [low, high]`` of an :meth:`Estimate.as_dict` (``scale=100`` for percentages); ``n/a`` for anything
+    that is no estimate, the interval left out where it is missing (the one formatter of every page and file)."""
+    if not isinstance(estimate, Mapping) or _number(estimate.get("value")) is None:
         return "n/a"
-    value, low, high = (scale * estimate[key] for key in ("value", "low", "high"))
-    return f"{value:.{digits}f} [{low:.{digits}f}, {high:.{digits}f}]"
+    value, low, high = (_number(estimate.get(key)) for key in ("value", "low", "high"))
+    interval = f" [{scale * low:.{digits}f}, {scale * high:.{digits}f}]" if low is not None and high is not None else ""
+    return f"{scale * value:.{digits}f}{interval}"
+
+
+def _number(value: Any) -> float | None:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
