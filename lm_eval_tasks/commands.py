@@ -101,6 +101,18 @@ def _serve(args: argparse.Namespace) -> int:
     return 0
 
 
+def _assets(args: argparse.Namespace) -> int:
+    from lm_eval_tasks.utils.assets import manifest
+    from lm_eval_tasks.utils.files import write_file_atomically
+
+    text = manifest()
+    if args.write:
+        print(write_file_atomically(Path(args.write), text.encode("utf-8")))
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
 def _demo_data(args: argparse.Namespace) -> int:
     from lm_eval_tasks.utils.benchmarks import build_demo_data_dir
 
@@ -155,6 +167,10 @@ def register(commands: argparse._SubParsersAction) -> None:
     serve.add_argument("--n-ctx", type=int, default=4096)
     serve.add_argument("--threads", type=int, default=2)
     serve.set_defaults(func=_serve)
+
+    assets = commands.add_parser("assets", help="the manifest of every pinned external asset (ASSETS.md)")
+    assets.add_argument("--write", metavar="FILE", help="write it to FILE (the repository keeps it as ASSETS.md)")
+    assets.set_defaults(func=_assets)
 
     demo = commands.add_parser("demo-data", help="build a data directory from the public pieces in shared/data")
     demo.add_argument("--shared", required=True, help="the shared/data folder")

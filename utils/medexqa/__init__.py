@@ -7,7 +7,7 @@ report_spec, explanations and explanation_metrics (explanation scores after a ru
 
 from functools import partial
 
-from ..benchmarks import Benchmark, Setting, SettingKind
+from ..benchmarks import Asset, Benchmark, Setting, SettingKind
 from . import commands, constants, parsing, prompts
 from .report_spec import REPORT_SPECS
 
@@ -40,4 +40,13 @@ BENCHMARK = Benchmark(
         "prompt_included_reading": _prompt_included_reading,
         "parse_judge_score": parsing.parse_judge_score,
     },
+    assets=(
+        Asset(
+            "MedExQA",
+            f"hf://datasets/{constants.HUB_REPO}",
+            constants.HUB_REVISION,
+            "CC BY-NC-SA 4.0 (dataset card)",
+            published_counts=constants.PUBLISHED_COUNTS["test"],
+        ),
+    ),
 )

@@ -1,7 +1,7 @@
 """MedFact-Bench (Med-V1 paper): claim verification over five components; see lm_eval_tasks/medfact_bench/README.md."""
 
-from ..benchmarks import Benchmark
-from . import demo_data, parsing
+from ..benchmarks import Asset, Benchmark
+from . import constants, demo_data, parsing
 from .constants import BENCHMARK as NAME
 from .demo_data import demo_label_note
 from .report_spec import REPORT_SPECS
@@ -20,4 +20,13 @@ BENCHMARK = Benchmark(
         "is_strict_format": parsing.is_strict_format,
         "score_reply": parsing.score_reply,
     },
+    assets=(
+        Asset(
+            "MedFact-Bench",
+            f"hf://datasets/{constants.HUB.repo_id}",
+            constants.HUB.revision,
+            "MIT (dataset card)",
+            published_counts=constants.PUBLISHED_COUNTS,
+        ),
+    ),
 )

@@ -5,8 +5,8 @@ Modules: ``constants`` (pinned source, benchmarks, counts, families), ``prompts`
 ``medbullets`` (rebuilding the withheld file), ``tasks`` (lm-eval hooks), ``report_spec`` (the report).
 """
 
-from ..benchmarks import Benchmark, Setting, SettingKind
-from . import commands, parsing
+from ..benchmarks import Asset, Benchmark, Setting, SettingKind
+from . import commands, constants, parsing
 from .constants import BENCHMARK as NAME
 from .constants import SHUFFLE_SEED
 from .report_spec import REPORT_SPECS
@@ -34,4 +34,13 @@ BENCHMARK = Benchmark(
         "fenced_block": parsing.fenced_block,
         "escape_control_characters": parsing.escape_control_characters,
     },
+    assets=(
+        Asset(
+            "MillerQA curated benchmarks",
+            f"github.com/{constants.GITHUB_REPO}",
+            constants.GITHUB_COMMIT,
+            "per source (benchmarks/LICENSES.csv)",
+            published_counts=constants.PUBLISHED_COUNTS[constants.CURATED],
+        ),
+    ),
 )

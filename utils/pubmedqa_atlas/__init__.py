@@ -5,8 +5,8 @@ scoring function per protocol), loader (``load(data_dir=None)`` and its checks, 
 hooks), report_spec (``REPORT_SPECS``), probe (the linear probe), commands (``pubmedqa-probe``).
 """
 
-from ..benchmarks import Benchmark
-from . import commands, parsing, prompts
+from ..benchmarks import Asset, Benchmark
+from . import commands, constants, parsing, prompts
 from .constants import BENCHMARK as DATA_FOLDER
 from .report_spec import REPORT_SPECS
 
@@ -18,4 +18,20 @@ BENCHMARK = Benchmark(
     register_commands=commands.register,
     smoke_tasks=("pubmedqa_atlas", "pubmedqa_atlas_gen"),
     reply_parsers={"parse_answer": parsing.parse_answer, "first_words": prompts.first_words},
+    assets=(
+        Asset(
+            "PubMedQA PQA-L",
+            f"hf://datasets/{constants.HUB.repo_id} ({constants.HUB.config})",
+            constants.HUB.revision,
+            "MIT",
+        ),
+        Asset(
+            "PubMedQA official test ids",
+            "github.com/pubmedqa/pubmedqa",
+            constants.TEST_IDS_URL,
+            "MIT",
+            sha256=constants.TEST_IDS_SHA256,
+            published_counts=constants.PUBLISHED_COUNTS,
+        ),
+    ),
 )
