@@ -51,10 +51,10 @@ def test_smollm2_through_the_cli_then_the_report(smollm2_dir, demo_data_dir, tmp
     assert report["n_items"] == 6
     # the report re-scores the raw replies and must agree with lm-eval's own metrics
     assert report["components"]["scifact"]["accuracy"]["value"] == pytest.approx(
-        results["medfact_bench_scifact"]["accuracy,none"]
+        results["medfact_bench_scifact"]["acc,none"]
     )
     assert report["components"]["healthver"]["accuracy"]["value"] == pytest.approx(
-        results["medfact_bench_healthver"]["accuracy,none"]
+        results["medfact_bench_healthver"]["acc,none"]
     )
     parse_rate = (
         results["medfact_bench_scifact"]["parseable_score,none"]

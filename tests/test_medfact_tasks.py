@@ -156,10 +156,10 @@ def test_scripted_group_run_gives_exact_macro_and_micro(group_run):
         "medfact_bench_bioasq_fact": 4 / 5,  # row 15 unclosed
     }
     for task, accuracy in expected.items():
-        assert results[task]["accuracy,none"] == pytest.approx(accuracy)
+        assert results[task]["acc,none"] == pytest.approx(accuracy)
     group = results["medfact_bench"]
-    assert group["accuracy,none"] == pytest.approx(sum(expected.values()) / 5)  # the paper's macro: 0.5933
-    assert group["accuracy_micro,none"] == pytest.approx(12 / 20)
+    assert group["acc,none"] == pytest.approx(sum(expected.values()) / 5)  # the paper's macro: 0.5933
+    assert group["acc_micro,none"] == pytest.approx(12 / 20)
     assert group["parseable_score,none"] == pytest.approx(17 / 20)  # invalid, and the two unclosed replies
     assert group["strict_format,none"] == pytest.approx(15 / 20)  # those three, the trailing text, the early tag
     # the report recomputes the same numbers from the logged samples

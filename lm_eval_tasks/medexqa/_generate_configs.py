@@ -9,8 +9,8 @@ from lm_eval_tasks.utils.medexqa.prompts import logit_header
 
 HERE = Path(__file__).parent
 # Each group carries its tasks' version (the templates' metadata); README "Versions" says what changed.
-LOGIT_VERSION = 2.0
-GENERATION_VERSION = 2.1
+LOGIT_VERSION = 2.1
+GENERATION_VERSION = 2.2
 
 
 def _quoted_if_multiline(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
@@ -33,9 +33,9 @@ def group(name: str, tasks: list[str], extra_metrics: list[str], version: float)
         "task": tasks,
         "aggregate_metric_list": [
             # The paper's MAvg: the unweighted mean of the specialty accuracies.
-            {"metric": "accuracy", "aggregation": "mean", "weight_by_size": False},
+            {"metric": "acc", "aggregation": "mean", "weight_by_size": False},
             # Accuracy over all items, named as such.
-            {"metric": "accuracy_micro", "aggregation": "mean", "weight_by_size": True},
+            {"metric": "acc_micro", "aggregation": "mean", "weight_by_size": True},
             *({"metric": m, "aggregation": "mean", "weight_by_size": True} for m in extra_metrics),
         ],
         "metadata": {"version": version},

@@ -61,17 +61,17 @@ def gold_index(doc: Mapping[str, Any]) -> int:
 def process_logit_results(doc: Mapping[str, Any], results: Sequence[tuple[float, bool]]) -> dict[str, float]:
     """Accuracy of the most likely letter (first on ties, as lm-eval's ``acc``)."""
     correct = float(score_logit(doc, [ll for ll, _ in results]).correct)
-    # The same per-sample value twice: the group averages `accuracy` over specialties (the
-    # paper's macro) and `accuracy_micro` over items.
-    return {"accuracy": correct, "accuracy_micro": correct}
+    # The same per-sample value twice: the group averages `acc` over specialties (the
+    # paper's macro) and `acc_micro` over items.
+    return {"acc": correct, "acc_micro": correct}
 
 
 def process_generation_results(doc: Mapping[str, Any], results: Sequence[str]) -> dict[str, Any]:
     score = score_generation(doc, results[0])
     correct = float(score.correct)
     return {
-        "accuracy": correct,
-        "accuracy_micro": correct,
+        "acc": correct,
+        "acc_micro": correct,
         # the share of replies with a usable letter, as `answered` means everywhere in this package
         "answered": float(score.answered),
         # logged per sample; the task's value is explicit_share of these

@@ -47,6 +47,6 @@ def doc_to_text(doc: dict[str, Any]) -> str:
 def process_results(doc: dict[str, Any], results: list[str]) -> dict[str, float]:
     scored = score_reply(results[0])
     accuracy = float(scored.label == doc["label"])
-    # Same per-sample value twice: the group averages `accuracy` unweighted over components (the
-    # paper's macro) and `accuracy_micro` weighted by size.
-    return {"accuracy": accuracy, "accuracy_micro": accuracy, **scored.rates()}
+    # Same per-sample value twice: the group averages `acc` unweighted over components (the
+    # paper's macro) and `acc_micro` weighted by size.
+    return {"acc": accuracy, "acc_micro": accuracy, **scored.rates()}
