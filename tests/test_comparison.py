@@ -5,19 +5,14 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
-from lm_eval import simple_evaluate
-from lm_eval.loggers import EvaluationTracker
-from lm_eval.tasks import TaskManager
 from lm_eval_tasks.utils import leaderboard, stats
 from lm_eval_tasks.utils.comparison import compare_runs, compare_section, holm
 from lm_eval_tasks.utils.results import ScoredRun, score_path, score_section
 from lm_eval_tasks.utils.runs import Run
 from lm_eval_tasks.utils.scoring import BenchmarkSpec, Headline, ScoredItem, Stratum
 
-from lm_eval_tasks import tasks_dir
 from tests.conftest import lm_eval_tasks_cli
-from tests.ranked_lm import hashed_loglikelihood, hashed_reply
-from tests.scripted_lm import ScriptedLM
+from tests.runs import evaluated_run
 
 
 def test_holm_hand_worked():
@@ -105,40 +100,6 @@ TASKS = (
     "millerqa_triage",
     "millerqa_ll_triage",
 )
-
-
-def _salted(salt):
-    return ScriptedLM(
-        reply=lambda prompt: hashed_reply(salt + prompt),
-        loglikelihood=lambda context, continuation: hashed_loglikelihood(salt + context, continuation),
-    )
-
-
-def evaluated_run(folder, demo_data_dir, tasks, salt="a", label="m", limit=12, metadata=None, model=None, **kwargs):
-    """A scripted model's run of ``tasks`` (``model``, else hashed replies salted with ``salt``), saved as the lm_eval
-    CLI saves it (results and samples files)."""
-    manager = TaskManager(
-        include_path=tasks_dir(),
-        include_defaults=False,
-        metadata={"data_dir": str(demo_data_dir), "millerqa_model_label": label, **(metadata or {})},
-    )
-    tracker = EvaluationTracker(output_path=str(folder))
-    out = simple_evaluate(
-        model=model or _salted(salt),
-        model_args=f"pretrained={label}",
-        tasks=list(tasks),
-        task_manager=manager,
-        limit=limit,
-        log_samples=True,
-        bootstrap_iters=0,
-        evaluation_tracker=tracker,
-        **kwargs,
-    )
-    samples = out.pop("samples")
-    tracker.save_results_aggregated(results=out, samples=samples)
-    for task in out["configs"]:
-        tracker.save_results_samples(task_name=task, samples=samples[task])
-    return folder
 
 
 @pytest.fixture(scope="module")

@@ -427,7 +427,8 @@ def test_the_leaderboard_shows_both_replies_of_every_discordant_item(two_runs, t
 def test_items_of_every_benchmark_from_a_real_lm_eval_run(demo_data_dir, tmp_path):
     """A scripted model's run through lm-eval itself: what it logs (arguments, filtered_resps) becomes each item's
     prompt, and its reply or its choices."""
-    from tests.test_comparison import TASKS, evaluated_run
+    from tests.runs import evaluated_run
+    from tests.test_comparison import TASKS
 
     run = evaluated_run(tmp_path / "run", demo_data_dir, TASKS, limit=4)
     scored, _ = report_mod.write_report(run, tmp_path / "rep")

@@ -83,7 +83,7 @@ HOSTILE = [[NAN] * 4, [INF] * 4, [-INF] * 4, [-1.0, NAN, -3.0, -4.0], [-1.0, -2.
 def test_medexqa_logit_non_finite_is_invalid_in_the_run_and_the_report(values):
     # The gold is A: the old first-argmax gave A (correct) for every all-NaN or all-inf item.
     run = medexqa_tasks.process_logit_results(MEDEXQA_DOC, [(v, False) for v in values])
-    assert run == {"accuracy": 0.0, "accuracy_micro": 0.0}
+    assert run == {"acc": 0.0, "acc_micro": 0.0}
     item = medexqa_spec.score_logit_sample("medexqa_logit_be", _logged(MEDEXQA_DOC, values))
     assert (item.pred, item.correct) == (INVALID, 0.0)
 

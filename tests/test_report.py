@@ -463,7 +463,7 @@ def test_a_samples_file_that_cannot_be_read_is_one_line_naming_it(tmp_path, kind
 def test_a_run_on_the_demo_labels_says_so_next_to_the_number(demo_data_dir, tmp_path):
     from lm_eval_tasks.utils.medfact_bench import demo_label_note
 
-    from tests.test_comparison import evaluated_run
+    from tests.runs import evaluated_run
 
     folder = evaluated_run(tmp_path / "run", demo_data_dir, ["medfact_bench_scifact"], limit=3)
     assert cli(["report", str(folder), "--out", str(tmp_path / "rep")]) == 0

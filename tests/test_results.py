@@ -128,7 +128,7 @@ def test_declared_settings_are_named_as_the_user_gives_them():
 
 
 def test_tied_best_loglikelihoods_are_counted_and_the_rule_stated(demo_data_dir, tmp_path):
-    from tests.test_comparison import evaluated_run
+    from tests.runs import evaluated_run
 
     # " yes" and " no" share the best log-likelihood on every item: each is a tie, decided by answer order (yes).
     def loglikelihood(context, continuation):

@@ -8,8 +8,8 @@ from lm_eval_tasks.utils.runs import Run, model_name
 from lm_eval_tasks.utils.stats import format_estimate
 
 from tests import browser
-from tests import test_factcheck as worked
 from tests.conftest import build_report
+from tests.factbench import test_pipeline as worked
 from tests.test_leaderboard import assert_self_contained
 from tests.test_report import HEALTHVER, SCIFACT, write_run
 

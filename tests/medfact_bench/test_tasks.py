@@ -1,11 +1,9 @@
 """MedFact-Bench through lm-eval's real evaluator, with a scripted model: prompts and exact metrics."""
 
-import copy
 import json
 
 import pytest
 from lm_eval import simple_evaluate
-from lm_eval.loggers import EvaluationTracker
 from lm_eval.tasks import TaskManager
 from lm_eval_tasks.utils.files import write_jsonl
 from lm_eval_tasks.utils.medfact_bench import demo_label_note
@@ -16,6 +14,7 @@ from lm_eval_tasks.utils.medfact_bench.report_spec import generation_settings, s
 
 from lm_eval_tasks import tasks_dir
 from tests.conftest import build_report
+from tests.runs import save_run
 from tests.scripted_lm import ScriptedLM
 
 LEAVES = [
@@ -167,17 +166,6 @@ def test_scripted_group_run_gives_exact_macro_and_micro(group_run):
     items = [score_sample("medfact_bench_scifact", s) for s in logged]
     assert sum(i.correct for i in items) == 2
     assert [i.extras["strict_format"] for i in sorted(items, key=lambda i: i.doc_id)] == [1.0, 0.0, 0.0, 1.0]
-
-
-def save_run(out, folder):
-    """Write a simple_evaluate result as the lm_eval CLI does (results and samples files)."""
-    out = dict(out)
-    samples = copy.deepcopy(out.pop("samples"))  # the tracker rewrites each sample's arguments in place
-    tracker = EvaluationTracker(output_path=str(folder))
-    tracker.save_results_aggregated(results=out, samples=samples)
-    for task in out["configs"]:
-        tracker.save_results_samples(task_name=task, samples=samples[task])
-    return folder
 
 
 def test_the_report_of_a_file_missing_rows_shows_published_loaded_and_scored_counts(group_run, tmp_path):

@@ -12,8 +12,8 @@ from lm_eval_tasks.utils.data import DataError
 from lm_eval_tasks.utils.medexqa import constants, loader, prompts, report_spec
 
 from lm_eval_tasks import tasks_dir
+from tests.medexqa.test_loader import ANSWERS
 from tests.scripted_lm import ScriptedLM
-from tests.test_medexqa_data import ANSWERS
 
 CODES = list(constants.SPECIALTIES)
 LOGIT_TASKS = [f"medexqa_logit_{c.lower()}" for c in CODES]

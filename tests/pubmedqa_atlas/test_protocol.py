@@ -95,7 +95,7 @@ def test_the_readme_counts_the_prompts_a_whitespace_normalising_cut_would_change
             changed.append(item)
     spaces = {c for item in changed for c in item.doc()["context"] if c.isspace() and c != " "}
     assert len(changed) == 54 and spaces == {"\u00a0", "\u2009", "\u200a", "\u2005", "\u2003"}
-    readme = (Path(__file__).resolve().parents[1] / "lm_eval_tasks" / "pubmedqa_atlas" / "README.md").read_text()
+    readme = (Path(__file__).resolve().parents[2] / "lm_eval_tasks" / "pubmedqa_atlas" / "README.md").read_text()
     assert "54 of the 500 test prompts" in readme
 
 

@@ -4,7 +4,6 @@ import json
 
 import pytest
 from lm_eval import simple_evaluate
-from lm_eval.loggers import EvaluationTracker
 from lm_eval.tasks import TaskManager
 from lm_eval_tasks.utils import report as report_mod
 from lm_eval_tasks.utils.data import DataError
@@ -12,6 +11,7 @@ from lm_eval_tasks.utils.millerqa import constants, medbullets, prompts, tasks
 
 from lm_eval_tasks import tasks_dir
 from tests.conftest import build_report
+from tests.runs import save_run
 from tests.scripted_lm import ScriptedLM
 
 LABEL = "gpt-4o"
@@ -190,20 +190,10 @@ def test_each_sample_logs_its_shuffle_and_the_unanswered_as_null(legal_run):
     assert first["doc"]["model_label"] == LABEL
 
 
-def save_run(out, folder, model_args="pretrained=scripted"):
-    """Write a simple_evaluate result exactly as the lm_eval CLI does (results and samples files)."""
-    out = dict(out)
-    samples = out.pop("samples")
-    out.setdefault("config", {})["model_args"] = model_args
-    tracker = EvaluationTracker(output_path=str(folder))
-    tracker.save_results_aggregated(results=out, samples=samples)
-    for task in out["configs"]:
-        tracker.save_results_samples(task_name=task, samples=samples[task])
-    return folder
-
-
 def test_the_report_recomputes_the_scripted_run(legal_run, tmp_path):
-    scored, files = report_mod.write_report(save_run(legal_run, tmp_path / "run"), tmp_path / "report")
+    scored, files = report_mod.write_report(
+        save_run(legal_run, tmp_path / "run", model_args="pretrained=scripted"), tmp_path / "report"
+    )
     report = scored.report()
     bench = report["benchmarks"]["millerqa"]
     assert bench["n_items"] == 54 and bench["n_invalid"] == 9
@@ -245,7 +235,7 @@ def test_the_report_command_on_a_run_with_no_answered_reply(shared_data, tmp_pat
     from lm_eval_tasks.__main__ import main as cli
 
     unanswered = evaluate(ScriptedLM(reply=lambda prompt: "no idea"), shared_data, ["millerqa_triage"], limit=2)
-    run = save_run(unanswered, tmp_path / "run")
+    run = save_run(unanswered, tmp_path / "run", model_args="pretrained=scripted")
     assert cli(["report", str(run), "--out", str(tmp_path / "report")]) == 0
     report = json.loads((tmp_path / "report" / "report.json").read_text(encoding="utf-8"))
     assert report["benchmarks"]["millerqa"]["n_invalid"] == 2
@@ -256,7 +246,7 @@ def test_the_report_keeps_an_explanation_with_a_lone_surrogate(shared_data, tmp_
     """A reply's JSON escape \\ud800 decodes to a lone surrogate, which strict UTF-8 cannot write."""
     reply = '{"selected_answer": "A", "explanation": "odd \\ud800 text"}'
     out = evaluate(ScriptedLM(reply=lambda prompt: reply), shared_data, ["millerqa_triage"], limit=1)
-    report_mod.write_report(save_run(out, tmp_path / "run"), tmp_path / "report")
+    report_mod.write_report(save_run(out, tmp_path / "run", model_args="pretrained=scripted"), tmp_path / "report")
     (item,) = [
         json.loads(line)
         for line in (tmp_path / "report" / "items_millerqa.jsonl").read_text(encoding="utf-8").splitlines()
@@ -290,7 +280,9 @@ def test_loglikelihood_variant(shared_data, tmp_path, chat):
     assert out["results"]["millerqa_ll_medcalc"]["acc,none"] == pytest.approx(3 / 4)
     delimiter = "" if chat else " "
     assert sorted({continuation for _, continuation in requests}) == [delimiter + letter for letter in "ABCDE"]
-    report = build_report(save_run(out, tmp_path / "run"))["benchmarks"]["millerqa_ll"]
+    report = build_report(save_run(out, tmp_path / "run", model_args="pretrained=scripted"))["benchmarks"][
+        "millerqa_ll"
+    ]
     assert report["accuracy_micro"]["value"] == pytest.approx(3 / 4) and report["n_invalid"] == 0
 
 
@@ -321,7 +313,7 @@ def test_medbullets_tasks_fail_with_the_rebuild_instructions(shared_data):
 
 
 def test_the_full_suite_with_a_rebuilt_medbullets(tmp_path, shared_data):
-    from tests.test_millerqa import medbullets_source_rows, write_csv
+    from tests.millerqa.test_protocol import medbullets_source_rows, write_csv
 
     data_dir = tmp_path / "data"
     (data_dir / "millerqa").mkdir(parents=True)

@@ -126,8 +126,8 @@ def test_the_authors_prompt_included_reading_differs():
 def test_process_results_logs_the_step():
     doc = {"answer": "D", **dict(zip("ABCD", OPTIONS))}
     assert tasks.process_generation_results(doc, ["Infrared is right"]) == {
-        "accuracy": 1.0,
-        "accuracy_micro": 1.0,
+        "acc": 1.0,
+        "acc_micro": 1.0,
         "answered": 1.0,
         "extraction_step": "correct_pattern",
     }
@@ -138,8 +138,8 @@ def test_process_results_logs_the_step():
 def test_logit_prediction_takes_the_first_maximum():
     assert score_logit({"answer": "C"}, [-2.0, -1.0, -1.0, -3.0]).pred == "B"
     assert tasks.process_logit_results({"answer": "C"}, [(-4, False), (-3, False), (-0.5, True), (-9, False)]) == {
-        "accuracy": 1.0,
-        "accuracy_micro": 1.0,
+        "acc": 1.0,
+        "acc_micro": 1.0,
     }
 
 

@@ -1,0 +1,60 @@
+"""The one way tests save an lm-eval run to disk as the ``lm_eval`` CLI does (results and samples files), and the
+scripted run of real tasks most tests start from. Hand-made runs of a few items live beside the tests that
+hand-work their numbers (tests/test_report.py::write_run)."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+
+from lm_eval import simple_evaluate
+from lm_eval.loggers import EvaluationTracker
+from lm_eval.tasks import TaskManager
+
+from lm_eval_tasks import tasks_dir
+from tests.ranked_lm import hashed_loglikelihood, hashed_reply
+from tests.scripted_lm import ScriptedLM
+
+
+def save_run(out: dict, folder: Path, model_args: str | None = None, tracker: EvaluationTracker | None = None) -> Path:
+    """``simple_evaluate``'s result written as the lm_eval CLI writes it; ``model_args`` replaces the logged ones."""
+    out = dict(out)
+    samples = copy.deepcopy(out.pop("samples"))  # the tracker rewrites each sample's arguments in place
+    if model_args is not None:
+        out["config"] = {**out.get("config", {}), "model_args": model_args}
+    tracker = tracker or EvaluationTracker(output_path=str(folder))
+    tracker.save_results_aggregated(results=out, samples=samples)
+    for task in out["configs"]:
+        tracker.save_results_samples(task_name=task, samples=samples[task])
+    return folder
+
+
+def salted_model(salt: str) -> ScriptedLM:
+    """A scripted model whose replies and log-likelihoods are hashes of the request, salted: another "model"."""
+    return ScriptedLM(
+        reply=lambda prompt: hashed_reply(salt + prompt),
+        loglikelihood=lambda context, continuation: hashed_loglikelihood(salt + context, continuation),
+    )
+
+
+def evaluated_run(folder, demo_data_dir, tasks, salt="a", label="m", limit=12, metadata=None, model=None, **kwargs):
+    """A scripted model's run of ``tasks`` on the demo data (``model``, else :func:`salted_model`), saved as the
+    CLI saves it; ``--system_instruction`` and the chat template reach the results file through the tracker."""
+    manager = TaskManager(
+        include_path=tasks_dir(),
+        include_defaults=False,
+        metadata={"data_dir": str(demo_data_dir), "millerqa_model_label": label, **(metadata or {})},
+    )
+    tracker = EvaluationTracker(output_path=str(folder))
+    out = simple_evaluate(
+        model=model or salted_model(salt),
+        model_args=f"pretrained={label}",
+        tasks=list(tasks),
+        task_manager=manager,
+        limit=limit,
+        log_samples=True,
+        bootstrap_iters=0,
+        evaluation_tracker=tracker,
+        **kwargs,
+    )
+    return save_run(out, folder, tracker=tracker)
