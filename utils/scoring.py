@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import TYPE_CHECKING, Any
 
+from .calibration import Forecast
+
 if TYPE_CHECKING:
     from .runs import Run
 
@@ -32,6 +34,13 @@ class Headline(Enum):
     ACCURACY_MACRO = "accuracy_macro"
     ACCURACY_MICRO = "accuracy_micro"
     NONE = "none"
+
+
+class ConfidenceSource(Enum):
+    """Where a section's confidences come from, for calibration (:mod:`.calibration`)."""
+
+    CHOICE_PROBABILITIES = "choice_probabilities"  # softmax over the choices' log-likelihoods
+    STATED = "stated_confidence"  # the model's own 0-100 confidence in its answer
 
 
 class AccuracyOver(Enum):
@@ -55,6 +64,7 @@ class ScoredItem:
     extras: Mapping[str, float] = field(default_factory=dict)  # per-item rates/scores, reported as means
     details: Mapping[str, Any] = field(default_factory=dict)  # per-item record for items_<benchmark>.jsonl
     prompt_hash: str = ""  # lm-eval's hash of the item's first request (two runs with another prompt differ here)
+    forecast: Forecast | None = None  # confidence in the answer, for calibration; None: no answer or no confidence
 
 
 def default_item_key(item: ScoredItem) -> tuple:
@@ -109,6 +119,16 @@ class BenchmarkSpec:
     # Settings that differ between models by the protocol's design (MillerQA shuffles options per model label):
     # two runs that differ in them are still comparable, and their prompts differ by design.
     per_model_settings: frozenset[str] = frozenset()
+    # Where the items' confidences come from (ScoredItem.forecast); None: the section has no calibration.
+    confidence_source: ConfidenceSource | None = None
+    # The subcategory each item carries (e.g. an item's own category within its component), reported as
+    # accuracy per subgroup; None: none beyond the components.
+    subgroup_of: Callable[[ScoredItem], str] | None = None
+    # Items answered in several variants of one question (e.g. one question in several languages): (variant,
+    # question key) of an item, None for the others; each variant is compared with paired_reference on the
+    # questions both have.
+    paired_variant_of: Callable[[ScoredItem], tuple[str, str] | None] | None = None
+    paired_reference: str | None = None
 
     @property
     def compared_metric(self) -> str | None:
@@ -143,6 +163,17 @@ def logged_reply(sample: Mapping[str, Any]) -> str:
     """The (filtered) reply of a logged generation sample."""
     responses = sample["filtered_resps"]
     return responses[0] if isinstance(responses, list) else responses
+
+
+def logged_generation_kwargs(sample: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """The generation settings of a logged request: ``arguments`` is ``{"gen_args_0": {"arg_0": prompt, "arg_1":
+    settings}}`` in a samples file, ``[(prompt, settings)]`` in lm-eval's in-memory results; None when absent."""
+    arguments = sample.get("arguments")
+    try:
+        settings = arguments["gen_args_0"]["arg_1"] if isinstance(arguments, Mapping) else arguments[0][1]
+    except (KeyError, IndexError, TypeError):
+        return None
+    return settings if isinstance(settings, Mapping) else None
 
 
 def logged_loglikelihoods(sample: Mapping[str, Any]) -> list[float]:
@@ -195,6 +226,7 @@ def scored_item(
     correct: float | None = None,
     extras: Mapping[str, float] | None = None,
     details: Mapping[str, Any] | None = None,
+    forecast: Forecast | None = None,
 ) -> ScoredItem:
     """A :class:`ScoredItem` for a logged sample; ``correct`` defaults to ``pred == gold``."""
     return ScoredItem(
@@ -208,4 +240,5 @@ def scored_item(
         extras=dict(extras or {}),
         details=dict(details or {}),
         prompt_hash=str(sample.get("prompt_hash") or ""),
+        forecast=forecast,
     )

@@ -9,9 +9,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from .. import calibration
 from ..scoring import (
     INVALID,
     BenchmarkSpec,
+    ConfidenceSource,
     Headline,
     ScoredItem,
     Stratum,
@@ -44,9 +46,16 @@ def settings_of(sample: Mapping[str, Any]) -> dict[str, Any]:
 
 def score_logit_sample(task: str, sample: Mapping[str, Any]) -> ScoredItem:
     doc = sample["doc"]
-    score = score_logit(doc, logged_loglikelihoods(sample))
+    loglikelihoods = logged_loglikelihoods(sample)
+    score = score_logit(doc, loglikelihoods)
     return scored_item(
-        task, sample, component=_component(doc), gold=doc["answer"], pred=score.pred, correct=score.correct
+        task,
+        sample,
+        component=_component(doc),
+        gold=doc["answer"],
+        pred=score.pred,
+        correct=score.correct,
+        forecast=calibration.from_loglikelihoods(loglikelihoods, LETTERS.index(doc["answer"])),
     )
 
 
@@ -92,6 +101,7 @@ REPORT_SPECS = (
         notes=_COMMON_NOTES + ("The answer is the letter with the highest log-likelihood after 'Answer:'.",),
         settings_of=settings_of,
         paper_settings=PAPER_SETTINGS,
+        confidence_source=ConfidenceSource.CHOICE_PROBABILITIES,
     ),
     BenchmarkSpec(
         name="medexqa",
