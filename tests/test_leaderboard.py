@@ -175,7 +175,7 @@ def test_written_files(written):
     out, files, hostile = written
     assert sorted(p.name for p in files) == [f"leaderboard.{ext}" for ext in ("csv", "html", "json", "md")]
     board = json.loads((out / "leaderboard.json").read_text(encoding="utf-8"))
-    assert board["schema_version"] == "2.0" and board["runs"][0]["label"] == hostile.rsplit("/", 1)[-1]
+    assert board["schema_version"] == "2.1" and board["runs"][0]["label"] == hostile.rsplit("/", 1)[-1]
     rows = list(csv.DictReader((out / "leaderboard.csv").open(encoding="utf-8")))
     assert [r["kind"] for r in rows] == ["run"] * 3 + ["published"] * 9  # runs ranked by the headline
     assert [r["id"] for r in rows[:3]] == ["run-2", "run-1", "run-3"]
