@@ -2,11 +2,12 @@
 differences and reply lengths (issue 17), each number recomputed here from the logged samples."""
 
 import json
+import math
 from collections import defaultdict
 
 import numpy as np
 import pytest
-from lm_eval_tasks.utils import leaderboard, lengths, stats
+from lm_eval_tasks.utils import calibration, leaderboard, lengths, stats
 from lm_eval_tasks.utils.benchmarks import report_specs
 from lm_eval_tasks.utils.report import write_report
 from lm_eval_tasks.utils.results import SMALL_GROUP, score_path, score_section
@@ -112,6 +113,24 @@ def test_an_invalid_item_is_left_out_of_calibration_and_counted(run_dir, tmp_pat
     confidences = [softmax(values).max() for values in lls]
     correct = [["yes", "no", "maybe"][int(np.argmax(v))] == s["doc"]["final_decision"] for v, s in zip(lls, rest)]
     assert cal["ece"]["value"] == pytest.approx(hand_binned_ece(confidences, correct))
+
+
+@pytest.mark.parametrize("name", ["pubmedqa_atlas", "pubmedqa_lm_eval_builtin"])
+def test_every_pubmedqa_choice_spec_forecasts_from_its_three_loglikelihoods(name):
+    """yes / no / maybe at -1, -2, -3 nats: p = e^-1, e^-2, e^-3 over their sum; gold no: Brier
+    p_yes^2 + (p_no - 1)^2 + p_maybe^2."""
+    spec = next(s for s in report_specs() if s.name == name)
+    sample = {
+        "doc_id": 0,
+        "doc": {"final_decision": "no"},
+        "filtered_resps": [["-1", "False"], ["-2", "False"], ["-3", "False"]],
+    }
+    forecast = spec.score_sample(next(iter(spec.task_names)), sample).forecast
+    total = math.exp(-1) + math.exp(-2) + math.exp(-3)
+    p = [math.exp(-1) / total, math.exp(-2) / total, math.exp(-3) / total]
+    assert forecast.probabilities == pytest.approx(p) and forecast.confidence == pytest.approx(p[0])
+    assert forecast.correct is False and forecast.gold_choice == 1
+    assert calibration.brier_values([forecast])[0] == pytest.approx(p[0] ** 2 + (p[1] - 1) ** 2 + p[2] ** 2)
 
 
 def test_stated_confidence_calibration_of_the_generative_millerqa(report):
