@@ -187,7 +187,7 @@ def _reliability(calibration: Mapping[str, Any], title: str) -> bytes:
             label="(mean confidence, accuracy)",
         )
         for b in filled:
-            ax.text((b["low"] + b["high"]) / 2, min(b["accuracy"] + 0.02, 0.97), str(b["n"]), ha="center", fontsize=7)
+            ax.text((b["low"] + b["high"]) / 2, min(b["accuracy"] + 0.04, 0.96), str(b["n"]), ha="center", fontsize=7)
     else:
         ax.text(0.5, 0.5, "no item with a confidence", ha="center", va="center", color="grey")
     ax.set_xlim(0, 1)
