@@ -191,7 +191,7 @@ def test_global_mmlu_language_gaps_are_paired_on_the_same_questions(report, run_
     assert paired["reference"] == "en" and paired["metric"] == "accuracy" and len(paired["variants"]) == 14
     for language, entry in paired["variants"].items():
         diffs = np.asarray([correct[language, q] - correct["en", q] for q in questions])
-        assert entry["n_pairs"] == 47 and entry["unpaired"] == 0 and not entry["small"]
+        assert entry["n_pairs"] == 47 and entry["unpaired"] == entry["reference_unpaired"] == 0 and not entry["small"]
         assert entry["difference"]["value"] == pytest.approx(diffs.mean())
         looped = stats.bootstrap(stats.per_resample(lambda index, d=diffs: d[index].mean()), len(diffs))
         assert (entry["difference"]["low"], entry["difference"]["high"]) == pytest.approx((looped.low, looped.high))
@@ -235,10 +235,10 @@ def test_hand_worked_paired_language_difference_counts_unanswered_wrong_and_unpa
     assert paired["metric"] == "accuracy_all"
     assert set(paired["variants"]) == {"fr", "de"}
     fr = paired["variants"]["fr"]
-    assert (fr["n_pairs"], fr["unpaired"], fr["small"]) == (3, 1, True)
+    assert (fr["n_pairs"], fr["unpaired"], fr["reference_unpaired"], fr["small"]) == (3, 1, 0, True)
     assert fr["difference"]["value"] == pytest.approx(-1 / 3)
     assert (fr["accuracy"], fr["reference_accuracy"]) == pytest.approx((1 / 3, 2 / 3))
-    assert paired["variants"]["de"] == {"n_pairs": 0, "small": True, "unpaired": 1}
+    assert paired["variants"]["de"] == {"n_pairs": 0, "small": True, "unpaired": 1, "reference_unpaired": 3}
     # subgroups: the items' kind within their benchmark, accuracy over answered items for the generative protocol
     fr_group = numbers["subgroups"]["global_mmlu / professional_medicine | fr"]
     assert fr_group["n"] == 4 and fr_group["accuracy"]["value"] == pytest.approx(2 / 3)

@@ -187,14 +187,16 @@ def _paired_variant_lines(bench: Mapping[str, Any]) -> list[str]:
     if not paired["variants"]:
         return lines + ["- no other variant was scored"]
     lines += [
-        f"| variant | pairs | {paired['metric']} | {md(paired['reference'])} | difference [95% CI] | unpaired |",
+        f"| variant | pairs | {paired['metric']} | {md(paired['reference'])} | difference [95% CI] | unpaired "
+        f"(variant / {md(paired['reference'])}) |",
         "|---|---:|---:|---:|---|---:|",
     ]
     for variant, entry in paired["variants"].items():
         value = lambda key: f"{entry[key]:.3f}" if key in entry else "n/a"  # noqa: E731
         lines.append(
             f"| {md(variant)} | {entry['n_pairs']}{_small(entry)} | {value('accuracy')} | "
-            f"{value('reference_accuracy')} | {_fmt(entry.get('difference'))} | {entry['unpaired']} |"
+            f"{value('reference_accuracy')} | {_fmt(entry.get('difference'))} | {entry['unpaired']} / "
+            f"{entry['reference_unpaired']} |"
         )
     return lines
 

@@ -340,7 +340,8 @@ def _paired_variants(items: Sequence[ScoredItem], spec: BenchmarkSpec) -> dict[s
         entry: dict[str, Any] = {
             "n_pairs": len(keys),
             "small": len(keys) < SMALL_GROUP,
-            "unpaired": len(by_variant[variant]) - len(keys),
+            "unpaired": len(by_variant[variant]) - len(keys),  # the variant's questions the reference lacks
+            "reference_unpaired": len(reference) - len(keys),  # and the reference's the variant lacks
         }
         if keys:
             ours = np.asarray([by_variant[variant][k].correct for k in keys])

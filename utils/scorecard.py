@@ -318,7 +318,8 @@ def _beyond_accuracy(name: str, bench: Mapping[str, Any]) -> list[str]:
                         paired.get("metric"),
                         paired.get("reference"),
                         "difference [95% CI]",
-                        "unpaired",
+                        "unpaired (variant)",
+                        f"unpaired ({paired.get('reference')})",
                     ],
                     (
                         [
@@ -331,10 +332,11 @@ def _beyond_accuracy(name: str, bench: Mapping[str, Any]) -> list[str]:
                                 f"{esc(fmt_estimate(entry.get('difference')))}</span>"
                             ),
                             _value_cell(entry.get("unpaired")),
+                            _value_cell(entry.get("reference_unpaired")),
                         ]
                         for variant, entry in (paired.get("variants") or {}).items()
                     ),
-                    numeric=(1, 2, 3, 5),
+                    numeric=(1, 2, 3, 5, 6),
                 )
             )
     cal = bench.get("calibration")
