@@ -5,7 +5,9 @@ sample with its benchmark's own parser (:class:`~.scoring.BenchmarkSpec`), and c
 section: micro and macro accuracy, per-component accuracy, per-item rates, per-class precision/recall/F1
 and macro-F1, a confusion matrix with an INVALID column, coverage against the published counts, whether
 the number is paper-comparable (with every reason when not), and a stratified bootstrap CI for every
-number (:mod:`.stats`). The result, :class:`ScoredRun`, is typed: its provenance, and per section the
+number (:mod:`.stats`); beyond accuracy: calibration (:mod:`.calibration`) where the spec names a confidence
+source, accuracy per subgroup, paired differences between variants of the same questions (e.g. languages), and
+reply lengths of generative sections (:mod:`.lengths`). The result, :class:`ScoredRun`, is typed: its provenance, and per section the
 scored items (in one order, with their pairing keys), the section's numbers and the bootstrap
 distribution of the metric runs are compared on.
 
