@@ -220,6 +220,10 @@ def _calibration_lines(bench: Mapping[str, Any]) -> list[str]:
     return lines
 
 
+def _seconds(value: Any) -> str:
+    return f"{value:.1f} s" if isinstance(value, (int, float)) else "not recorded"
+
+
 def _length_lines(bench: Mapping[str, Any]) -> list[str]:
     lengths = bench.get("reply_lengths")
     if not lengths:
@@ -239,7 +243,8 @@ def _length_lines(bench: Mapping[str, Any]) -> list[str]:
         "",
         f"Reply lengths in {lengths['unit']} ({md(lengths['unit_source'])}): {lengths['n']} replies; {spread}",
         f"- max_gen_toks {md(lengths['max_gen_toks'] or 'not logged')}; replies that reached it: {hit_text}",
-        f"- lm-eval's evaluation time: {md(lengths['evaluation_time_seconds'])} s ({md(lengths['evaluation_time_scope'])})",
+        f"- lm-eval's evaluation time: {_seconds(lengths['evaluation_time_seconds'])} "
+        f"({md(lengths['evaluation_time_scope'])})",
     ]
 
 
