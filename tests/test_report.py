@@ -273,7 +273,7 @@ def test_medfact_report_has_no_answered_only_fields(run_dir):
     bench = build_report(run_dir.parent)["benchmarks"]["medfact_bench"]
     assert bench["accuracy_over"] == "all"
     assert "accuracy_all_micro" not in bench and "answered" not in bench and "component_groups" not in bench
-    assert set(bench["components"]["scifact"]) == {"n", "accuracy", "parseable_score", "strict_format"}
+    assert set(bench["components"]["scifact"]) == {"n", "small", "accuracy", "parseable_score", "strict_format"}
 
 
 # ----------------------------------------------------------------------------- hostile run folders

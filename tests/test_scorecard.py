@@ -115,7 +115,8 @@ def test_other_benchmarks_are_rendered_from_the_schema(tmp_path):
     cells = _cells(page)
     assert {"accuracy_all_macro", "answered", "g", c, "pretrained=m,dtype=float32"} <= cells
     rows = {text for _, text in browser.elements(page, tag="tr")}
-    assert f"{c}1n/a0.000 [0.000, 0.000]0.000 [0.000, 0.000]" in rows  # component, n, accuracy, accuracy_all, answered
+    # component, n, small (n < 30), accuracy, accuracy_all, answered
+    assert f"{c}1truen/a0.000 [0.000, 0.000]0.000 [0.000, 0.000]" in rows
     assert any(text.startswith("0.167 [") for text in cells)  # accuracy_all_macro: (1/3 + 0) / 2
     assert "<title>Scorecard: m</title>" in page
 

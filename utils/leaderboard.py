@@ -48,7 +48,8 @@ from .stats import format_estimate
 # p_value from the test it names (paired bootstrap for a macro headline, exact McNemar for a micro one) and
 # holm_p_value; short unique run labels.
 # 2.1: discordant_file (leaderboard_discordant.jsonl: every pair's discordant items); each run's report folder.
-SCHEMA_VERSION = "2.1"
+# 2.2: each run's entry carries its section's ECE (calibration), shown beside the headline and in the CSV.
+SCHEMA_VERSION = "2.2"
 DISCORDANT_FILE = "leaderboard_discordant.jsonl"
 # Discordant items leaderboard.html shows, over all pairs (pairs past it are listed in DISCORDANT_FILE only).
 PAGE_PAIR_ROWS = 50_000
@@ -128,6 +129,8 @@ def _entry(section_numbers: Mapping[str, Any]) -> dict[str, Any]:
         "full_coverage": section_numbers["full_coverage"],
         "paper_comparable": comparable["value"] is not None,
         "paper_comparable_reason": comparable["reason"],
+        # Calibration beside the headline (None: the section has no confidences, or no item had one).
+        "ece": (section_numbers.get("calibration") or {}).get("ece"),
     }
 
 
@@ -244,7 +247,7 @@ _INTRO = (
     "{n} runs; per section, runs ranked by the headline with 95% percentile bootstrap CIs (each run's report "
     "numbers). *: not paper-comparable (see the reason in each run's report). Published models have no CI."
 )
-_RANK_HEADER = ("rank", "run", "headline [95% CI]", "items", "paper-comparable")
+_RANK_HEADER = ("rank", "run", "headline [95% CI]", "items", "paper-comparable", "ECE [95% CI]")
 _PAIR_HEADER = ("A", "B", "items", "difference [95% CI]", "A only correct", "B only correct", "p-value", "Holm p")
 _FLAGGED_HEADER = ("A", "B", "shared items", "difference [95% CI]", "reasons")
 _FLAGGED_NOTE = "Not comparable: no test; the difference is on the shared items only, not a ranking."
@@ -293,9 +296,10 @@ def _rank_rows(board: Mapping[str, Any], bench: Mapping[str, Any]) -> list[list[
                 format_estimate(entry["estimate"]) + ("" if entry["paper_comparable"] else " *"),
                 str(entry["n_items"]),
                 "yes" if entry["paper_comparable"] else "no",
+                format_estimate(entry.get("ece")) if entry.get("ece") else "-",
             ]
         )
-    rows += [["", f"{model} (published)", f"{value:.3f}", "", ""] for model, value in bench["published"].items()]
+    rows += [["", f"{model} (published)", f"{value:.3f}", "", "", ""] for model, value in bench["published"].items()]
     return rows
 
 
@@ -321,7 +325,7 @@ def to_csv(board: Mapping[str, Any]) -> str:
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
     writer.writerow(
-        ["kind", "section", "id", "label", "value", "low", "high", "n_items", "paper_comparable", *_SETTINGS]
+        ["kind", "section", "id", "label", "value", "low", "high", "n_items", "paper_comparable", *_SETTINGS, "ece"]
     )
     runs = {run["id"]: run for run in board["runs"]}
     for name, bench in board["benchmarks"].items():
@@ -340,10 +344,13 @@ def to_csv(board: Mapping[str, Any]) -> str:
                     entry["n_items"],
                     entry["paper_comparable"],
                     *(_defuse(_setting(run["run"], key)) for key in _SETTINGS),
+                    (entry.get("ece") or {}).get("value", ""),
                 ]
             )
         for model, value in bench["published"].items():
-            writer.writerow(["published", name, "", _defuse(model), value, "", "", "", "", *([""] * len(_SETTINGS))])
+            writer.writerow(
+                ["published", name, "", _defuse(model), value, "", "", "", "", *([""] * len(_SETTINGS)), ""]
+            )
     return buffer.getvalue()
 
 
@@ -407,7 +414,7 @@ def _rank_table(board: Mapping[str, Any], name: str, bench: Mapping[str, Any]) -
     for row, (model, value) in zip(rows[len(bench["ranking"]) :], bench["published"].items(), strict=True):
         row[2] = _span("published-value", row[2], model=model, benchmark=name, value=repr(value))
     css = [""] * len(bench["ranking"]) + ["published"] * len(bench["published"])
-    return table(_RANK_HEADER, rows, numeric=(0, 2, 3), row_css=css)
+    return table(_RANK_HEADER, rows, numeric=(0, 2, 3, 5), row_css=css)
 
 
 def _href(folder: str, name: str, out_dir: Path | None) -> str:

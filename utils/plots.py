@@ -160,3 +160,53 @@ def confusion_png(bench: Mapping[str, Any]) -> bytes:
     fig.savefig(buffer, format="png", dpi=120, metadata={"Software": None})
     plt.close(fig)
     return buffer.getvalue()
+
+
+def reliability_png(calibration: Mapping[str, Any], title: str) -> bytes:
+    """The reliability diagram of a report's ``calibration`` entry: per confidence bin, accuracy (bars, with the
+    bin's item count) against the diagonal of perfect calibration, and the bin's mean confidence (dots)."""
+    return plain_text_png(_reliability, calibration, title)
+
+
+def _reliability(calibration: Mapping[str, Any], title: str) -> bytes:
+    import matplotlib.pyplot as plt
+
+    bins = [b for b in calibration.get("reliability") or [] if isinstance(b, Mapping)]
+    fig, ax = plt.subplots(figsize=(5.2, 4.6))
+    ax.plot([0, 1], [0, 1], linestyle="--", color="grey", linewidth=1, label="perfect calibration")
+    filled = [b for b in bins if b.get("n")]
+    if filled:
+        ax.bar(
+            [(b["low"] + b["high"]) / 2 for b in filled],
+            [b["accuracy"] for b in filled],
+            width=[b["high"] - b["low"] for b in filled],
+            edgecolor="tab:blue",
+            color="tab:blue",
+            alpha=0.35,
+            label="accuracy in bin",
+        )
+        ax.plot(
+            [b["mean_confidence"] for b in filled],
+            [b["accuracy"] for b in filled],
+            "o",
+            color="tab:blue",
+            markersize=4,
+            label="(mean confidence, accuracy)",
+        )
+        for b in filled:
+            ax.text((b["low"] + b["high"]) / 2, min(b["accuracy"] + 0.04, 0.96), str(b["n"]), ha="center", fontsize=7)
+    else:
+        ax.text(0.5, 0.5, "no item with a confidence", ha="center", va="center", color="grey")
+    ax.set_xlim(0, 1)
+    ax.set_ylim(0, 1)
+    ax.set_xticks([b / 10 for b in range(11)])
+    ax.set_xlabel(f"confidence ({short(str(calibration.get('source', '')), 40)}); numbers: items per bin")
+    ax.set_ylabel("accuracy")
+    ax.legend(loc="upper left", fontsize=7, frameon=False)
+    fig.suptitle(textwrap.fill(short(title, 140), 60), fontsize=10)
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=110, metadata={"Software": None})
+    plt.close(fig)
+    return buffer.getvalue()

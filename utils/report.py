@@ -2,7 +2,8 @@
 
 :mod:`.results` scores the run once (every number, with its CI); this module writes it:
 ``report.json`` (the scored run's report, schema in :mod:`.results`), ``report.md``, ``report.html``
-(:mod:`.scorecard`), one confusion-matrix PNG per section with gold classes, and
+(:mod:`.scorecard`), one confusion-matrix PNG per section with gold classes, one reliability diagram
+(``reliability_<section>.png``) per section with calibration, and
 ``items_<section>.jsonl`` (one record per item of every section: :func:`.results.item_record`), all written
 atomically (nothing is written unless every input parsed). Nothing here computes a number.
 """
@@ -19,7 +20,7 @@ from typing import Any
 from . import scorecard, stats
 from .benchmarks import report_specs
 from .files import jsonl_bytes, utf8, write_atomically
-from .plots import confusion_png
+from .plots import confusion_png, reliability_png
 from .results import ScoredRun, items_file, score_path
 from .scoring import AccuracyOver, Headline
 
@@ -159,6 +160,99 @@ def _class_lines(bench: Mapping[str, Any]) -> list[str]:
     return lines
 
 
+def _small(entry: Mapping[str, Any]) -> str:
+    return " (small: n < 30)" if entry.get("small") else ""
+
+
+def _subgroup_lines(bench: Mapping[str, Any], answered_only: bool) -> list[str]:
+    if not bench.get("subgroups"):
+        return []
+    lines = [
+        "",
+        "Accuracy by subgroup:",
+        "",
+        "| subgroup | items | accuracy [95% CI] |" + (" accuracy_all | answered |" if answered_only else ""),
+        "|---|---:|---|" + ("---|---|" if answered_only else ""),
+    ]
+    for group, entry in bench["subgroups"].items():
+        lines.append(
+            f"| {md(group)} | {entry['n']}{_small(entry)} | {_fmt(entry['accuracy'])} |"
+            + (f" {_fmt(entry.get('accuracy_all'))} | {_fmt(entry.get('answered'))} |" if answered_only else "")
+        )
+    return lines
+
+
+def _paired_variant_lines(bench: Mapping[str, Any]) -> list[str]:
+    paired = bench.get("paired_variants")
+    if not paired:
+        return []
+    lines = ["", f"Each variant minus `{md(paired['reference'])}` on the same questions ({md(paired['method'])}):", ""]
+    if paired.get("reason"):
+        return lines + [f"- not computed: {md(paired['reason'])}"]
+    if not paired["variants"]:
+        return lines + ["- no other variant was scored"]
+    lines += [
+        f"| variant | pairs | {paired['metric']} | {md(paired['reference'])} | difference [95% CI] | unpaired "
+        f"(variant / {md(paired['reference'])}) |",
+        "|---|---:|---:|---:|---|---:|",
+    ]
+    for variant, entry in paired["variants"].items():
+        value = lambda key: f"{entry[key]:.3f}" if key in entry else "n/a"  # noqa: E731
+        lines.append(
+            f"| {md(variant)} | {entry['n_pairs']}{_small(entry)} | {value('accuracy')} | "
+            f"{value('reference_accuracy')} | {_fmt(entry.get('difference'))} | {entry['unpaired']} / "
+            f"{entry['reference_unpaired']} |"
+        )
+    return lines
+
+
+def _calibration_lines(bench: Mapping[str, Any]) -> list[str]:
+    cal = bench.get("calibration")
+    if not cal:
+        return []
+    left_out = ", ".join(f"{reason} {count}" for reason, count in cal["left_out"].items())
+    lines = [
+        "",
+        f"Calibration (confidence: {md(cal['confidence'])}; bins {md(', '.join(cal['bins']))}):",
+        "",
+        f"- items with a confidence: {cal['n']}; left out: {md(left_out)}",
+        f"- ECE: {_fmt(cal['ece'])}; Brier score ({cal['brier_kind']}): {_fmt(cal['brier'])}",
+    ]
+    filled = [b for b in cal["reliability"] if b["n"]]
+    if filled:
+        lines += ["", "| confidence bin | items | mean confidence | accuracy |", "|---|---:|---:|---:|"]
+        lines += [f"| {b['bin']} | {b['n']} | {b['mean_confidence']:.3f} | {b['accuracy']:.3f} |" for b in filled]
+    return lines
+
+
+def _seconds(value: Any) -> str:
+    return f"{value:.1f} s" if isinstance(value, (int, float)) else "not recorded"
+
+
+def _length_lines(bench: Mapping[str, Any]) -> list[str]:
+    lengths = bench.get("reply_lengths")
+    if not lengths:
+        return []
+    hit = lengths["hit_max_gen_toks"]
+    hit_text = (
+        f"{hit['n']} of {hit['of']}" + (f" ({hit['share']:.1%})" if hit["share"] is not None else "")
+        if hit
+        else f"n/a ({md(lengths['hit_max_gen_toks_reason'])})"
+    )
+    spread = ", ".join(
+        f"{key} {lengths[key]:.1f}"
+        for key in ("mean", "min", "p25", "median", "p75", "p90", "max")
+        if lengths[key] is not None
+    )
+    return [
+        "",
+        f"Reply lengths in {lengths['unit']} ({md(lengths['unit_source'])}): {lengths['n']} replies; {spread}",
+        f"- max_gen_toks {md(lengths['max_gen_toks'] or 'not logged')}; replies that reached it: {hit_text}",
+        f"- lm-eval's evaluation time: {_seconds(lengths['evaluation_time_seconds'])} "
+        f"({md(lengths['evaluation_time_scope'])})",
+    ]
+
+
 def _reference_lines(bench: Mapping[str, Any]) -> list[str]:
     lines = []
     if bench["reference"]:
@@ -188,6 +282,10 @@ def to_markdown(report: Mapping[str, Any]) -> str:
         lines += _component_group_lines(bench, answered_only)
         lines += _coverage_lines(bench, answered_only)
         lines += _class_lines(bench)
+        lines += _subgroup_lines(bench, answered_only)
+        lines += _paired_variant_lines(bench)
+        lines += _calibration_lines(bench)
+        lines += _length_lines(bench)
         lines += _reference_lines(bench)
         lines += _extra_lines(name, bench)
         lines.append("")
@@ -212,6 +310,8 @@ def render(scored: ScoredRun) -> dict[str, bytes]:
     for name, bench in report["benchmarks"].items():
         if "confusion_matrix" in bench:
             files[f"confusion_{name}.png"] = confusion_png(bench)
+        if bench.get("calibration"):
+            files[f"reliability_{name}.png"] = reliability_png(bench["calibration"], f"{bench['title']}: reliability")
     items = scored.item_details()
     for name, records in items.items():
         files[items_file(name)] = jsonl_bytes(records)
@@ -220,7 +320,7 @@ def render(scored: ScoredRun) -> dict[str, bytes]:
 
 
 # Files of an earlier report that the current one may not write again (a section no longer in the run).
-_PER_SECTION_FILES = ("confusion_*.png", "items_*.jsonl")
+_PER_SECTION_FILES = ("confusion_*.png", "reliability_*.png", "items_*.jsonl")
 
 
 def write_report(path: str | os.PathLike, out_dir: str | os.PathLike | None = None) -> tuple[ScoredRun, list[Path]]:

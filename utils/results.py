@@ -5,7 +5,9 @@ sample with its benchmark's own parser (:class:`~.scoring.BenchmarkSpec`), and c
 section: micro and macro accuracy, per-component accuracy, per-item rates, per-class precision/recall/F1
 and macro-F1, a confusion matrix with an INVALID column, coverage against the published counts, whether
 the number is paper-comparable (with every reason when not), and a stratified bootstrap CI for every
-number (:mod:`.stats`). The result, :class:`ScoredRun`, is typed: its provenance, and per section the
+number (:mod:`.stats`); beyond accuracy: calibration (:mod:`.calibration`) where the spec names a confidence
+source, accuracy per subgroup, paired differences between variants of the same questions (e.g. languages), and
+reply lengths of generative sections (:mod:`.lengths`). The result, :class:`ScoredRun`, is typed: its provenance, and per section the
 scored items (in one order, with their pairing keys), the section's numbers and the bootstrap
 distribution of the metric runs are compared on.
 
@@ -28,7 +30,9 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from . import stats
+import numpy as np
+
+from . import calibration, lengths, stats
 from .benchmarks import discover, report_specs
 from .data import DataError
 from .redaction import redact, scrub, secret_values
@@ -38,15 +42,22 @@ from .scoring import (
     INVALID,
     AccuracyOver,
     BenchmarkSpec,
+    ConfidenceSource,
     Headline,
     ScoredItem,
     choice_probabilities,
+    logged_generation_kwargs,
+    logged_reply,
 )
 
 # 2.0: run provenance (n_shot, seeds, device, dtype as lm-eval recorded it, versions, hashes, file sha256s);
 # per section compared_metric, published_headlines, caveats and paper_comparable.reasons; run.declared_settings.
 # 2.1: per section "items" (its items file, item count and ITEM_FIELDS); every section writes items_<section>.jsonl.
-SCHEMA_VERSION = "2.1"
+# 2.2: per section calibration (ECE, Brier, reliability bins), subgroups, paired_variants, reply_lengths
+# (generative sections), n_tied/tie_rule (log-likelihood sections) and "small" on components (n < SMALL_GROUP).
+SCHEMA_VERSION = "2.2"
+# Groups with fewer items are flagged as small: their CIs are wide and a percentile bootstrap is rough.
+SMALL_GROUP = 30
 
 # The fields of every record of items_<section>.jsonl, in order (a benchmark's own fields follow them).
 # report.json names the file and these fields; it does not embed the items (a MedFact-Bench run's replies
@@ -214,12 +225,13 @@ def score(run: Run) -> ScoredRun:
     """Every section of ``run``, scored once."""
     provenance = run_info(run)
     sections, owned, settings = {}, set(), {}
+    counter: list[lengths.LengthCounter] = []  # the run's tokenizer, loaded once, when a section generates
     for spec in report_specs():
         items = score_items(run, spec)
         owned |= {item.task for item in items}
         if not items:
             continue
-        section = score_section(items, spec, run, provenance)
+        section = score_section(items, spec, run, provenance, counter)
         sections[spec.name] = section
         if spec.settings_of is not None:
             settings[spec.name] = list(section.settings)
@@ -400,22 +412,126 @@ def _paper_comparable(numbers: Mapping[str, Any], spec: BenchmarkSpec, protocol:
     }
 
 
+def _group_entry(group: Sequence[ScoredItem], spec: BenchmarkSpec, extras_names: Sequence[str] = ()) -> dict[str, Any]:
+    """A component's or subgroup's n, small flag and accuracy (with accuracy_all and answered when the spec
+    scores answered items only), and the mean of each per-item rate."""
+    accuracies = _accuracies(group, spec)
+    return {
+        "n": len(group),
+        "small": len(group) < SMALL_GROUP,
+        "accuracy": accuracies["accuracy_micro"],
+        **(
+            {"accuracy_all": accuracies["accuracy_all_micro"], "answered": accuracies["answered"]}
+            if spec.accuracy_over is AccuracyOver.ANSWERED
+            else {}
+        ),
+        **{name: float(sum(i.extras[name] for i in group) / len(group)) for name in extras_names},
+    }
+
+
 def _components(
     by_component: Mapping[str, Sequence[ScoredItem]], spec: BenchmarkSpec, extras_names: Sequence[str]
 ) -> dict[str, Any]:
-    out = {}
-    for component, group in by_component.items():
-        accuracies = _accuracies(group, spec)
-        out[component] = {
-            "n": len(group),
-            "accuracy": accuracies["accuracy_micro"],
-            **(
-                {"accuracy_all": accuracies["accuracy_all_micro"], "answered": accuracies["answered"]}
-                if spec.accuracy_over is AccuracyOver.ANSWERED
-                else {}
-            ),
-            **{name: float(sum(i.extras[name] for i in group) / len(group)) for name in extras_names},
+    return {component: _group_entry(group, spec, extras_names) for component, group in by_component.items()}
+
+
+def _subgroups(items: Sequence[ScoredItem], spec: BenchmarkSpec) -> dict[str, Any]:
+    """Accuracy per subgroup (spec.subgroup_of), subgroups sorted by name."""
+    groups: dict[str, list[ScoredItem]] = {}
+    for item in items:
+        groups.setdefault(str(spec.subgroup_of(item)), []).append(item)
+    return {name: _group_entry(groups[name], spec) for name in sorted(groups)}
+
+
+def _paired_variants(items: Sequence[ScoredItem], spec: BenchmarkSpec) -> dict[str, Any] | None:
+    """Each variant (e.g. a language) minus the reference variant on the same questions: a paired bootstrap over
+    the questions both have. Correct is 0 or 1 per item, an unanswered item counting wrong (one denominator)."""
+    by_variant: dict[str, dict[str, ScoredItem]] = {}
+    for item in items:
+        variant = spec.paired_variant_of(item)
+        if variant is not None:
+            by_variant.setdefault(variant[0], {})[variant[1]] = item
+    reference = by_variant.get(spec.paired_reference)
+    if not by_variant:
+        return None
+    metric = "accuracy_all" if spec.accuracy_over is AccuracyOver.ANSWERED else "accuracy"
+    out: dict[str, Any] = {
+        "reference": spec.paired_reference,
+        "metric": metric,
+        "method": f"{metric} of the variant minus the reference on the questions both have; percentile "
+        "bootstrap over those questions (each resample draws questions, keeping both answers of each)",
+        "variants": {},
+    }
+    if reference is None:
+        out["reason"] = f"no item of the reference variant {spec.paired_reference!r} was scored"
+        return out
+    for variant in sorted(set(by_variant) - {spec.paired_reference}):
+        keys = sorted(set(by_variant[variant]) & set(reference))
+        entry: dict[str, Any] = {
+            "n_pairs": len(keys),
+            "small": len(keys) < SMALL_GROUP,
+            "unpaired": len(by_variant[variant]) - len(keys),  # the variant's questions the reference lacks
+            "reference_unpaired": len(reference) - len(keys),  # and the reference's the variant lacks
         }
+        if keys:
+            ours = np.asarray([by_variant[variant][k].correct for k in keys])
+            theirs = np.asarray([reference[k].correct for k in keys])
+            entry |= {
+                "accuracy": float(ours.mean()),
+                "reference_accuracy": float(theirs.mean()),
+                "difference": stats.bootstrap(stats.mean_of(ours - theirs), len(keys)).as_dict(),
+            }
+        out["variants"][variant] = entry
+    return out
+
+
+def _calibration(items: Sequence[ScoredItem], spec: BenchmarkSpec) -> dict[str, Any]:
+    """ECE and Brier score with CIs (stratified as the headline), and the reliability bins (:mod:`.calibration`)."""
+    forecasts = [item for item in items if item.forecast is not None]
+    invalid = sum(item.pred == INVALID for item in items)
+    stated = spec.confidence_source is ConfidenceSource.STATED
+    out: dict[str, Any] = {
+        "source": spec.confidence_source.value,
+        "confidence": "the stated confidence / 100 of the selected answer (answered items only)"
+        if stated
+        else "the softmax probability, over the choices' log-likelihoods, of the predicted choice",
+        "bins": list(calibration.BIN_LABELS),
+        "bin_edges": list(calibration.BIN_EDGES),
+        "n": len(forecasts),
+        "left_out": {
+            "invalid": invalid,
+            **({"no_stated_confidence": len(items) - invalid - len(forecasts)} if stated else {}),
+        },
+        "brier_kind": "binary" if stated else "multiclass",
+        "ece": None,
+        "brier": None,
+        "reliability": [],
+    }
+    if forecasts:
+        given = [item.forecast for item in forecasts]
+        out["brier_kind"] = calibration.brier_kind(given)
+        out["ece"] = _estimate(calibration.ece_of(given), forecasts, spec)
+        out["brier"] = _estimate(stats.mean_of(calibration.brier_values(given)), forecasts, spec)
+        out["reliability"] = calibration.reliability(given)
+    return out
+
+
+def _reply_lengths(
+    run: Run, spec: BenchmarkSpec, provenance: Mapping[str, Any], counter: list[lengths.LengthCounter]
+) -> dict[str, Any]:
+    """The length distribution of the section's logged replies and the share that reached max_gen_toks."""
+    if not counter:
+        counter.append(lengths.run_counter(provenance.get("model_args")))
+    replies, budgets = [], []
+    for task in sorted(t for t in run.samples if spec.owns(t)):
+        for sample in run.samples[task]:
+            reply = logged_reply(sample)
+            replies.append(reply if isinstance(reply, str) else "")
+            budget = (logged_generation_kwargs(sample) or {}).get("max_gen_toks")
+            budgets.append(budget if isinstance(budget, int) and not isinstance(budget, bool) else None)
+    out = lengths.summary([counter[0].count(reply) for reply in replies], budgets, counter[0])
+    out["evaluation_time_seconds"] = provenance.get("evaluation_time_seconds")
+    out["evaluation_time_scope"] = "whole run: lm-eval records one evaluation time per run"
     return out
 
 
@@ -490,9 +606,14 @@ def _generative(run: Run, tasks: Sequence[str]) -> bool:
 
 
 def score_section(
-    items: list[ScoredItem], spec: BenchmarkSpec, run: Run, provenance: Mapping[str, Any] | None = None
+    items: list[ScoredItem],
+    spec: BenchmarkSpec,
+    run: Run,
+    provenance: Mapping[str, Any] | None = None,
+    counter: list[lengths.LengthCounter] | None = None,
 ) -> Section:
-    """A spec's section of ``run`` from its scored items (``provenance``: the run's, computed when not given)."""
+    """A spec's section of ``run`` from its scored items (``provenance``: the run's, computed when not given;
+    ``counter``: a one-element cache of the run's reply-length counter, shared by the run's sections)."""
     provenance = run_info(run) if provenance is None else provenance
     by_component = _by_component(items, spec)
     coverage = _coverage(by_component, spec, run)
@@ -530,6 +651,16 @@ def score_section(
         numbers["component_groups"] = _component_groups(items, by_component, spec)
     if spec.labels:
         numbers.update(_classes(items, spec))
+    if spec.subgroup_of is not None:
+        numbers["subgroups"] = _subgroups(items, spec)
+    if spec.paired_variant_of is not None:
+        paired = _paired_variants(items, spec)
+        if paired is not None:
+            numbers["paired_variants"] = paired
+    if spec.confidence_source is not None:
+        numbers["calibration"] = _calibration(items, spec)
+    if generative:
+        numbers["reply_lengths"] = _reply_lengths(run, spec, provenance, [] if counter is None else counter)
     if spec.extra_section is not None:
         numbers["extra"] = dict(spec.extra_section(run))
     keys = tuple(spec.item_key(item) for item in items)

@@ -53,6 +53,10 @@ _SECTION_FIELDS = frozenset(
         "published_headlines",
         "caveats",
         "items",
+        "subgroups",
+        "paired_variants",
+        "calibration",
+        "reply_lengths",
     }
 )
 
@@ -271,6 +275,138 @@ def _component_plot(bench: Mapping[str, Any], published: Mapping[str, Mapping[st
     return image(plots.dot_whisker_png(rows, title, "accuracy (95% CI)", markers), f"{title}, with published numbers")
 
 
+def _small_n(entry: Mapping[str, Any], key: str = "n") -> str:
+    return f"{entry.get(key)}" + (" (small: n < 30)" if entry.get("small") else "")
+
+
+def _beyond_accuracy(name: str, bench: Mapping[str, Any]) -> list[str]:
+    """Subgroups, paired variants, calibration (with its reliability diagram) and reply lengths of a section."""
+    parts: list[str] = []
+    subgroups = bench.get("subgroups")
+    if isinstance(subgroups, Mapping) and subgroups:
+        parts += [
+            "<h3>Accuracy by subgroup (95% CI)</h3>",
+            table(
+                ["subgroup", "items", "accuracy [95% CI]", "accuracy_all [95% CI]", "answered"],
+                (
+                    [
+                        group,
+                        _small_n(entry),
+                        format_estimate(entry.get("accuracy")),
+                        format_estimate(entry.get("accuracy_all")) if "accuracy_all" in entry else "-",
+                        format_estimate(entry.get("answered")) if "answered" in entry else "-",
+                    ]
+                    for group, entry in subgroups.items()
+                    if isinstance(entry, Mapping)
+                ),
+                numeric=(1,),
+            ),
+        ]
+    paired = bench.get("paired_variants")
+    if isinstance(paired, Mapping):
+        parts += [
+            f"<h3>Paired differences from {esc(paired.get('reference'))} on the same questions</h3>",
+            f'<p class="muted">{esc(paired.get("method"))}</p>',
+        ]
+        if paired.get("reason"):
+            parts.append(f"<p>not computed: {esc(paired['reason'])}</p>")
+        else:
+            parts.append(
+                table(
+                    [
+                        "variant",
+                        "pairs",
+                        paired.get("metric"),
+                        paired.get("reference"),
+                        "difference [95% CI]",
+                        "unpaired (variant)",
+                        f"unpaired ({paired.get('reference')})",
+                    ],
+                    (
+                        [
+                            variant,
+                            _small_n(entry, "n_pairs"),
+                            _value_cell(entry.get("accuracy", "n/a")),
+                            _value_cell(entry.get("reference_accuracy", "n/a")),
+                            Html(
+                                f'<span class="paired-difference"{attrs(benchmark=name, variant=variant, **estimate_attrs(entry.get("difference")))}>'
+                                f"{esc(format_estimate(entry.get('difference')))}</span>"
+                            ),
+                            _value_cell(entry.get("unpaired")),
+                            _value_cell(entry.get("reference_unpaired")),
+                        ]
+                        for variant, entry in (paired.get("variants") or {}).items()
+                    ),
+                    numeric=(1, 2, 3, 5, 6),
+                )
+            )
+    cal = bench.get("calibration")
+    if isinstance(cal, Mapping):
+        left_out = ", ".join(f"{k} {v}" for k, v in (cal.get("left_out") or {}).items())
+        parts += [
+            "<h3>Calibration</h3>",
+            f"<p>confidence: {esc(cal.get('confidence'))}; bins {esc(', '.join(map(str, cal.get('bins') or [])))}; "
+            f"items with a confidence: {esc(cal.get('n'))}; left out: {esc(left_out)}</p>",
+            table(
+                ["measure", "value [95% CI]"],
+                [
+                    [
+                        "ECE",
+                        Html(
+                            f'<span class="ece"{attrs(benchmark=name, **estimate_attrs(cal.get("ece")))}>{esc(format_estimate(cal.get("ece")))}</span>'
+                        ),
+                    ],
+                    [
+                        f"Brier score ({cal.get('brier_kind')})",
+                        Html(
+                            f'<span class="brier"{attrs(benchmark=name, **estimate_attrs(cal.get("brier")))}>{esc(format_estimate(cal.get("brier")))}</span>'
+                        ),
+                    ],
+                ],
+            ),
+            image(
+                plots.reliability_png(cal, f"{bench.get('title', name)}: reliability"),
+                f"reliability diagram of {bench.get('title', name)}",
+            ),
+        ]
+        filled = [b for b in cal.get("reliability") or [] if isinstance(b, Mapping) and b.get("n")]
+        if filled:
+            parts.append(
+                table(
+                    ["confidence bin", "items", "mean confidence", "accuracy"],
+                    (
+                        [
+                            b.get("bin"),
+                            b.get("n"),
+                            _value_cell(b.get("mean_confidence")),
+                            _value_cell(b.get("accuracy")),
+                        ]
+                        for b in filled
+                    ),
+                    numeric=(1, 2, 3),
+                )
+            )
+    lengths = bench.get("reply_lengths")
+    if isinstance(lengths, Mapping):
+        hit = lengths.get("hit_max_gen_toks")
+        hit_text = (
+            f"{hit.get('n')} of {hit.get('of')}"
+            + (f" ({hit['share']:.1%})" if isinstance(hit.get("share"), float) else "")
+            if isinstance(hit, Mapping)
+            else f"n/a ({lengths.get('hit_max_gen_toks_reason')})"
+        )
+        keys = ("n", "mean", "min", "p25", "median", "p75", "p90", "max")
+        parts += [
+            f"<h3>Reply lengths ({esc(lengths.get('unit'))})</h3>",
+            f'<p class="muted">{esc(lengths.get("unit_source"))}</p>',
+            table(list(keys), [[_value_cell(lengths.get(k)) for k in keys]], numeric=tuple(range(len(keys)))),
+            f"<p>max_gen_toks: {esc(lengths.get('max_gen_toks') or 'not logged')}; replies that reached it: "
+            f'<span class="hit-max-gen-toks"{attrs(benchmark=name)}>{esc(hit_text)}</span>; lm-eval\'s evaluation time: '
+            f"{esc(lengths.get('evaluation_time_seconds'))} s ({esc(lengths.get('evaluation_time_scope'))})</p>",
+        ]
+    return parts
+
+
 def interval(estimate: Any) -> tuple[float | None, float | None, float | None]:
     if not is_estimate(estimate):
         return None, None, None
@@ -387,6 +523,7 @@ def benchmark_section(name: str, bench: Mapping[str, Any], records: Sequence[Map
                 numeric=tuple(range(1, len(matrix.get("predicted", [])) + 1)),
             ),
         ]
+    parts += _beyond_accuracy(name, bench)
     if published:
         keys = list(dict.fromkeys(k for numbers in published.values() for k in numbers))
         mine = [_run_value(bench, k) for k in keys]

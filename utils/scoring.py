@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import TYPE_CHECKING, Any
 
+from .calibration import Forecast
+
 if TYPE_CHECKING:
     from .runs import Run
 
@@ -38,6 +40,13 @@ class Headline(Enum):
     ACCURACY_MACRO = "accuracy_macro"
     ACCURACY_MICRO = "accuracy_micro"
     NONE = "none"
+
+
+class ConfidenceSource(Enum):
+    """Where a section's confidences come from, for calibration (:mod:`.calibration`)."""
+
+    CHOICE_PROBABILITIES = "choice_probabilities"  # softmax over the choices' log-likelihoods
+    STATED = "stated_confidence"  # the model's own 0-100 confidence in its answer
 
 
 class AccuracyOver(Enum):
@@ -77,6 +86,8 @@ class ScoredItem:
         if self.pred == INVALID:
             return INVALID
         return CORRECT if self.correct else WRONG
+
+    forecast: Forecast | None = None  # confidence in the answer, for calibration; None: no answer or no confidence
 
 
 def default_item_key(item: ScoredItem) -> tuple:
@@ -131,6 +142,16 @@ class BenchmarkSpec:
     # Settings that differ between models by the protocol's design (MillerQA shuffles options per model label):
     # two runs that differ in them are still comparable, and their prompts differ by design.
     per_model_settings: frozenset[str] = frozenset()
+    # Where the items' confidences come from (ScoredItem.forecast); None: the section has no calibration.
+    confidence_source: ConfidenceSource | None = None
+    # The subcategory each item carries (e.g. an item's own category within its component), reported as
+    # accuracy per subgroup; None: none beyond the components.
+    subgroup_of: Callable[[ScoredItem], str] | None = None
+    # Items answered in several variants of one question (e.g. one question in several languages): (variant,
+    # question key) of an item, None for the others; each variant is compared with paired_reference on the
+    # questions both have.
+    paired_variant_of: Callable[[ScoredItem], tuple[str, str] | None] | None = None
+    paired_reference: str | None = None
 
     @property
     def compared_metric(self) -> str | None:
@@ -220,6 +241,13 @@ def logged_reply(sample: Mapping[str, Any]) -> str:
     return responses[0] if isinstance(responses, list) else responses
 
 
+def logged_generation_kwargs(sample: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """The generation settings of a logged request (its second argument); None when absent."""
+    requests = logged_arguments(sample)
+    settings = requests[0][1] if requests and len(requests[0]) > 1 else None
+    return settings if isinstance(settings, Mapping) else None
+
+
 def logged_loglikelihoods(sample: Mapping[str, Any]) -> list[float]:
     """Per-choice log-likelihoods of a logged multiple_choice sample: ``filtered_resps`` holds one
     (log-likelihood, is_greedy) pair per choice (strings in lm-eval's samples file)."""
@@ -277,6 +305,7 @@ def scored_item(
     details: Mapping[str, Any] | None = None,
     parse_step: str = "",
     invalid_reason: str | None = None,
+    forecast: Forecast | None = None,
 ) -> ScoredItem:
     """A :class:`ScoredItem` for a logged sample; ``correct`` defaults to ``pred == gold``.
 
@@ -312,4 +341,5 @@ def scored_item(
         reply=reply if isinstance(reply, str) or reply is None else str(reply),
         choices=choices,
         loglikelihoods=loglikelihoods,
+        forecast=forecast,
     )

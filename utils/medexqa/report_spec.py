@@ -9,9 +9,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from .. import calibration
 from ..scoring import (
     INVALID,
     BenchmarkSpec,
+    ConfidenceSource,
     Headline,
     ScoredItem,
     Stratum,
@@ -44,7 +46,8 @@ def settings_of(sample: Mapping[str, Any]) -> dict[str, Any]:
 
 def score_logit_sample(task: str, sample: Mapping[str, Any]) -> ScoredItem:
     doc = sample["doc"]
-    score = score_logit(doc, logged_loglikelihoods(sample))
+    loglikelihoods = logged_loglikelihoods(sample)
+    score = score_logit(doc, loglikelihoods)
     return scored_item(
         task,
         sample,
@@ -54,6 +57,7 @@ def score_logit_sample(task: str, sample: Mapping[str, Any]) -> ScoredItem:
         correct=score.correct,
         parse_step=score.step,
         invalid_reason=score.invalid_reason,
+        forecast=calibration.from_loglikelihoods(loglikelihoods, LETTERS.index(doc["answer"])),
     )
 
 
@@ -101,6 +105,7 @@ REPORT_SPECS = (
         notes=_COMMON_NOTES + ("The answer is the letter with the highest log-likelihood after 'Answer:'.",),
         settings_of=settings_of,
         paper_settings=PAPER_SETTINGS,
+        confidence_source=ConfidenceSource.CHOICE_PROBABILITIES,
     ),
     BenchmarkSpec(
         name="medexqa",

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..scoring import BenchmarkSpec, Headline, ScoredItem, Stratum, logged_arguments, logged_reply, scored_item
+from ..scoring import BenchmarkSpec, Headline, ScoredItem, Stratum, logged_generation_kwargs, logged_reply, scored_item
 from .constants import BENCHMARK, LABELS, MAX_NEW_TOKENS, PUBLISHED_COUNTS, PUBLISHED_NUMBERS
 from .demo_data import demo_label_note
 from .parsing import SCORE_BLOCK, score_reply
@@ -30,20 +30,13 @@ def score_sample(task: str, sample: Mapping[str, Any]) -> ScoredItem:
     )
 
 
-def _logged_generation_kwargs(sample: Mapping[str, Any]) -> Mapping[str, Any] | None:
-    """The generation settings of a logged request (its second argument)."""
-    requests = logged_arguments(sample)
-    settings = requests[0][1] if requests and len(requests[0]) > 1 else None
-    return settings if isinstance(settings, Mapping) else None
-
-
 def generation_settings(sample: Mapping[str, Any]) -> dict[str, Any]:
     """The score-moving generation settings of a logged sample, and whether they are the paper's.
 
     The paper generates greedily to end of sequence or 1,024 tokens; a stop string (e.g. a CLI
     ``--gen_kwargs until=...``) cuts the reply before it is scored.
     """
-    settings = _logged_generation_kwargs(sample)
+    settings = logged_generation_kwargs(sample)
     if settings is None:
         return {"generation": "not logged"}
     until = settings.get("until")

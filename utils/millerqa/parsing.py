@@ -333,6 +333,7 @@ def _item_record(doc: Mapping[str, Any]) -> dict[str, Any]:
         "benchmark": doc["benchmark"],
         "release": doc["release"],
         "id": doc["id"],
+        "kind": doc.get("kind", ""),  # absent from docs built before the loader kept it
         "model_label": doc["model_label"],
         "permutation": list(doc["permutation"]),
         "correct_letter": doc["correct_letter"],

@@ -9,10 +9,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from .. import calibration
 from ..scoring import (
     INVALID,
     AccuracyOver,
     BenchmarkSpec,
+    ConfidenceSource,
     Headline,
     ScoredItem,
     Stratum,
@@ -42,12 +44,15 @@ def score_sample(task: str, sample: Mapping[str, Any]) -> ScoredItem:
         details=answer.record(doc),
         parse_step=answer.method,
         invalid_reason=answer.invalid_reason,
+        forecast=calibration.from_stated(answer.confidence, bool(answer.is_correct)) if answer.answered else None,
     )
 
 
 def score_sample_loglikelihood(task: str, sample: Mapping[str, Any]) -> ScoredItem:
     doc = sample["doc"]
-    choice = score_loglikelihoods(doc, logged_loglikelihoods(sample))
+    loglikelihoods = logged_loglikelihoods(sample)
+    choice = score_loglikelihoods(doc, loglikelihoods)
+    gold_position = list(doc["permutation"]).index(doc["target"])
     return scored_item(
         task,
         sample,
@@ -58,6 +63,7 @@ def score_sample_loglikelihood(task: str, sample: Mapping[str, Any]) -> ScoredIt
         details=choice.record(doc),
         parse_step=choice.step,
         invalid_reason=choice.invalid_reason,
+        forecast=calibration.from_loglikelihoods(loglikelihoods, gold_position),
     )
 
 
@@ -77,6 +83,24 @@ def item_key(item: ScoredItem) -> tuple:
     """A MillerQA item across runs: its task and its own id (the doc and its hash change with the model label,
     which the options are shuffled by)."""
     return (item.task, str(item.details["id"]))
+
+
+def kind_subgroup(item: ScoredItem) -> str:
+    """An item's subcategory: its benchmark and the item's own ``kind`` (e.g. a language, a category)."""
+    return f"{item.component} / {item.details.get('kind') or '(no kind)'}"
+
+
+# global_mmlu holds the same professional-medicine questions in 15 languages, id "<question>/<language>".
+PAIRED_BENCHMARK = "global_mmlu"
+PAIRED_REFERENCE = "en"
+
+
+def language_variant(item: ScoredItem) -> tuple[str, str] | None:
+    """(language, question) of a global_mmlu item from its id ``professional_medicine/test/6/en``; None otherwise."""
+    if item.component != PAIRED_BENCHMARK:
+        return None
+    question, _, language = str(item.details["id"]).rpartition("/")
+    return (language, question) if question and language else None
 
 
 def _spec(family: Family) -> BenchmarkSpec:
@@ -116,6 +140,10 @@ def _spec(family: Family) -> BenchmarkSpec:
         settings_of=settings_of,
         item_key=item_key,
         per_model_settings=frozenset({"model_label", "model_label_derived"}),
+        confidence_source=ConfidenceSource.STATED if generative else ConfidenceSource.CHOICE_PROBABILITIES,
+        subgroup_of=kind_subgroup,
+        paired_variant_of=language_variant,
+        paired_reference=PAIRED_REFERENCE,
     )
 
 

@@ -8,14 +8,27 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from ..scoring import BenchmarkSpec, Headline, ScoredItem, Stratum, logged_loglikelihoods, logged_reply, scored_item
+from .. import calibration
+from ..calibration import Forecast
+from ..scoring import (
+    BenchmarkSpec,
+    ConfidenceSource,
+    Headline,
+    ScoredItem,
+    Stratum,
+    logged_loglikelihoods,
+    logged_reply,
+    scored_item,
+)
 from .constants import LABELS, PUBLISHED_NUMBERS, SUBSET_SIZES, SUBSETS
 from .parsing import Verdict, score_choice, score_generation
 
 ScoreSample = Callable[[str, Mapping[str, Any]], ScoredItem]
 
 
-def _item(task: str, sample: Mapping[str, Any], component: str, verdict: Verdict) -> ScoredItem:
+def _item(
+    task: str, sample: Mapping[str, Any], component: str, verdict: Verdict, forecast: Forecast | None = None
+) -> ScoredItem:
     return scored_item(
         task,
         sample,
@@ -25,13 +38,17 @@ def _item(task: str, sample: Mapping[str, Any], component: str, verdict: Verdict
         extras=verdict.extras,
         parse_step=verdict.step,
         invalid_reason=verdict.invalid_reason,
+        forecast=forecast,
     )
 
 
 def _choice_scorer(component: str) -> ScoreSample:
     def score(task: str, sample: Mapping[str, Any]) -> ScoredItem:
-        verdict = score_choice(sample["doc"]["final_decision"], logged_loglikelihoods(sample))
-        return _item(task, sample, component, verdict)
+        gold, loglikelihoods = sample["doc"]["final_decision"], logged_loglikelihoods(sample)
+        verdict = score_choice(gold, loglikelihoods)
+        return _item(
+            task, sample, component, verdict, calibration.from_loglikelihoods(loglikelihoods, LABELS.index(gold))
+        )
 
     return score
 
@@ -39,6 +56,11 @@ def _choice_scorer(component: str) -> ScoreSample:
 def _score_generation_sample(task: str, sample: Mapping[str, Any]) -> ScoredItem:
     verdict = score_generation(sample["doc"]["final_decision"], logged_reply(sample))
     return _item(task, sample, SUBSETS["full"], verdict)
+
+
+def _gold_answer(item: ScoredItem) -> str:
+    """PubMedQA's subgroups: the gold answer (accuracy per gold answer is each answer's recall)."""
+    return f"gold {item.gold}"
 
 
 _COMMON_NOTES = (
@@ -61,6 +83,7 @@ def _spec(
     score: ScoreSample,
     notes: Sequence[str],
     separate_ranking: str | None = None,
+    confidence_source: ConfidenceSource | None = ConfidenceSource.CHOICE_PROBABILITIES,
 ) -> BenchmarkSpec:
     return BenchmarkSpec(
         name=name,
@@ -75,6 +98,8 @@ def _spec(
         reference={model: dict(numbers) for model, numbers in PUBLISHED_NUMBERS.items()},
         notes=(*notes, *_COMMON_NOTES),
         separate_ranking=separate_ranking,
+        confidence_source=confidence_source,
+        subgroup_of=_gold_answer,
     )
 
 
@@ -107,6 +132,7 @@ REPORT_SPECS = (
         SUBSET_SIZES["full"],
         _score_generation_sample,
         ("INVALID (no yes/no/maybe could be read) is counted wrong and kept in every denominator.",),
+        confidence_source=None,
     ),
     _spec(
         "pubmedqa_lm_eval_builtin",
