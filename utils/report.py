@@ -50,7 +50,7 @@ def _run_lines(report: Mapping[str, Any]) -> list[str]:
         f"- limit: {md(run.get('limit'))}; seeds: {dumps(run.get('seeds'))}",
         f"- lm-eval {md(run.get('lm_eval_version'))}, transformers {md(run.get('transformers_version'))}, "
         f"torch {md(run.get('torch_version'))}; started {md(run.get('date'))}; evaluation time "
-        f"{md(run.get('evaluation_time_seconds'))} s",
+        f"{_seconds(run.get('evaluation_time_seconds'))}",
         f"- results: {md(run.get('results_file'))} (sha256 {run.get('results_sha256')})",
         *(
             f"- {name} settings: " + "; ".join(dumps(values) for values in distinct)
@@ -247,9 +247,8 @@ def _length_lines(bench: Mapping[str, Any]) -> list[str]:
     return [
         "",
         f"Reply lengths in {lengths['unit']} ({md(lengths['unit_source'])}): {lengths['n']} replies; {spread}",
-        f"- max_gen_toks {md(lengths['max_gen_toks'] or 'not logged')}; replies that reached it: {hit_text}",
-        f"- lm-eval's evaluation time: {_seconds(lengths['evaluation_time_seconds'])} "
-        f"({md(lengths['evaluation_time_scope'])})",
+        f"- max_gen_toks {md(lengths['max_gen_toks'] or 'not logged')}; replies that reached it: {hit_text} "
+        "(lm-eval's evaluation time, for the whole run, is in the run lines above)",
     ]
 
 

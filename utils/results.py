@@ -529,10 +529,8 @@ def _reply_lengths(
             replies.append(reply if isinstance(reply, str) else "")
             budget = (logged_generation_kwargs(sample) or {}).get("max_gen_toks")
             budgets.append(budget if isinstance(budget, int) and not isinstance(budget, bool) else None)
-    out = lengths.summary([counter[0].count(reply) for reply in replies], budgets, counter[0])
-    out["evaluation_time_seconds"] = provenance.get("evaluation_time_seconds")
-    out["evaluation_time_scope"] = "whole run: lm-eval records one evaluation time per run"
-    return out
+    # lm-eval records one evaluation time per run: it is the run section's evaluation_time_seconds, not a section's.
+    return lengths.summary([counter[0].count(reply) for reply in replies], budgets, counter[0])
 
 
 def _component_groups(

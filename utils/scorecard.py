@@ -401,8 +401,8 @@ def _beyond_accuracy(name: str, bench: Mapping[str, Any]) -> list[str]:
             f'<p class="muted">{esc(lengths.get("unit_source"))}</p>',
             table(list(keys), [[_value_cell(lengths.get(k)) for k in keys]], numeric=tuple(range(len(keys)))),
             f"<p>max_gen_toks: {esc(lengths.get('max_gen_toks') or 'not logged')}; replies that reached it: "
-            f'<span class="hit-max-gen-toks"{attrs(benchmark=name)}>{esc(hit_text)}</span>; lm-eval\'s evaluation time: '
-            f"{esc(lengths.get('evaluation_time_seconds'))} s ({esc(lengths.get('evaluation_time_scope'))})</p>",
+            f'<span class="hit-max-gen-toks"{attrs(benchmark=name)}>{esc(hit_text)}</span> (lm-eval\'s evaluation '
+            "time, for the whole run, is in the run settings)</p>",
         ]
     return parts
 
