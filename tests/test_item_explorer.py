@@ -17,6 +17,7 @@ from lm_eval_tasks.utils.results import ITEM_FIELDS
 from lm_eval_tasks.utils.scoring import choice_probabilities, readable_prompt
 
 from tests import browser
+from tests.test_provenance import SMOLLM2_SYSTEM, SMOLLM2_TEMPLATE
 from tests.test_report import STAMP, STRICT, write_run
 
 # ----------------------------------------------------------------------------- runs
@@ -104,7 +105,7 @@ def test_every_medfact_item_with_its_outcome_reason_step_prompt_and_reply(tmp_pa
     assert items[0]["choices"] == [] and items[0]["extras"] == {"parseable_score": 1.0, "strict_format": 1.0}
     assert list(items[0])[: len(ITEM_FIELDS)] == list(ITEM_FIELDS)
     report = json.loads((tmp_path / "rep" / "report.json").read_text(encoding="utf-8"))
-    assert report["schema_version"] == "2.2"
+    assert report["schema_version"] == "2.3"
     assert report["benchmarks"]["medfact_bench"]["items"] == {
         "file": "items_medfact_bench.jsonl",
         "n": 5,
@@ -201,6 +202,49 @@ def test_a_long_text_keeps_its_head_and_tail_and_its_length():
     assert explorer.text_limit(10**9) == explorer.MIN_SHOWN
 
 
+# A chat template whose own system message is markup: it must show as text, marked, and never run.
+TEMPLATE_SYSTEM = 'Be <img src=x onerror="window.__pwned=11"> helpful'
+TEMPLATE = SMOLLM2_TEMPLATE.replace(SMOLLM2_SYSTEM, TEMPLATE_SYSTEM)
+
+
+def templated_run(folder):
+    """A MedFact run whose results file records ``TEMPLATE`` as its chat template, and whose prompts that template
+    rendered (its system message once in each; none in the last, as if a task gave its own)."""
+    prompts = [
+        f"<|im_start|>system\n{TEMPLATE_SYSTEM}<|im_end|>\n<|im_start|>user\nClaim {i}<|im_end|>\n" for i in range(4)
+    ]
+    prompts.append("<|im_start|>system\nTask's own.<|im_end|>\n<|im_start|>user\nClaim 4<|im_end|>\n")
+    run = medfact_run(folder, MEDFACT_ROWS, prompts=prompts)
+    results_file = run / f"results_{STAMP}.json"
+    results = json.loads(results_file.read_text(encoding="utf-8"))
+    results["chat_template"] = TEMPLATE
+    results_file.write_text(json.dumps(results), encoding="utf-8")
+    return run, prompts
+
+
+def page_data(page_text, element_id):
+    """The JSON data block ``element_id`` of a page, read as the page's script reads it."""
+    opening = f'<script type="application/json" id="{element_id}">'
+    start = page_text.index(opening) + len(opening)
+    return json.loads(page_text[start : page_text.index("</script>", start)])
+
+
+def test_the_explorer_data_carries_the_templates_own_system_message(tmp_path):
+    run, _ = templated_run(tmp_path / "run")
+    report_mod.write_report(run, tmp_path / "rep")
+    data = page_data((tmp_path / "rep" / "report.html").read_text(encoding="utf-8"), "explorer-medfact_bench-data")
+    assert data["template_system"] == TEMPLATE_SYSTEM
+    assert explorer.items_data("s", "S", [], "items_s.jsonl", "Be kind.")["template_system"] == "Be kind."
+    assert "template_system" not in explorer.items_data("s", "S", [], "items_s.jsonl")
+    # A run without a template of that kind: no field.
+    plain = medfact_run(tmp_path / "plain", MEDFACT_ROWS)
+    report_mod.write_report(plain, tmp_path / "plain_rep")
+    data = page_data(
+        (tmp_path / "plain_rep" / "report.html").read_text(encoding="utf-8"), "explorer-medfact_bench-data"
+    )
+    assert "template_system" not in data
+
+
 def test_the_page_script_never_builds_markup_from_strings():
     for sink in ("innerHTML", "outerHTML", "insertAdjacentHTML", "document.write", "eval(", "Function("):
         assert sink not in explorer.SCRIPT
@@ -287,6 +331,31 @@ def test_hostile_text_stays_text_in_chromium(hostile_report):
         assert page.exceptions() == []
         title = page.evaluate("document.querySelector('h1').textContent")
         assert title == 'Evaluation scorecard: <img src=x onerror="window.__pwned=10">'
+
+
+TEMPLATE_MARKS = """(() => { const d = document.querySelector('.explorer .detail .text-block[data-what=prompt]');
+  return {text: d.querySelector('pre').textContent,
+          marks: [...d.querySelectorAll('.template-system')].map(m => [m.tagName, m.textContent, m.title,
+                                                                    getComputedStyle(m).outlineStyle])}; })()"""
+
+
+def test_the_templates_own_system_message_is_marked_in_the_prompt_in_chromium(tmp_path):
+    browser.chromium_or_skip()
+    run, prompts = templated_run(tmp_path / "run")
+    report_mod.write_report(run, tmp_path / "rep")
+    title = "added by the model's chat template, not the task"
+    with browser.DevTools() as page:
+        page.open(tmp_path / "rep" / "report.html")
+        open_row(page, 0)
+        assert page.evaluate(TEMPLATE_MARKS) == {
+            "text": prompts[0],  # the prompt itself is unchanged, only marked
+            "marks": [["SPAN", TEMPLATE_SYSTEM, title, "dotted"]],
+        }
+        open_row(page, 4)
+        assert page.evaluate(TEMPLATE_MARKS) == {"text": prompts[4], "marks": []}
+        assert page.evaluate("window.__pwned === undefined")
+        assert page.evaluate("document.querySelectorAll('img[src=x]').length") == 0
+        assert page.exceptions() == []
 
 
 @pytest.fixture(scope="module")

@@ -85,12 +85,14 @@ def test_three_runs_on_the_same_seven_items(tmp_path):
     assert bc["difference"]["value"] == pytest.approx(1 - 5 / 12)
     # The discordant items behind the difference (A right and B wrong, and the reverse)
     assert [(c["a_only_correct"], c["b_only_correct"]) for c in (ab, ac, bc)] == [(0, 3), (2, 1), (4, 0)]
-    # A macro headline: its p-value is the paired bootstrap's of the macro difference, Holm over the 3 pairs.
-    assert {c["test"] for c in (ab, ac, bc)} == {bench["test"]} and bench["test"].startswith("paired bootstrap")
+    # A macro headline, but 3 or 4 discordant items: the bootstrap cannot carry a p-value, the exact McNemar test on
+    # the discordant items gives it, and the difference has no interval; Holm over the 3 pairs.
+    assert bench["test"].startswith("paired bootstrap")
+    assert all(c["test"].startswith("exact McNemar") and c["interval_reason"] for c in (ab, ac, bc))
+    assert [c["p_value"] for c in (ab, ac, bc)] == pytest.approx([0.25, 1.0, 0.125])  # 2 * 0.5**3, 1, 2 * 0.5**4
     assert [c["holm_p_value"] for c in (ab, ac, bc)] == pytest.approx(holm([c["p_value"] for c in (ab, ac, bc)]))
     for c in (ab, ac, bc):
-        assert c["difference"]["low"] <= c["difference"]["value"] <= c["difference"]["high"]
-        assert 0 < c["p_value"] <= 1
+        assert c["difference"]["low"] is None and c["difference"]["high"] is None
     published = bench["published"]
     assert published["GPT-4o"] == 0.736 and published["Llama-3.2-3B-Instruct"] == 0.511 and len(published) == 9
 
@@ -118,7 +120,7 @@ def test_different_items_tasks_template_or_versions_are_not_comparable(tmp_path)
     ]
     assert [key for key, c in pairs.items() if c["comparable"]] == []
     markdown = lb.to_markdown(board)
-    assert "| run-1 | run-3 | 7 | 0.000 [0.000, 0.000] | chat template applied: true vs false |" in markdown
+    assert "| run-1 | run-3 | 7 | 0.000 | chat template applied: true vs false |" in markdown
 
 
 def test_holm_family_is_the_comparable_pairs(tmp_path):
@@ -181,7 +183,7 @@ def test_written_files(written):
         "leaderboard_discordant.jsonl"
     ]
     board = json.loads((out / "leaderboard.json").read_text(encoding="utf-8"))
-    assert board["schema_version"] == "2.2" and board["runs"][0]["label"] == hostile.rsplit("/", 1)[-1]
+    assert board["schema_version"] == "2.3" and board["runs"][0]["label"] == hostile.rsplit("/", 1)[-1]
     assert [run["report_folder"] for run in board["runs"]] == [None] * 3  # no report was written beside a run
     rows = list(csv.DictReader((out / "leaderboard.csv").open(encoding="utf-8")))
     assert [r["kind"] for r in rows] == ["run"] * 3 + ["published"] * 9  # runs ranked by the headline
@@ -192,8 +194,11 @@ def test_written_files(written):
     markdown = (out / "leaderboard.md").read_text(encoding="utf-8")
     assert "$\\\\frac{$&lt;img src=x onerror=alert(1)&gt;\\|" in markdown and "<img" not in markdown
     assert "|  | GPT-4o (published) | 0.736 |  |  |" in markdown
-    assert "| 1 | b (run-2) | 1.000 [1.000, 1.000] * | 7 | no |" in markdown
-    assert "| run-2 | run-3 | 7 | 0.583 [" in markdown and "| 4 | 0 |" in markdown
+    # Every item right: the exact interval over the 7 items (0.025 ** (1 / 7) = 0.590), never [1.000, 1.000].
+    assert "| 1 | b (run-2) | 1.000 [0.590, 1.000] * | 7 | no |" in markdown
+    # 4 discordant items: the difference without an interval, the exact test's p, and no detectable difference.
+    assert "| run-2 | run-3 | 7 (small) | 0.583 | 4 | 0 | 0.125 (exact McNemar: few discordant items) |" in markdown
+    assert markdown.count("| none |") == 3
     page = (out / "leaderboard.html").read_text(encoding="utf-8")
     assert "<img src=x" not in page and "&lt;img src=x onerror=alert(1)&gt;" in page
     assert_self_contained(page)

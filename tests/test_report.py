@@ -198,9 +198,10 @@ def test_paired_comparison_of_two_runs(tmp_path):
     assert result["n_paired_items"] == 4 and result["comparable"] and result["metric"] == "accuracy_macro"
     assert result["difference"]["value"] == pytest.approx(0.5)  # 4/4 vs 2/4 (one component: macro = micro)
     assert (result["a_only_correct"], result["b_only_correct"]) == (2, 0)
-    # Paired bootstrap of the macro difference: A is never worse, so the difference is <= 0 only in resamples
-    # that draw neither discordant item: (2/4)^4 = 1/16, two-sided p = 2/16.
-    assert result["test"].startswith("paired bootstrap") and result["p_value"] == pytest.approx(0.125, abs=0.04)
+    # Two discordant items: the paired bootstrap would give p about 2 * (2/4)^4 = 1/8 from resamples of 4 items; the
+    # exact McNemar test on the 2 discordant items gives 2 * (1/2)^2 = 1/2, and the difference no interval.
+    assert result["test"].startswith("exact McNemar") and result["p_value"] == pytest.approx(0.5)
+    assert result["difference"]["low"] is None and "2 discordant items" in result["interval_reason"]
 
 
 def test_accuracy_over_answered_items_with_component_groups(tmp_path):
@@ -265,7 +266,7 @@ def test_accuracy_over_answered_items_with_component_groups(tmp_path):
             "unreported_tasks": [],
         }
     )
-    assert "| c | 1 | - | 1 | yes | n/a | 0.000 [0.000, 0.000] | 0.000 [0.000, 0.000] |" in markdown
+    assert "| c | 1 | - | 1 | yes | n/a | 0.000 [0.000, 0.975] | 0.000 [0.000, 0.975] |" in markdown  # exact: 0 of 1
     assert "| first two | a, b | 7 | 0.625 [" in markdown
 
 
@@ -319,6 +320,10 @@ def test_a_folder_of_several_runs_is_refused_with_their_list_or_reported_each(tm
 
 def test_an_empty_samples_file_is_named_as_empty(run_dir):
     (run_dir / f"samples_medfact_bench_healthver_{STAMP}.jsonl").write_text("", encoding="utf-8")
+    results_file = run_dir / f"results_{STAMP}.json"
+    results = json.loads(results_file.read_text(encoding="utf-8"))
+    results["n-samples"]["medfact_bench_healthver"]["effective"] = 0  # as lm-eval records a task it evaluated none of
+    results_file.write_text(json.dumps(results), encoding="utf-8")
     report = build_report(run_dir)
     assert report["empty_tasks"] == ["medfact_bench_healthver"] and report["unreported_tasks"] == []
     assert "samples file is empty (nothing to score): medfact_bench_healthver" in report_mod.to_markdown(report)

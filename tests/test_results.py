@@ -127,17 +127,71 @@ def test_declared_settings_are_named_as_the_user_gives_them():
     assert "medfact_bench" not in declared  # it declares none
 
 
-def test_tied_best_loglikelihoods_are_counted_and_the_rule_stated(demo_data_dir, tmp_path):
+def test_tied_best_loglikelihoods_give_the_range_and_expectation_of_other_tie_breaks(demo_data_dir, tmp_path):
+    from scipy.stats import beta
+
     from tests.runs import evaluated_run
+    from tests.scripted_lm import ScriptedLM
 
     # " yes" and " no" share the best log-likelihood on every item: each is a tie, decided by answer order (yes).
     def loglikelihood(context, continuation):
         return -1.0 if continuation.strip() in ("yes", "no") else -3.0
 
-    from tests.scripted_lm import ScriptedLM
+    folder = evaluated_run(
+        tmp_path / "run",
+        demo_data_dir,
+        ["pubmedqa_atlas_n100"],
+        limit=12,
+        model=ScriptedLM(loglikelihood=loglikelihood),
+    )
+    scored = score_path(folder).sections["pubmedqa_atlas_n100"]
+    numbers, golds = scored.numbers, [item.gold for item in scored.items]
+    ties = numbers["ties"]
+    n, n_yes, n_no = 12, golds.count("yes"), golds.count("no")
+    assert 0 < n_yes < n and n_yes + n_no < n  # a mix of golds, some of them outside the tie (maybe)
+    assert ties["n_tied"] == n and "earliest choice" in ties["rule"] and ties["metric"] == "accuracy_micro"
+    assert ties["n_tied_counted_correct"] == n_yes  # answer order gives "yes"
+    assert numbers["accuracy_micro"]["value"] == pytest.approx(n_yes / n)
+    # Every tied item wrong: 0 of 12, with the exact interval (never zero-width).
+    assert ties["lowest"]["value"] == 0.0 and ties["lowest"]["low"] == 0.0
+    assert (
+        ties["lowest"]["high"] == pytest.approx(beta.ppf(0.975, 1, n)) and ties["lowest"]["method"] == "clopper-pearson"
+    )
+    # Right wherever the gold is among the tied choices (yes or no); a random tie-break: half of those.
+    assert ties["highest"]["value"] == pytest.approx((n_yes + n_no) / n)
+    assert ties["expected"]["value"] == pytest.approx((n_yes + n_no) / 2 / n)
+    for name in ("highest", "expected"):
+        assert ties[name]["low"] <= ties[name]["value"] <= ties[name]["high"]
+    headline = numbers["accuracy_micro"]
+    reach = max(headline["value"] - 0.0, ties["highest"]["value"] - headline["value"])
+    assert ties["could_move_headline"] is (reach > (headline["high"] - headline["low"]) / 2) is True
+    assert "n_tied" not in numbers and "tie_rule" not in numbers  # one place: the ties object
 
-    model = ScriptedLM(loglikelihood=loglikelihood)
-    folder = evaluated_run(tmp_path / "run", demo_data_dir, ["pubmedqa_atlas_n100"], limit=5, model=model)
-    section = score_path(folder).sections["pubmedqa_atlas_n100"].numbers
-    assert section["n_tied"] == 5 and "earliest choice" in section["tie_rule"]
-    assert section["n_items"] == 5
+
+def test_tie_outcomes_of_one_item_by_hand():
+    from lm_eval_tasks.utils.calibration import from_loglikelihoods
+    from lm_eval_tasks.utils.results import tie_outcomes
+    from lm_eval_tasks.utils.scoring import HIGHEST_LOGLIKELIHOOD, HIGHEST_LOGLIKELIHOOD_TIED, ScoredItem
+
+    def item(lls, gold, step):
+        forecast = from_loglikelihoods(lls, gold)
+        pred = max(range(len(lls)), key=lambda i: (lls[i], -i))
+        return ScoredItem(
+            "t",
+            0,
+            "",
+            "c",
+            str(gold),
+            str(pred),
+            float(pred == gold),
+            parse_step=step,
+            loglikelihoods=tuple(lls),
+            forecast=forecast,
+        )
+
+    # Three choices tied, the gold the third of them: wrong by answer order, right with probability 1/3.
+    assert tie_outcomes(item([-1.0, -1.0, -5.0, -1.0], 3, HIGHEST_LOGLIKELIHOOD_TIED)) == (0.0, 1.0, 1 / 3)
+    # The gold outside the tie: wrong whatever the tie-break.
+    assert tie_outcomes(item([-1.0, -1.0, -5.0], 2, HIGHEST_LOGLIKELIHOOD_TIED)) == (0.0, 0.0, 0.0)
+    # No tie: its own outcome.
+    assert tie_outcomes(item([-1.0, -2.0], 0, HIGHEST_LOGLIKELIHOOD)) == (1.0, 1.0, 1.0)

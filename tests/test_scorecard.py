@@ -115,8 +115,9 @@ def test_other_benchmarks_are_rendered_from_the_schema(tmp_path):
     cells = _cells(page)
     assert {"accuracy_all_macro", "answered", "g", c, "pretrained=m,dtype=float32"} <= cells
     rows = {text for _, text in browser.elements(page, tag="tr")}
-    # component, n, small (n < 30), accuracy, accuracy_all, answered
-    assert f"{c}1truen/a0.000 [0.000, 0.000]0.000 [0.000, 0.000]" in rows
+    # component, n, small (n < 30), accuracy, accuracy_all, answered: one item, unanswered, takes the exact interval
+    # of 0 of 1 (0.975), never [0.000, 0.000]
+    assert f"{c}1truen/a0.000 [0.000, 0.975]0.000 [0.000, 0.975]" in rows
     assert any(text.startswith("0.167 [") for text in cells)  # accuracy_all_macro: (1/3 + 0) / 2
     assert "<title>Scorecard: m</title>" in page
 

@@ -177,3 +177,22 @@ def test_the_one_estimate_formatter():
     assert stats.format_estimate(estimate, digits=1, scale=100) == "50.0 [25.0, 75.0]"
     assert stats.format_estimate({"value": 0.5, "low": None, "high": None}) == "0.500"
     assert stats.format_estimate(None) == stats.format_estimate({"value": True}) == stats.format_estimate("x") == "n/a"
+
+
+def test_proportions_whose_outcomes_all_agree_get_the_exact_interval():
+    from scipy.stats import beta
+
+    # Four items, all wrong: 0 [0, 1 - 0.025 ** (1 / 4)], never 0.000 [0.000, 0.000].
+    wrong = stats.bootstrap(stats.mean_of([0.0] * 4), 4, outcomes=[0.0] * 4)
+    assert (wrong.value, wrong.low) == (0.0, 0.0) and wrong.high == pytest.approx(1 - 0.025**0.25)
+    assert wrong.high == pytest.approx(beta.ppf(0.975, 1, 4)) and wrong.method == "clopper-pearson"
+    right = stats.bootstrap(stats.mean_of([1.0] * 11), 11, outcomes=[1.0] * 11)
+    assert right.high == 1.0 and right.low == pytest.approx(0.025 ** (1 / 11))
+    # Mixed outcomes keep the percentile bootstrap, and its dict does not repeat the default method.
+    mixed = stats.bootstrap(stats.mean_of([0.0, 1.0] * 5), 10, outcomes=[0.0, 1.0] * 5)
+    assert mixed.method == "percentile" and "method" not in mixed.as_dict() and mixed.low < 0.5 < mixed.high
+
+
+def test_a_constant_is_shown_without_an_interval():
+    assert stats.format_estimate(stats.constant(0.25, 84)) == "0.250 (constant)"
+    assert stats.format_estimate(stats.agreed_proportion([0.0] * 4).as_dict()) == "0.000 [0.000, 0.602]"

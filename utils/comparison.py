@@ -5,14 +5,21 @@ by its item id). The compared metric is the spec's (:attr:`~.scoring.BenchmarkSp
 headline over all items). The difference A minus B comes with a 95% CI from a paired bootstrap: both
 statistics on the same stratified resamples of the paired items (the resample set each run's own CI
 uses, when the runs scored the same items). Its p-value comes from the test that matches the printed
-difference:
+difference, so that p is below 0.05 exactly when the printed 95% CI excludes 0:
 
 - a macro headline: the paired bootstrap of the macro difference, stratified as the section's bootstrap
-  (p below 0.05 exactly when the CI excludes 0, up to resampling noise; never printed as 0);
-- a micro accuracy: the exact McNemar test on per-item correctness.
+  (up to the interpolation of the percentiles; never printed as 0). Where the bootstrap cannot carry a p-value
+  (fewer than :data:`.stats.MIN_DISCORDANT` discordant items, or a stratum all discordant one way:
+  :func:`.stats.bootstrap_test_refused`), the exact McNemar test on the discordant items gives it, and the
+  difference is shown without an interval (``interval_reason`` says why);
+- a micro accuracy: the exact McNemar test on per-item correctness, with its exact conditional interval
+  (:func:`.stats.paired_proportion_difference`).
+
+Beside "not significant" every pair gives the smallest difference it could have found (:mod:`.power`).
 
 A pair is "not comparable", with every reason, when the runs scored other items, other tasks, other task
-versions, with and without a chat template, another n-shot, system instruction, gen_kwargs or benchmark
+versions, with and without a chat template, in another model dtype or softmax dtype (an unrecorded one is
+"unknown"), another n-shot, system instruction, gen_kwargs or benchmark
 settings, or when a shared item was prompted differently (lm-eval's ``prompt_hash``; not compared where
 each model's own chat template, or a per-model setting such as MillerQA's model label, renders the prompts). A pair that is not comparable
 shows its difference on the shared items but no p-value: a different protocol is not a ranking.
@@ -25,8 +32,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from . import stats
-from .results import SCHEMA_VERSION, ScoredRun, Section, metric_statistic
+from . import power, stats
+from .results import SCHEMA_VERSION, SMALL_GROUP, ScoredRun, Section, metric_statistic
 from .scoring import ScoredItem
 
 BOOTSTRAP_TEST = "paired bootstrap"
@@ -44,13 +51,18 @@ def holm(p_values: Sequence[float]) -> list[float]:
     return adjusted
 
 
-def test_name(section: Section) -> str | None:
-    """The test behind a pair's p-value for this section's compared metric."""
+def test_name(section: Section, refused: str | None = None) -> str | None:
+    """The test behind a pair's p-value for this section's compared metric (``refused``: why the bootstrap could
+    not carry it, so the exact McNemar test does)."""
     metric = section.spec.compared_metric
     if metric is None:
         return None
     if metric.endswith("_micro"):
         return f"{MCNEMAR_TEST} test on per-item correctness"
+    if refused is not None:
+        return (
+            f"{MCNEMAR_TEST} test on per-item correctness (the {BOOTSTRAP_TEST} of the {metric} difference: {refused})"
+        )
     return f"{BOOTSTRAP_TEST} of the {metric} difference, stratified by {section.spec.stratify_by.value}"
 
 
@@ -86,6 +98,9 @@ def reasons_not_comparable(
     # A model's own chat template is part of that model: two models' templates may differ, but not whether one is
     # applied.
     reasons += _differing("chat template applied", ra.get("chat_template_applied"), rb.get("chat_template_applied"))
+    # Precision moves scores (bfloat16 ties single-token answers), so it is part of the protocol.
+    reasons += _differing("model dtype", ra.get("dtype") or "unknown", rb.get("dtype") or "unknown")
+    reasons += _differing("softmax dtype", ra.get("softmax_dtype"), rb.get("softmax_dtype"))
     own_templates = ra.get("chat_template_sha") != rb.get("chat_template_sha")
     pick = lambda run, key: {t: (run.get(key) or {}).get(t) for t in common}  # noqa: E731
     reasons += _differing("task versions", pick(ra, "task_versions"), pick(rb, "task_versions"))
@@ -159,28 +174,56 @@ def compare_section(a: ScoredRun, b: ScoredRun, name: str) -> dict[str, Any]:
         "comparable": not reasons,
         "reasons": reasons,
         "n_paired_items": len(shared),
+        "small": len(shared) < SMALL_GROUP,
         "only_in_a": only_a,
         "only_in_b": only_b,
         "difference": None,
+        "interval_reason": None,
         "a_only_correct": None,
         "b_only_correct": None,
         "p_value": None,
         "p_value_is_bound": None,
         "holm_p_value": None,
+        "detectable": None,
     }
     if not shared or sa.spec.compared_metric is None:
         return out
-    boot_a, boot_b = _paired_bootstraps(sa, sb, shared)
-    paired = stats.paired_difference(boot_a, boot_b)
     discordant = discordant_items(sa, sb)
     a_only, b_only = len(discordant.a_only_correct), len(discordant.b_only_correct)
-    out.update(difference=paired.difference.as_dict(), a_only_correct=a_only, b_only_correct=b_only)
-    if out["comparable"]:
-        if sa.spec.compared_metric.endswith("_micro"):
+    out.update(a_only_correct=a_only, b_only_correct=b_only, detectable=power.detectable(len(shared), a_only, b_only))
+    if sa.spec.compared_metric.endswith("_micro"):
+        difference = stats.paired_proportion_difference(a_only, b_only, len(shared)).as_dict()
+        out.update(difference=difference)
+        if out["comparable"]:
             out.update(p_value=stats.mcnemar_exact(a_only, b_only), p_value_is_bound=False)
-        else:
+        return out
+    boot_a, boot_b = _paired_bootstraps(sa, sb, shared)
+    paired = stats.paired_difference(boot_a, boot_b)
+    refused = _bootstrap_refused(sa, sb, shared)
+    if refused is None:
+        out.update(difference=paired.difference.as_dict())
+        if out["comparable"]:
             out.update(p_value=paired.p_value, p_value_is_bound=paired.p_value_is_bound)
+        return out
+    # The bootstrap's interval would claim the certainty its p-value cannot: the difference alone, and the exact
+    # test on the discordant items.
+    out.update(
+        test=test_name(sa, refused),
+        difference={"value": paired.difference.value, "low": None, "high": None, "n": len(shared)},
+        interval_reason=refused,
+    )
+    if out["comparable"]:
+        out.update(p_value=stats.mcnemar_exact(a_only, b_only), p_value_is_bound=False)
     return out
+
+
+def _bootstrap_refused(sa: Section, sb: Section, shared: Sequence[tuple]) -> str | None:
+    """Why the paired bootstrap cannot carry this pair's p-value (:func:`.stats.bootstrap_test_refused`)."""
+    index_a = {key: i for i, key in enumerate(sa.keys)}
+    index_b = {key: i for i, key in enumerate(sb.keys)}
+    items_a = [sa.items[index_a[key]] for key in shared]
+    differences = [item.correct - sb.items[index_b[key]].correct for item, key in zip(items_a, shared, strict=True)]
+    return stats.bootstrap_test_refused(differences, [sa.spec.stratum_of(item) for item in items_a])
 
 
 def not_compared(reason: str) -> dict[str, Any]:

@@ -91,8 +91,18 @@ ITEM_COLUMNS = (
 _KNOWN = frozenset(ITEM_COLUMNS) | {"doc_hash"}
 
 
-def items_data(section: str, title: str, records: Sequence[Mapping[str, Any]], items_file: str) -> dict[str, Any]:
-    """The page data of one section's items (records: items_<section>.jsonl's, in its line order)."""
+def items_data(
+    section: str,
+    title: str,
+    records: Sequence[Mapping[str, Any]],
+    items_file: str,
+    template_system: str | None = None,
+) -> dict[str, Any]:
+    """The page data of one section's items (records: items_<section>.jsonl's, in its line order).
+
+    ``template_system``: the system message the run's chat template added by itself, marked wherever a prompt
+    shows it.
+    """
     limit = text_limit(2 * len(records))
     rows = []
     for record in records:
@@ -115,7 +125,7 @@ def items_data(section: str, title: str, records: Sequence[Mapping[str, Any]], i
                 _shown_value(details, limit),
             ]
         )
-    return {
+    data = {
         "kind": "items",
         "section": section,
         "title": title,
@@ -124,6 +134,9 @@ def items_data(section: str, title: str, records: Sequence[Mapping[str, Any]], i
         "columns": list(ITEM_COLUMNS),
         "rows": rows,
     }
+    if template_system:
+        data["template_system"] = template_system
+    return data
 
 
 def answer_text(record: Mapping[str, Any]) -> str:
@@ -214,6 +227,7 @@ margin:2px 0;max-height:30em;overflow:auto;unicode-bidi:plaintext}
 margin-top:8px;padding-top:6px}.explorer .side{display:grid;grid-template-columns:1fr 1fr;gap:8px}
 .explorer .outcome-correct{color:#116329}.explorer .outcome-wrong{color:#a40e26}.explorer .outcome-INVALID{color:#9a6700}
 .explorer .role{font-weight:600;margin-top:4px}.explorer .pager button{margin:0 4px}
+.explorer .template-system{outline:2px dotted #8250df;outline-offset:1px;background:#f5efff}
 """
 
 # The explorer's script. It reads each .explorer's data (JSON.parse of a script block), renders one page of
@@ -222,6 +236,7 @@ SCRIPT = r"""
 (function () {
   "use strict";
   var PAGE = %(rows_per_page)d;
+  var TEMPLATE_SYSTEM_TITLE = "added by the model's chat template, not the task";
   function el(tag, attributes, text) {
     var node = document.createElement(tag);
     if (attributes) { Object.keys(attributes).forEach(function (k) { node.setAttribute(k, attributes[k]); }); }
@@ -235,22 +250,32 @@ SCRIPT = r"""
     if (Array.isArray(t)) { return t.map(function (m) { return m && m.content !== undefined ? m.role + ": " + plain(m.content) : plain(m); }).join("\n"); }
     return JSON.stringify(t);
   }
-  function textBlock(t, where, what) {
+  // A pre of text t; each occurrence of mark (the chat template's own system message) in its own span.
+  function pre(css, t, mark) {
+    if (!mark) { return el("pre", {"class": css}, t); }
+    var node = el("pre", {"class": css});
+    String(t).split(mark).forEach(function (part, i) {
+      if (i > 0) { node.appendChild(el("span", {"class": "template-system", "title": TEMPLATE_SYSTEM_TITLE}, mark)); }
+      if (part) { node.appendChild(document.createTextNode(part)); }
+    });
+    return node;
+  }
+  function textBlock(t, where, what, mark) {
     var box = el("div", {"class": "text-block", "data-what": what});
     if (t === null || t === undefined) { box.appendChild(el("span", {"class": "muted"}, "(none)")); return box; }
-    if (typeof t === "string") { box.appendChild(el("pre", {"class": "text whole"}, t)); return box; }
-    box.appendChild(el("pre", {"class": "text head"}, t[0]));
+    if (typeof t === "string") { box.appendChild(pre("text whole", t, mark)); return box; }
+    box.appendChild(pre("text head", t[0], mark));
     box.appendChild(el("div", {"class": "shortened", "data-length": String(t[2])},
       "[shortened in this page: the " + what + " has " + t[2] + " characters; " + where + " holds it whole]"));
-    box.appendChild(el("pre", {"class": "text tail"}, t[1]));
+    box.appendChild(pre("text tail", t[1], mark));
     return box;
   }
-  function promptBlock(p, where) {
-    if (!Array.isArray(p) || (p.length === 3 && typeof p[2] === "number")) { return textBlock(p, where, "prompt"); }
+  function promptBlock(p, where, mark) {
+    if (!Array.isArray(p) || (p.length === 3 && typeof p[2] === "number")) { return textBlock(p, where, "prompt", mark); }
     var box = el("div", {"class": "messages"});
     p.forEach(function (m) {
       box.appendChild(el("div", {"class": "role"}, m.role));
-      box.appendChild(textBlock(m.content, where, "message"));
+      box.appendChild(textBlock(m.content, where, "message", mark));
     });
     return box;
   }
@@ -277,6 +302,7 @@ SCRIPT = r"""
     var rows = data.rows, order = rows.map(function (_, i) { return i; });
     var shown = order.slice(), page = 0, sortKey = null, sortDir = 1, openIndex = null, haystack = null;
     var isItems = data.kind === "items";
+    var templateSystem = typeof data.template_system === "string" ? data.template_system : null;
     var filterNames = isItems ? ["component", "gold", "pred", "outcome"] : ["which", "component", "gold"];
     var tableColumns = isItems
       ? [["#", null], ["task", "task"], ["doc id", "doc_id"], ["component", "component"], ["gold", "gold"], ["pred", "pred"],
@@ -398,7 +424,7 @@ SCRIPT = r"""
           ["outcome", r[col.outcome]], ["parse step", r[col.parse_step] || "none"], ["invalid reason", r[col.invalid_reason]],
           ["masked credentials in", r[col.redacted].length ? r[col.redacted].join(", ") : "nothing"]]));
         detail.appendChild(el("h5", null, "Prompt"));
-        detail.appendChild(promptBlock(r[col.prompt], where(i)));
+        detail.appendChild(promptBlock(r[col.prompt], where(i), templateSystem));
         if (r[col.choices].length) {
           detail.appendChild(el("h5", null, "Choices (probability: softmax of the log-likelihoods)"));
           var t = el("table", {"class": "choices"}), tb = el("tbody"), hr = el("tr");

@@ -49,7 +49,8 @@ from .stats import format_estimate
 # holm_p_value; short unique run labels.
 # 2.1: discordant_file (leaderboard_discordant.jsonl: every pair's discordant items); each run's report folder.
 # 2.2: each run's entry carries its section's ECE (calibration), shown beside the headline and in the CSV.
-SCHEMA_VERSION = "2.2"
+# 2.3: see CHANGELOG.md (tie ranges, detectable differences, exact tests at small n, precision in comparability).
+SCHEMA_VERSION = "2.3"
 DISCORDANT_FILE = "leaderboard_discordant.jsonl"
 # Discordant items leaderboard.html shows, over all pairs (pairs past it are listed in DISCORDANT_FILE only).
 PAGE_PAIR_ROWS = 50_000
@@ -131,6 +132,8 @@ def _entry(section_numbers: Mapping[str, Any]) -> dict[str, Any]:
         "paper_comparable_reason": comparable["reason"],
         # Calibration beside the headline (None: the section has no confidences, or no item had one).
         "ece": (section_numbers.get("calibration") or {}).get("ece"),
+        # What another tie-break would make of the headline (log-likelihood sections; None for the others).
+        "ties": section_numbers.get("ties"),
     }
 
 
@@ -247,8 +250,26 @@ _INTRO = (
     "{n} runs; per section, runs ranked by the headline with 95% percentile bootstrap CIs (each run's report "
     "numbers). *: not paper-comparable (see the reason in each run's report). Published models have no CI."
 )
-_RANK_HEADER = ("rank", "run", "headline [95% CI]", "items", "paper-comparable", "ECE [95% CI]")
-_PAIR_HEADER = ("A", "B", "items", "difference [95% CI]", "A only correct", "B only correct", "p-value", "Holm p")
+_RANK_HEADER = (
+    "rank",
+    "run",
+    "headline [95% CI]",
+    "items",
+    "paper-comparable",
+    "ECE [95% CI]",
+    "tied items: headline lowest / expected / highest",
+)
+_PAIR_HEADER = (
+    "A",
+    "B",
+    "items",
+    "difference [95% CI]",
+    "A only correct",
+    "B only correct",
+    "p-value",
+    "Holm p",
+    "detectable difference (80% power)",
+)
 _FLAGGED_HEADER = ("A", "B", "shared items", "difference [95% CI]", "reasons")
 _FLAGGED_NOTE = "Not comparable: no test; the difference is on the shared items only, not a ranking."
 
@@ -263,13 +284,15 @@ def _labels(board: Mapping[str, Any]) -> dict[str, str]:
 
 
 def p_text(pair: Mapping[str, Any], key: str = "p_value") -> str:
-    """A p-value as printed: 3 significant digits; a resampling p with no resample beyond 0 as ``< bound``."""
+    """A p-value as printed: 3 significant digits; a resampling p with no resample beyond 0 as ``< bound``; a pair
+    whose bootstrap could not carry its p (few discordant items) names the exact test that gave it."""
     value = pair.get(key)
     if value is None:
         return "-"
+    exact = " (exact McNemar: few discordant items)" if pair.get("interval_reason") and key == "p_value" else ""
     if pair.get("p_value_is_bound") and key == "p_value":
         return f"< {value:.2g}"
-    return f"{value:.3g}"
+    return f"{value:.3g}{exact}"
 
 
 def _count(value: int | None) -> str:
@@ -280,7 +303,9 @@ def _comparison_intro(bench: Mapping[str, Any]) -> str:
     tested = sum(c["comparable"] for c in bench["comparisons"])
     return (
         f"A minus B in {bench['compared_metric']} on the items both scored; p-value: {bench['test']}; "
-        f"Holm-adjusted over the {tested} comparable pairs."
+        f"Holm-adjusted over the {tested} comparable pairs. Detectable difference: the smallest accuracy difference "
+        "an exact McNemar test on these items finds with 80% power at alpha 0.05, given the pair's discordant rate "
+        "(none: no difference these items could show)."
     )
 
 
@@ -297,22 +322,47 @@ def _rank_rows(board: Mapping[str, Any], bench: Mapping[str, Any]) -> list[list[
                 str(entry["n_items"]),
                 "yes" if entry["paper_comparable"] else "no",
                 format_estimate(entry.get("ece")) if entry.get("ece") else "-",
+                _tie_range(entry.get("ties")),
             ]
         )
-    rows += [["", f"{model} (published)", f"{value:.3f}", "", "", ""] for model, value in bench["published"].items()]
+    rows += [
+        ["", f"{model} (published)", f"{value:.3f}", "", "", "", ""] for model, value in bench["published"].items()
+    ]
     return rows
+
+
+def _tie_range(ties: Any) -> str:
+    """A run's tied items and the headline's range under other tie-breaks ("-": no log-likelihood section)."""
+    if not isinstance(ties, Mapping):
+        return "-"
+    if not ties.get("n_tied") or not isinstance(ties.get("lowest"), Mapping):
+        return f"{ties.get('n_tied', 0)}"
+    warning = "; could move the headline beyond its CI's half-width" if ties.get("could_move_headline") else ""
+    return (
+        f"{ties['n_tied']}: {format_estimate(ties['lowest'])} / {format_estimate(ties['expected'])} / "
+        f"{format_estimate(ties['highest'])}{warning}"
+    )
+
+
+def _detectable_text(c: Mapping[str, Any]) -> str:
+    detectable = c.get("detectable")
+    if not isinstance(detectable, Mapping):
+        return "-"
+    mdd = detectable.get("minimum_detectable_difference")
+    return "none" if mdd is None else f"{mdd:.3f}"
 
 
 def _pair_row(c: Mapping[str, Any]) -> list[str]:
     return [
         c["a"],
         c["b"],
-        str(c["n_paired_items"]),
+        f"{c['n_paired_items']}{' (small)' if c.get('small') else ''}",
         format_estimate(c["difference"]),
         _count(c["a_only_correct"]),
         _count(c["b_only_correct"]),
         p_text(c),
         p_text(c, "holm_p_value"),
+        _detectable_text(c),
     ]
 
 
@@ -523,6 +573,7 @@ def to_html(
                             _span(
                                 "holm", p_text(c, "holm_p_value"), a=c["a"], b=c["b"], value=_repr(c["holm_p_value"])
                             ),
+                            _pair_row(c)[8],
                         ]
                         for c in comparable
                     ],

@@ -157,14 +157,25 @@ def add_dtype_option(parser: Any, flag: str = "--dtype", default: str = "auto") 
     )
 
 
-def dtype_reason(dtype: str, device: str = "cpu", requested: str = "auto") -> str:
-    """One line saying which dtype a model runs in and why (printed by every command that loads a model)."""
+# prepare-model's default: in bfloat16 the logits are coarse enough that single-token answers tie exactly, so the
+# README's numbers would move with the machine.
+PREPARE_DTYPE = "float32"
+
+
+def dtype_reason(dtype: str, device: str = "cpu", requested: str = "auto", default: str = "auto") -> str:
+    """One line saying which dtype a model runs in and why (printed by every command that loads a model).
+
+    ``default``: the command's default dtype; a ``requested`` equal to it (other than auto) is said to be the default.
+    """
     native = native_bfloat16(device)
     where = "GPU" if device.startswith("cuda") else "CPU"
     hardware = f"this {where} {'has' if native else 'has no'} native bfloat16"
-    if requested != "auto":
-        return f"dtype {dtype} (as asked; {hardware})"
-    return f"dtype {dtype} (auto: {hardware}; override with --dtype)"
+    if requested == "auto":
+        return f"dtype {dtype} (auto: {hardware}; override with --dtype)"
+    if requested == default:
+        faster = "--dtype bfloat16 or auto for speed" if native else "bfloat16 would be emulated here, far slower"
+        return f"dtype {dtype} (the default on any hardware: bfloat16 ties single-token answers; {hardware}; {faster})"
+    return f"dtype {dtype} (as asked; {hardware})"
 
 
 # The packaged models' pinned assets (ASSETS.md).
@@ -184,13 +195,13 @@ ASSETS = (
 PREPARED_MODELS = {"smollm2": (smollm2_gguf, "smollm2-135m-instruct"), "gemma3-270m": (gemma3_gguf, "gemma-3-270m")}
 
 
-def prepare_model(name: str, out_dir: str | os.PathLike | None = None, dtype: str = "auto") -> Path:
+def prepare_model(name: str, out_dir: str | os.PathLike | None = None, dtype: str = PREPARE_DTYPE) -> Path:
     """A transformers folder of a packaged model (:data:`PREPARED_MODELS`), converted from its GGUF once.
 
-    ``dtype="auto"`` saves bfloat16 where the CPU computes it natively and float32 elsewhere
-    (:func:`choose_dtype`); load it with ``dtype=auto``, which reads the saved config. The folder
-    is written under a temporary name and renamed, so an interrupted conversion never leaves a
-    half-written model behind.
+    Saved in float32 unless asked otherwise (:data:`PREPARE_DTYPE`); ``dtype="auto"`` saves bfloat16 where the
+    CPU computes it natively and float32 elsewhere (:func:`choose_dtype`). Load it with ``dtype=auto``, which
+    reads the saved config. The folder is written under a temporary name and renamed, so an interrupted
+    conversion never leaves a half-written model behind.
     """
     dtype = choose_dtype(dtype)
     find_gguf, folder = PREPARED_MODELS[name]

@@ -39,6 +39,12 @@ def md(text: Any) -> str:
 def _run_lines(report: Mapping[str, Any]) -> list[str]:
     run = report["run"]
     dumps = lambda value: md(json.dumps(value, ensure_ascii=False))  # noqa: E731
+    added = run.get("chat_template_system_message")
+    template_system = (
+        f"; chat template's own system message: {md(added.get('text'))} (sha256 {md(added.get('sha256'))[:12]})"
+        if isinstance(added, Mapping)
+        else ""
+    )
     return [
         "# Evaluation report",
         "",
@@ -46,7 +52,8 @@ def _run_lines(report: Mapping[str, Any]) -> list[str]:
         f"- dtype: {md(run.get('dtype'))} (as lm-eval recorded it); device: {md(run.get('device'))}; "
         f"batch size: {md(run.get('batch_size'))}",
         f"- chat template applied: {run.get('chat_template_applied')}; n-shot: {dumps(run.get('n_shot'))}; "
-        f"system instruction: {dumps(run.get('system_instruction'))}; gen_kwargs: {dumps(run.get('gen_kwargs'))}",
+        f"system instruction: {dumps(run.get('system_instruction'))}{template_system}; "
+        f"gen_kwargs: {dumps(run.get('gen_kwargs'))}",
         f"- limit: {md(run.get('limit'))}; seeds: {dumps(run.get('seeds'))}",
         f"- lm-eval {md(run.get('lm_eval_version'))}, transformers {md(run.get('transformers_version'))}, "
         f"torch {md(run.get('torch_version'))}; started {md(run.get('date'))}; evaluation time "
@@ -72,7 +79,8 @@ def _headline_lines(name: str, bench: Mapping[str, Any], answered_only: bool) ->
         f"## {bench['title']} (`{name}`)",
         "",
         f"- items scored: {bench['n_items']}; {invalid}: {bench['n_invalid']}"
-        + (f"; tied best log-likelihoods: {bench['n_tied']} ({bench['tie_rule']})" if "n_tied" in bench else ""),
+        + (f"; tied best log-likelihoods: 0 ({bench['ties']['rule']})" if _untied(bench) else ""),
+        *(f"- **{md(line)}**" for line in stats.format_ties(bench.get("ties"))),
         "- no accuracy is the paper's number: see this benchmark's own section below"
         if bench["headline_metric"] == Headline.NONE.value
         else f"- **{bench['headline_metric']}** (the paper's number): {_fmt(bench[bench['headline_metric']])}",
@@ -89,6 +97,8 @@ def _headline_lines(name: str, bench: Mapping[str, Any], answered_only: bool) ->
     lines.append(
         f"- paper-comparable: {'yes' if comparable['value'] is not None else 'no'} ({md(comparable['reason'])})"
     )
+    if bench.get("detectable") is not None:
+        lines.append(f"- {md(stats.format_detectable(bench['detectable'], 'a model of the same accuracy'))}")
     lines += [f"- {rate}: {_fmt(estimate)}" for rate, estimate in bench["rates"].items()]
     if "macro_f1" in bench:
         lines.append(f"- macro-F1: {_fmt(bench['macro_f1'])}")
@@ -97,6 +107,10 @@ def _headline_lines(name: str, bench: Mapping[str, Any], answered_only: bool) ->
             f"- every item (prompt, reply, parse, outcome): {md(bench['items']['file'])}; report.html's item explorer"
         )
     return lines
+
+
+def _untied(bench: Mapping[str, Any]) -> bool:
+    return isinstance(bench.get("ties"), Mapping) and not bench["ties"].get("n_tied")
 
 
 def _component_group_lines(bench: Mapping[str, Any], answered_only: bool) -> list[str]:

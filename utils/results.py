@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from . import calibration, lengths, stats
+from . import calibration, lengths, power, stats
 from .benchmarks import discover, report_specs
 from .data import DataError
 from .redaction import redact, scrub, secret_values
@@ -55,7 +55,8 @@ from .scoring import (
 # 2.1: per section "items" (its items file, item count and ITEM_FIELDS); every section writes items_<section>.jsonl.
 # 2.2: per section calibration (ECE, Brier, reliability bins), subgroups, paired_variants, reply_lengths
 # (generative sections), n_tied/tie_rule (log-likelihood sections) and "small" on components (n < SMALL_GROUP).
-SCHEMA_VERSION = "2.2"
+# 2.3: see CHANGELOG.md (ties as a measured quantity, exact intervals where the bootstrap cannot carry one).
+SCHEMA_VERSION = "2.3"
 # Groups with fewer items are flagged as small: their CIs are wide and a percentile bootstrap is rough.
 SMALL_GROUP = 30
 
@@ -275,17 +276,38 @@ def _strata(items: Sequence[ScoredItem], spec: BenchmarkSpec) -> list[str]:
     return [spec.stratum_of(item) for item in items]
 
 
-def _estimate(statistic, items: Sequence[ScoredItem], spec: BenchmarkSpec) -> dict[str, Any]:
-    return stats.bootstrap(statistic, len(items), strata=_strata(items, spec)).as_dict()
+def _estimate(
+    statistic, items: Sequence[ScoredItem], spec: BenchmarkSpec, outcomes: Sequence[float] | None = None
+) -> dict[str, Any]:
+    """A bootstrap estimate over ``items``; ``outcomes``: their 0/1 outcomes when the statistic is a proportion
+    (an interval where they all agree is Clopper-Pearson's: :func:`.stats.bootstrap`)."""
+    return stats.bootstrap(statistic, len(items), strata=_strata(items, spec), outcomes=outcomes).as_dict()
 
 
-def metric_statistic(metric: str, items: Sequence[ScoredItem]) -> stats.Statistic:
-    """The statistic of an accuracy metric (accuracy[_all]_micro / _macro) over ``items``.
+def _accuracy(metric: str, items: Sequence[ScoredItem], spec: BenchmarkSpec, correct: Sequence[float] | None = None):
+    """An accuracy metric over ``items`` (``correct``: other per-item outcomes than the items' own)."""
+    correct = [item.correct for item in items] if correct is None else correct
+    return _estimate(metric_statistic(metric, items, correct), items, spec, outcomes=correct)
+
+
+def _rate(values: Sequence[float], items: Sequence[ScoredItem], spec: BenchmarkSpec) -> dict[str, Any]:
+    """The mean of a per-item rate: a constant where every item has the same value (e.g. a chance rate) unless
+    it is an agreed 0/1 outcome (then a proportion with its exact interval)."""
+    if len(set(values)) == 1 and not stats.all_agree(values):
+        return stats.constant(values[0], len(values))
+    return _estimate(stats.mean_of(values), items, spec, outcomes=values)
+
+
+def metric_statistic(
+    metric: str, items: Sequence[ScoredItem], correct: Sequence[float] | None = None
+) -> stats.Statistic:
+    """The statistic of an accuracy metric (accuracy[_all]_micro / _macro) over ``items`` (``correct``: per-item
+    outcomes other than the items' own, e.g. a tie-break's).
 
     ``accuracy_all_*`` counts unanswered (INVALID) items wrong; it equals ``accuracy_*`` for specs whose
     accuracy is over all items.
     """
-    correct = [item.correct for item in items]
+    correct = [item.correct for item in items] if correct is None else correct
     if metric.endswith("_micro"):
         return stats.mean_of(correct)
     if metric.endswith("_macro"):
@@ -313,8 +335,8 @@ def _accuracies(items: Sequence[ScoredItem], spec: BenchmarkSpec) -> dict[str, A
         if not group:
             return {f"{prefix}_micro": None, f"{prefix}_macro": None}
         return {
-            f"{prefix}_micro": _estimate(metric_statistic("accuracy_micro", group), group, spec),
-            f"{prefix}_macro": _estimate(metric_statistic("accuracy_macro", group), group, spec),
+            f"{prefix}_micro": _accuracy("accuracy_micro", group, spec),
+            f"{prefix}_macro": _accuracy("accuracy_macro", group, spec),
         }
 
     if spec.accuracy_over is AccuracyOver.ALL:
@@ -323,7 +345,7 @@ def _accuracies(items: Sequence[ScoredItem], spec: BenchmarkSpec) -> dict[str, A
     return {
         **pair(answered, "accuracy"),
         **pair(items, "accuracy_all"),
-        "answered": _estimate(stats.mean_of([float(i.pred != INVALID) for i in items]), items, spec),
+        "answered": _rate([float(i.pred != INVALID) for i in items], items, spec),
     }
 
 
@@ -476,10 +498,19 @@ def _paired_variants(items: Sequence[ScoredItem], spec: BenchmarkSpec) -> dict[s
         if keys:
             ours = np.asarray([by_variant[variant][k].correct for k in keys])
             theirs = np.asarray([reference[k].correct for k in keys])
+            differences = ours - theirs
+            # Every pair agreeing (or all discordant one way) leaves the bootstrap no spread: the exact interval.
+            difference = (
+                stats.paired_proportion_difference(
+                    int(np.sum(differences > 0)), int(np.sum(differences < 0)), len(keys)
+                )
+                if len(set(differences.tolist())) == 1
+                else stats.bootstrap(stats.mean_of(differences), len(keys))
+            )
             entry |= {
                 "accuracy": float(ours.mean()),
                 "reference_accuracy": float(theirs.mean()),
-                "difference": stats.bootstrap(stats.mean_of(ours - theirs), len(keys)).as_dict(),
+                "difference": difference.as_dict(),
             }
         out["variants"][variant] = entry
     return out
@@ -590,12 +621,61 @@ def _caveats(run: Run, spec: BenchmarkSpec) -> list[str]:
 TIE_RULE = "an exact tie of the best log-likelihood goes to the earliest choice, as lm-eval's argmax decides it"
 
 
-def _ties(items: Sequence[ScoredItem]) -> dict[str, Any]:
-    """For a log-likelihood section: how many items had their best log-likelihood shared, and how they were decided
-    (exact ties are common in bfloat16 and are decided by the answer order, not by the model)."""
+def tie_outcomes(item: ScoredItem) -> tuple[float, float, float]:
+    """An item's outcome counted wrong, counted right where a tie-break could make it right, and expected under a
+    uniform random tie-break: its own outcome three times unless its best log-likelihood was tied."""
+    if item.parse_step != HIGHEST_LOGLIKELIHOOD_TIED:
+        return item.correct, item.correct, item.correct
+    best = max(item.loglikelihoods)
+    tied = [index for index, value in enumerate(item.loglikelihoods) if value == best]
+    # The gold choice is the forecast's (every log-likelihood spec gives one to an answered item).
+    gold_tied = item.forecast.gold_choice in tied if item.forecast is not None else bool(item.correct)
+    return 0.0, float(gold_tied), float(gold_tied) / len(tied)
+
+
+def _ties(items: Sequence[ScoredItem], spec: BenchmarkSpec, headline: Mapping[str, Any] | None) -> dict[str, Any]:
+    """For a log-likelihood section: the items whose best log-likelihood was shared, how lm-eval decided them, and
+    what another tie-break would make of the headline: the range the ties allow (every tied item counted wrong /
+    counted right where its gold is among the tied choices) and the expectation under a uniform random tie-break,
+    each with its CI over the headline's items. ``could_move_headline``: the range reaches further from the
+    headline than its CI's half-width."""
     if not any(item.loglikelihoods for item in items):
         return {}
-    return {"n_tied": sum(item.parse_step == HIGHEST_LOGLIKELIHOOD_TIED for item in items), "tie_rule": TIE_RULE}
+    tied = [item for item in items if item.parse_step == HIGHEST_LOGLIKELIHOOD_TIED]
+    out: dict[str, Any] = {
+        "n_tied": len(tied),
+        "n_tied_counted_correct": int(sum(item.correct for item in tied)),
+        "rule": TIE_RULE,
+        "metric": None,
+        "lowest": None,
+        "highest": None,
+        "expected": None,
+        "could_move_headline": False,
+    }
+    if spec.headline is Headline.NONE or headline is None:
+        return {"ties": out}
+    group = items if spec.accuracy_over is AccuracyOver.ALL else [item for item in items if item.pred != INVALID]
+    lowest, highest, expected = zip(*(tie_outcomes(item) for item in group), strict=True)
+    metric = spec.headline.value
+    out.update(
+        metric=metric,
+        lowest=_accuracy(metric, group, spec, lowest),
+        highest=_accuracy(metric, group, spec, highest),
+        expected=_estimate(metric_statistic(metric, group, expected), group, spec),
+    )
+    half_width = (headline["high"] - headline["low"]) / 2
+    reach = max(headline["value"] - out["lowest"]["value"], out["highest"]["value"] - headline["value"])
+    out["could_move_headline"] = bool(tied) and reach > half_width
+    return {"ties": out}
+
+
+def _detectable(numbers: Mapping[str, Any], spec: BenchmarkSpec) -> dict[str, Any] | None:
+    """The smallest difference a paired comparison over these items could find against a hypothetical model of the
+    same accuracy (on the compared metric's items, with independent errors: :mod:`.power`); None: no comparison."""
+    metric = spec.compared_metric
+    if metric is None or not isinstance(numbers.get(metric), Mapping):
+        return None
+    return power.detectable_against_equal(numbers["n_items"], numbers[metric]["value"])
 
 
 def _generative(run: Run, tasks: Sequence[str]) -> bool:
@@ -624,14 +704,11 @@ def score_section(
         "tasks": tasks,
         "n_items": len(items),
         "n_invalid": sum(item.pred == INVALID for item in items),
-        **_ties(items),
         "accuracy_over": spec.accuracy_over.value,
         "headline_metric": spec.headline.value,
         "compared_metric": spec.compared_metric,
         **_accuracies(items, spec),
-        "rates": {
-            name: _estimate(stats.mean_of([item.extras[name] for item in items]), items, spec) for name in extras_names
-        },
+        "rates": {name: _rate([item.extras[name] for item in items], items, spec) for name in extras_names},
         "components": _components(by_component, spec, extras_names),
         "coverage": coverage,
         "full_coverage": all(entry["complete"] for entry in coverage.values()),
@@ -641,6 +718,8 @@ def score_section(
         "notes": list(spec.notes),
         "items": {"file": items_file(spec.name), "n": len(items), "fields": list(ITEM_FIELDS)},
     }
+    numbers.update(_ties(items, spec, numbers.get(spec.headline.value)))
+    numbers["detectable"] = _detectable(numbers, spec)
     numbers["caveats"] = _caveats(run, spec)
     numbers["paper_comparable"] = _paper_comparable(
         numbers, spec, numbers["caveats"] + protocol_differences(spec, tasks, provenance, settings, generative)

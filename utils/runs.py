@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import math
 import os
 import re
@@ -103,7 +104,26 @@ def load_run(path: str | os.PathLike) -> Run:
         files[task] = sample_path
         if repeats:
             repeated[task] = repeats
+        evaluated = _effective_count(results.get("n-samples", {}), task)
+        if evaluated is not None and evaluated != len(samples[task]):
+            raise DataError(
+                f"{sample_path}: {len(samples[task])} distinct samples, but lm-eval's results file says it evaluated "
+                f"{evaluated} (n-samples effective) for task '{task}'; the samples file was cut or holds another "
+                "run's lines"
+            )
+    if samples and not any(samples.values()):
+        raise DataError(
+            f"{results_path}: every samples file of this run is empty ({', '.join(sorted(samples))}); "
+            "nothing was logged to score"
+        )
     return Run(results_path, results, samples, files, repeated)
+
+
+def _effective_count(n_samples: Mapping[str, Any], task: str) -> int | None:
+    """How many docs lm-eval says it evaluated for ``task`` (its ``n-samples`` "effective"), None when unrecorded."""
+    counts = n_samples.get(task)
+    effective = counts.get("effective") if isinstance(counts, Mapping) else None
+    return effective if isinstance(effective, int) and not isinstance(effective, bool) else None
 
 
 def file_sha256(path: Path) -> str | None:
@@ -128,6 +148,13 @@ def recorded_dtype(config: Mapping[str, Any]) -> str:
     return str(given) if given not in (None, "", "auto") else "unknown"
 
 
+def recorded_softmax_dtype(config: Mapping[str, Any]) -> str | None:
+    """The ``softmax_dtype=`` model argument of the run, or None when it set none (lm-eval then computes the
+    log-softmax in the logits' dtype)."""
+    given = model_args_value(config.get("model_args"), "softmax_dtype")
+    return str(given).removeprefix("torch.") if given not in (None, "") else None
+
+
 def _torch_version(env_info: Any) -> str | None:
     """torch's version from lm-eval's ``pretty_env_info`` ("PyTorch version: 2.13.0+cpu")."""
     match = re.search(r"^PyTorch version: (\S+)", env_info, re.MULTILINE) if isinstance(env_info, str) else None
@@ -149,6 +176,87 @@ def _seconds(value: Any) -> float | None:
     return seconds if math.isfinite(seconds) else None
 
 
+# Stand-ins for the message texts: unlikely to occur in any template, so each is found exactly where it was put.
+_USER_SENTINEL = "USER-7c1e9a3f0d5b42e8"
+_SYSTEM_SENTINEL = "SYSTEM-4b2d8e60a19f4c37"
+# A template that loops this often (over range(), in one rendering) is not a chat template: it is stopped.
+_TEMPLATE_LOOP_BUDGET = 10_000
+_TEMPLATE_OUTPUT_LIMIT = 1_000_000  # characters of one rendering
+
+
+def _render_chat(template: str, messages: list[dict[str, str]]) -> str | None:
+    """``messages`` rendered by ``template`` as transformers renders a chat template (in jinja2's immutable sandbox,
+    blocks trimmed), with no BOS/EOS text and no generation prompt; None when it raises or runs too long."""
+    import jinja2.ext
+    from jinja2.sandbox import ImmutableSandboxedEnvironment
+
+    budget = [_TEMPLATE_LOOP_BUDGET]
+
+    def bounded_range(*args: int) -> range:
+        numbers = range(*args)
+        budget[0] -= len(numbers)
+        if budget[0] < 0:
+            raise OverflowError("the template loops too often")
+        return numbers
+
+    def raise_exception(message: Any) -> None:
+        raise jinja2.exceptions.TemplateError(str(message))
+
+    try:
+        environment = ImmutableSandboxedEnvironment(
+            trim_blocks=True, lstrip_blocks=True, extensions=[jinja2.ext.loopcontrols]
+        )
+        environment.filters["tojson"] = lambda value, **kwargs: json.dumps(value, ensure_ascii=False, **kwargs)
+        environment.globals.update(range=bounded_range, raise_exception=raise_exception)
+        pieces, length = [], 0
+        for piece in environment.from_string(template).generate(
+            messages=messages, bos_token="", eos_token="", add_generation_prompt=False
+        ):
+            length += len(piece)
+            if length > _TEMPLATE_OUTPUT_LIMIT:
+                return None
+            pieces.append(piece)
+        return "".join(pieces)
+    except Exception:  # a template is code from a model's files: anything it raises means "unknown"
+        return None
+
+
+def template_system_message(template: str) -> str | None:
+    """The system message a chat template adds by itself when the task gives none (SmolLM2's "You are a helpful AI
+    assistant named SmolLM, ..."), or None: it adds none, handles a system message otherwise (e.g. merges it into
+    the user turn), or cannot be rendered.
+
+    Rendered with a user message U alone (C: its text before U), and with a system message S before U (A: the text
+    before S, B: the text between S and U): the template added its own system message D where C is A + D + B.
+    """
+    if not isinstance(template, str) or not template:
+        return None
+    alone = _render_chat(template, [{"role": "user", "content": _USER_SENTINEL}])
+    given = _render_chat(
+        template,
+        [{"role": "system", "content": _SYSTEM_SENTINEL}, {"role": "user", "content": _USER_SENTINEL}],
+    )
+    if alone is None or given is None or alone.count(_USER_SENTINEL) != 1 or given.count(_SYSTEM_SENTINEL) != 1:
+        return None
+    c = alone[: alone.index(_USER_SENTINEL)]
+    a, _, rest = given.partition(_SYSTEM_SENTINEL)
+    if rest.count(_USER_SENTINEL) != 1:
+        return None
+    b = rest[: rest.index(_USER_SENTINEL)]
+    if not (c.startswith(a) and c.endswith(b) and len(c) > len(a) + len(b)):
+        return None
+    return c[len(a) : len(c) - len(b)].strip() or None
+
+
+def _template_system_record(results: Mapping[str, Any]) -> dict[str, str] | None:
+    """The applied chat template's own system message (masked text, sha256 of the text as the template has it)."""
+    template = results.get("chat_template")
+    message = template_system_message(template) if isinstance(template, str) else None
+    if message is None:
+        return None
+    return {"text": redact(message), "sha256": hashlib.sha256(message.encode("utf-8")).hexdigest()}
+
+
 def run_info(run: Run) -> dict[str, Any]:
     """Provenance of a run: everything lm-eval recorded that can move a score, and the files read (credentials
     masked)."""
@@ -164,6 +272,7 @@ def run_info(run: Run) -> dict[str, Any]:
         "model_revision": config.get("model_revision"),
         "model_sha": config.get("model_sha") or None,
         "dtype": recorded_dtype(config),
+        "softmax_dtype": recorded_softmax_dtype(config),
         "device": config.get("device"),
         "batch_size": config.get("batch_size"),
         "seeds": {key: config.get(key) for key in ("random_seed", "numpy_seed", "torch_seed", "fewshot_seed")},
@@ -173,6 +282,7 @@ def run_info(run: Run) -> dict[str, Any]:
         "chat_template_sha": results.get("chat_template_sha"),
         "system_instruction": redact(results.get("system_instruction")),
         "system_instruction_sha": results.get("system_instruction_sha"),
+        "chat_template_system_message": _template_system_record(results),
         "n_shot": dict(results.get("n-shot") or {}),
         "gen_kwargs": redact(config.get("gen_kwargs")),
         "limit": config.get("limit"),

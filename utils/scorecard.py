@@ -20,7 +20,7 @@ from typing import Any
 
 from . import explorer, plots
 from .runs import model_name
-from .stats import format_estimate
+from .stats import format_detectable, format_estimate, format_ties
 
 ESTIMATE_ORDER = (
     "accuracy_micro",
@@ -57,6 +57,8 @@ _SECTION_FIELDS = frozenset(
         "paired_variants",
         "calibration",
         "reply_lengths",
+        "ties",
+        "detectable",
     }
 )
 
@@ -208,7 +210,6 @@ def _headline_box(name: str, bench: Mapping[str, Any]) -> str:
     known = {
         "n_items": "items scored: {}",
         "n_invalid": "no usable answer (INVALID): {}",
-        "n_tied": "tied best log-likelihoods, decided by answer order: {}",
         "accuracy_over": "accuracy over: {} items",
         "tasks": "tasks: {}",
     }
@@ -222,10 +223,25 @@ def _headline_box(name: str, bench: Mapping[str, Any]) -> str:
         f'<div class="caveat"{attrs(benchmark=name)}>caveat: {esc(caveat)}</div>'
         for caveat in bench.get("caveats") or []
     )
+    ties = bench.get("ties")
+    tie_lines = format_ties(ties)
+    warned = isinstance(ties, Mapping) and bool(ties.get("could_move_headline"))
+    # The last line is the warning when the ties could move the headline: shown as a caveat, never muted.
+    ties_html = "".join(
+        f'<div class="{"caveat ties-warning" if warned and index == len(tie_lines) - 1 else "muted ties"}"'
+        f"{attrs(benchmark=name)}>{esc(line)}</div>"
+        for index, line in enumerate(tie_lines)
+    )
+    detectable = bench.get("detectable")
+    mdd = (
+        f'<div class="muted">{esc(format_detectable(detectable, "a model of the same accuracy"))}</div>'
+        if detectable is not None
+        else ""
+    )
     return (
-        f'<div class="headline-box"><div>{what} {headline}</div>{caveats}'
+        f'<div class="headline-box"><div>{what} {headline}</div>{caveats}{ties_html}'
         f'<div>paper-comparable: <span class="comparable {verdict}"{flag}>{verdict}</span>{reason}</div>'
-        f'<div class="muted">{esc(facts)}</div></div>'
+        f'<div class="muted">{esc(facts)}</div>{mdd}</div>'
     )
 
 
@@ -413,13 +429,16 @@ def interval(estimate: Any) -> tuple[float | None, float | None, float | None]:
     return number(estimate["value"]), number(estimate["low"]), number(estimate["high"])
 
 
-def items_part(name: str, bench: Mapping[str, Any], records: Sequence[Mapping[str, Any]] | None) -> list[str]:
-    """The section's item explorer (every item, filterable), or where its items are when the page has none."""
+def items_part(
+    name: str, bench: Mapping[str, Any], records: Sequence[Mapping[str, Any]] | None, template_system: str | None = None
+) -> list[str]:
+    """The section's item explorer (every item, filterable), or where its items are when the page has none;
+    ``template_system``: the chat template's own system message, marked in the prompts."""
     listed = bench.get("items") if isinstance(bench.get("items"), Mapping) else {}
     file = str(listed.get("file") or f"items_{name}.jsonl")
     if records is None:
         return ["<h3>Items</h3>", f"<p>Every item: <code>{esc(file)}</code> beside this page.</p>"] if listed else []
-    data = explorer.items_data(name, str(bench.get("title", name)), records, file)
+    data = explorer.items_data(name, str(bench.get("title", name)), records, file, template_system)
     heading = (
         f"{len(records)} items of {bench.get('title', name)}: filter by component, gold, prediction and outcome, "
         "search the prompts and replies, sort by a column, click an item for its prompt, reply and parse."
@@ -430,7 +449,12 @@ def items_part(name: str, bench: Mapping[str, Any], records: Sequence[Mapping[st
     ]
 
 
-def benchmark_section(name: str, bench: Mapping[str, Any], records: Sequence[Mapping[str, Any]] | None = None) -> str:
+def benchmark_section(
+    name: str,
+    bench: Mapping[str, Any],
+    records: Sequence[Mapping[str, Any]] | None = None,
+    template_system: str | None = None,
+) -> str:
     published = {str(m): n for m, n in (bench.get("reference") or {}).items() if isinstance(n, Mapping)}
     parts = [
         f'<section id="benchmark-{esc(name)}"{attrs(benchmark=name)}>',
@@ -547,12 +571,19 @@ def benchmark_section(name: str, bench: Mapping[str, Any], records: Sequence[Map
         parts += ["<h3>Other fields</h3>", generic(others)]
     if bench.get("notes"):
         parts += ["<h3>Notes</h3>", "<ul>" + "".join(f"<li>{esc(note)}</li>" for note in bench["notes"]) + "</ul>"]
-    parts += items_part(name, bench, records)
+    parts += items_part(name, bench, records, template_system)
     parts.append("</section>")
     return "\n".join(parts)
 
 
 # ----------------------------------------------------------------------------- the page
+
+
+def template_system_text(run: Mapping[str, Any]) -> str | None:
+    """The run's chat template's own system message (report.json's run.chat_template_system_message), if any."""
+    message = run.get("chat_template_system_message")
+    text = message.get("text") if isinstance(message, Mapping) else None
+    return text if isinstance(text, str) and text else None
 
 
 def render_html(report: Mapping[str, Any], items: Mapping[str, Sequence[Mapping[str, Any]]] | None = None) -> str:
@@ -591,7 +622,10 @@ def render_html(report: Mapping[str, Any], items: Mapping[str, Sequence[Mapping[
         summary if benchmarks else "<p>No benchmark in this report.</p>",
         '<h2 id="run-settings">Run settings</h2>',
         generic(run),
-        *(benchmark_section(name, bench, (items or {}).get(name)) for name, bench in benchmarks.items()),
+        *(
+            benchmark_section(name, bench, (items or {}).get(name), template_system_text(run))
+            for name, bench in benchmarks.items()
+        ),
         '<h2 id="about">About this report</h2>',
         generic(about),
     ]

@@ -7,6 +7,12 @@ macro-F1, or any other per-item-decomposable score. Resampling is stratified: ea
 component, or a gold answer) keeps its size in every resample, as the benchmarks' designs fix those
 sizes. A resample set is drawn once per (strata, size, count, seed) and reused by every estimate
 and every paired comparison over the same items, so they all see the same resamples.
+
+Where the bootstrap cannot carry a statistic it is not used: a proportion whose outcomes all agree (every
+item right, or every item wrong) has no spread to resample, so its interval is Clopper-Pearson's exact one
+(:func:`clopper_pearson`), never a zero-width interval; a number that does not vary over the items (a chance
+rate) is a constant, with no interval at all; a paired accuracy difference takes the exact interval of the
+McNemar test it is tested with (:func:`paired_proportion_difference`).
 """
 
 from __future__ import annotations
@@ -27,9 +33,14 @@ CONFIDENCE = 0.95
 Statistic = Callable[[np.ndarray], np.ndarray]
 
 
+PERCENTILE = "percentile"  # the percentile bootstrap: every interval unless it names another method
+CLOPPER_PEARSON = "clopper-pearson"  # a proportion whose outcomes all agree
+EXACT_CONDITIONAL = "exact conditional"  # a paired accuracy difference: McNemar's exact interval
+
+
 @dataclass(frozen=True)
 class Estimate:
-    """A point estimate with its percentile bootstrap confidence interval."""
+    """A point estimate with its confidence interval (percentile bootstrap unless ``method`` says otherwise)."""
 
     value: float
     low: float
@@ -38,9 +49,66 @@ class Estimate:
     confidence: float = CONFIDENCE
     n_resamples: int = N_RESAMPLES
     seed: int = SEED
+    method: str = PERCENTILE
 
     def as_dict(self) -> dict:
-        return asdict(self)
+        out = asdict(self)
+        if self.method == PERCENTILE:  # the report's bootstrap section names the default once
+            del out["method"]
+        return out
+
+
+def constant(value: float, n: int) -> dict:
+    """A number that is the same on every item (e.g. a chance rate): a constant, shown without an interval."""
+    return {"value": float(value), "n": n, "constant": True}
+
+
+def clopper_pearson(successes: int, n: int, confidence: float = CONFIDENCE) -> tuple[float, float]:
+    """The exact (Clopper-Pearson) interval of a binomial proportion: never zero-width for n > 0."""
+    from scipy.stats import beta
+
+    if not 0 <= successes <= n or n <= 0:
+        raise ValueError(f"{successes} successes of {n}")
+    tail = (1.0 - confidence) / 2.0
+    low = 0.0 if successes == 0 else float(beta.ppf(tail, successes, n - successes + 1))
+    high = 1.0 if successes == n else float(beta.ppf(1.0 - tail, successes + 1, n - successes))
+    return low, high
+
+
+def all_agree(outcomes: Sequence[float]) -> bool:
+    """Every outcome is 1, or every outcome is 0: a proportion the bootstrap cannot give an interval."""
+    values = np.asarray(outcomes, dtype=float)
+    return len(values) > 0 and bool(np.all(values == values[0])) and float(values[0]) in (0.0, 1.0)
+
+
+def agreed_proportion(outcomes: Sequence[float], confidence: float = CONFIDENCE) -> Estimate:
+    """A proportion whose outcomes all agree (:func:`all_agree`), with its Clopper-Pearson interval over the items.
+
+    A macro mean of such items equals the same 0 or 1, and takes the same interval (the items, not the groups,
+    are what was observed to agree)."""
+    n = len(outcomes)
+    successes = n if float(outcomes[0]) == 1.0 else 0
+    low, high = clopper_pearson(successes, n, confidence)
+    return Estimate(float(successes / n), low, high, n, confidence, method=CLOPPER_PEARSON)
+
+
+def paired_proportion_difference(a_only: int, b_only: int, n: int, confidence: float = CONFIDENCE) -> Estimate:
+    """Accuracy A minus B over ``n`` paired items, from the discordant counts, with the exact conditional interval
+    of the McNemar test: given m = a_only + b_only discordant items, a_only ~ Binomial(m, pi) and the difference
+    is m / n * (2 pi - 1), so the Clopper-Pearson interval of pi maps onto the difference. It excludes 0 exactly
+    when the exact McNemar p-value is below 1 - confidence. With no discordant item the difference is 0 and the
+    interval is +-(the Clopper-Pearson upper bound of the discordant rate, 0 of n)."""
+    if n <= 0 or a_only < 0 or b_only < 0 or a_only + b_only > n:
+        raise ValueError(f"{a_only} + {b_only} discordant of {n} paired items")
+    discordant = a_only + b_only
+    if discordant == 0:
+        bound = clopper_pearson(0, n, confidence)[1]
+        return Estimate(0.0, -bound, bound, n, confidence, method=EXACT_CONDITIONAL)
+    low, high = clopper_pearson(a_only, discordant, confidence)
+    scale = discordant / n
+    return Estimate(
+        (a_only - b_only) / n, scale * (2 * low - 1), scale * (2 * high - 1), n, confidence, method=EXACT_CONDITIONAL
+    )
 
 
 @dataclass(frozen=True)
@@ -150,8 +218,14 @@ def bootstrap(
     n_resamples: int = N_RESAMPLES,
     seed: int = SEED,
     confidence: float = CONFIDENCE,
+    outcomes: Sequence[float] | None = None,
 ) -> Estimate:
-    """``statistic`` on all ``n`` items, with a stratified percentile bootstrap CI."""
+    """``statistic`` on all ``n`` items, with a stratified percentile bootstrap CI.
+
+    ``outcomes``: the items' 0/1 outcomes when the statistic is a proportion of them (an accuracy, micro or
+    macro); where they all agree the interval is Clopper-Pearson's (:func:`agreed_proportion`)."""
+    if outcomes is not None and all_agree(outcomes):
+        return agreed_proportion(outcomes, confidence)
     return bootstrap_distribution(statistic, n, strata, n_resamples, seed, confidence).estimate
 
 
@@ -183,6 +257,32 @@ def paired_difference(a: Bootstrapped, b: Bootstrapped) -> PairedDifference:
     p_value = min(1.0, 2.0 * other_side / ea.n_resamples)
     difference = Estimate(ea.value - eb.value, low, high, ea.n, ea.confidence, ea.n_resamples, ea.seed)
     return PairedDifference(difference, max(p_value, bound), p_value < bound)
+
+
+# Fewer discordant items than this and a paired bootstrap's p-value is not trusted (its resamples of the difference
+# take a handful of values, and its p reaches below what the exact test on those items could ever give): the exact
+# test on the discordant items is used instead.
+MIN_DISCORDANT = 10
+
+
+def bootstrap_test_refused(differences: Sequence[float], strata: Sequence[Hashable] | None) -> str | None:
+    """Why a paired bootstrap cannot carry a p-value for these per-item differences (A minus B; None: it can).
+
+    With few discordant items its resamples take few distinct values, and a stratum whose items are all discordant
+    the same way (one item alone in its stratum, say) is the same in every resample: the bootstrap then reports a
+    certainty the items do not hold."""
+    values = np.asarray(differences, dtype=float)
+    discordant = int(np.count_nonzero(values))
+    if discordant < MIN_DISCORDANT:
+        return f"{discordant} discordant items, fewer than {MIN_DISCORDANT}: the bootstrap cannot carry a p-value"
+    for members in stratum_indices(strata, len(values)):
+        own = values[members]
+        if own[0] != 0 and np.all(own == own[0]):
+            return (
+                f"a stratum of {len(members)} items, every one discordant the same way, is the same in every "
+                "resample: the bootstrap cannot carry a p-value"
+            )
+    return None
 
 
 def mcnemar_exact(a_only: int, b_only: int) -> float:
@@ -293,20 +393,73 @@ def macro_f1_of(gold: Sequence[str], pred: Sequence[str], labels: Sequence[str])
     return statistic
 
 
+ALL_AGREE_RULE = (
+    "a proportion whose outcomes all agree (every item right, or every item wrong) takes the Clopper-Pearson "
+    "interval over its items (its estimate says method clopper-pearson); a number equal on every item is a "
+    "constant, without an interval"
+)
+
+
 def bootstrap_description(**context: str) -> dict:
     """How every CI of a report was computed, for its ``bootstrap`` section; ``context`` adds e.g. the unit."""
-    return {"method": "percentile", "n_resamples": N_RESAMPLES, "seed": SEED, "confidence": CONFIDENCE, **context}
+    return {
+        "method": PERCENTILE,
+        "n_resamples": N_RESAMPLES,
+        "seed": SEED,
+        "confidence": CONFIDENCE,
+        "all_agree": ALL_AGREE_RULE,
+        **context,
+    }
 
 
 def format_estimate(estimate: Any, digits: int = 3, scale: float = 1.0) -> str:
     """``value [low, high]`` of an :meth:`Estimate.as_dict` (``scale=100`` for percentages); ``n/a`` for anything
-    that is no estimate, the interval left out where it is missing (the one formatter of every page and file)."""
+    that is no estimate, the interval left out where it is missing, ``(constant)`` after a :func:`constant` (the one
+    formatter of every page and file)."""
     if not isinstance(estimate, Mapping) or _number(estimate.get("value")) is None:
         return "n/a"
     value, low, high = (_number(estimate.get(key)) for key in ("value", "low", "high"))
     interval = f" [{scale * low:.{digits}f}, {scale * high:.{digits}f}]" if low is not None and high is not None else ""
+    if estimate.get("constant") is True:
+        interval = " (constant)"
     return f"{scale * value:.{digits}f}{interval}"
 
 
 def _number(value: Any) -> float | None:
     return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def format_ties(ties: Any) -> list[str]:
+    """A log-likelihood section's ties in words (every page and the console): how many, how lm-eval decided them,
+    the range another tie-break allows and the expectation of a random one; and, when the ties could move the
+    headline by more than its CI's half-width, a warning saying so. Empty when nothing was tied."""
+    if not isinstance(ties, Mapping) or not ties.get("n_tied"):
+        return []
+    lines = [
+        f"tied best log-likelihoods: {ties['n_tied']} items, decided by answer order ({ties.get('rule')}); "
+        f"{ties.get('n_tied_counted_correct')} of them counted right"
+    ]
+    if isinstance(ties.get("lowest"), Mapping):
+        lines.append(
+            f"{ties['metric']} with every tied item counted wrong: {format_estimate(ties['lowest'])}; counted right "
+            f"where its gold is tied: {format_estimate(ties['highest'])}; expected under a random tie-break: "
+            f"{format_estimate(ties['expected'])}"
+        )
+    if ties.get("could_move_headline"):
+        lines.append(
+            f"the ties could move {ties['metric']} by more than its 95% CI's half-width: this number depends on the "
+            "answer order (a float32 run has no such ties)"
+        )
+    return lines
+
+
+def format_detectable(detectable: Any, against: str = "") -> str:
+    """The minimum detectable difference of a comparison (:mod:`.power`) in words; ``against`` names the other side
+    (e.g. "an equal model")."""
+    if not isinstance(detectable, Mapping):
+        return "n/a"
+    what = f" against {against}" if against else ""
+    mdd = _number(detectable.get("minimum_detectable_difference"))
+    if mdd is None:
+        return f"no detectable difference{what}: {detectable.get('reason')}"
+    return f"smallest difference detectable{what} at 80% power, alpha 0.05: {mdd:.3f}"

@@ -23,7 +23,8 @@ def _pubmedqa_probe(args: argparse.Namespace) -> int:
         except models.ModelUnavailable as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 1
-    print(models.dtype_reason(models.choose_dtype(args.dtype), requested=args.dtype), file=sys.stderr)
+    dtype = models.choose_dtype(args.dtype)
+    print(models.dtype_reason(dtype, requested=args.dtype, default=DEFAULT_DTYPE), file=sys.stderr)
     result = run_probe(
         encoder,
         data_dir=args.data_dir,

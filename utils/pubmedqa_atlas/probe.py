@@ -222,7 +222,7 @@ def scores(gold: Sequence[str], pred: Sequence[str]) -> dict[str, Any]:
     labels = list(LABELS)
     matrix = stats.confusion_matrix(gold, pred, labels, labels)
     return {
-        "accuracy": stats.bootstrap(stats.mean_of(correct), len(gold), strata=gold).as_dict(),
+        "accuracy": stats.bootstrap(stats.mean_of(correct), len(gold), strata=gold, outcomes=correct).as_dict(),
         "macro_f1": stats.bootstrap(stats.macro_f1_of(gold, pred, labels), len(gold), strata=gold).as_dict(),
         "per_class": stats.per_class_scores(matrix, labels),
         "confusion_matrix": {"gold": labels, "predicted": labels, "counts": matrix.tolist()},
