@@ -17,20 +17,28 @@ def _report_targets(runs: list[Path], out: str | None, each: bool) -> list[Path 
     """Where each run's report goes: --out, or <run folder>/report; with --each one folder per run.
 
     With --each --out a folder is named <model folder>_<timestamp>; two runs that would share one (the same
-    model folder name and timestamp in two places) each get a hash of their own folder's path added.
+    model folder name and timestamp in two places) each get a hash of their own folder's path added. A model
+    folder name too long for that is shortened (:func:`~lm_eval_tasks.utils.files.fit_name`).
     """
     if not each:
         return [Path(out) if out else None for _ in runs]
+    from lm_eval_tasks.utils.files import fit_name, name_max
     from lm_eval_tasks.utils.runs import run_timestamp
 
     if not out:
         return [results.parent / f"report_{run_timestamp(results)}" for results in runs]
-    names = [f"{results.parent.name}_{run_timestamp(results)}" for results in runs]
+    tails = [f"_{run_timestamp(results)}" for results in runs]
+    names = [results.parent.name + tail for results, tail in zip(runs, tails)]
     shared = {name for name in names if names.count(name) > 1}
+    limit = name_max(out)
     return [
         Path(out)
-        / (f"{name}_{hashlib.sha256(os.fsencode(results.parent)).hexdigest()[:8]}" if name in shared else name)
-        for results, name in zip(runs, names)
+        / fit_name(
+            results.parent.name,
+            limit,
+            tail + (f"_{hashlib.sha256(os.fsencode(results.parent)).hexdigest()[:8]}" if name in shared else ""),
+        )
+        for results, tail, name in zip(runs, tails, names)
     ]
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import errno
+import json
 import os
 import subprocess
 import sys
@@ -117,3 +118,66 @@ def test_the_file_size_limit_is_one_line_in_a_real_process(tmp_path):
         "the files of this write were left as they were"
     )
     assert list(tmp_path.iterdir()) == []
+
+
+# ----------------------------------------------------------------------------- names as long as the file system allows
+
+LONGEST = 255  # NAME_MAX of the file systems tests run on (ext4, tmpfs, overlayfs)
+
+
+def test_a_254_byte_out_file_for_compare_is_written(tmp_path):
+    from tests.conftest import lm_eval_tasks_cli
+    from tests.test_report import SCIFACT, write_run
+
+    assert os.pathconf(tmp_path, "PC_NAME_MAX") == LONGEST
+    a = write_run(tmp_path / "a", {"medfact_bench_scifact": SCIFACT})
+    b = write_run(tmp_path / "b", {"medfact_bench_scifact": SCIFACT[:3]})
+    out = tmp_path / ("é" * 100 + "c" * 49 + ".json")  # 254 bytes, 2-byte characters where a cut may fall
+    assert len(os.fsencode(out.name)) == 254
+    printed = lm_eval_tasks_cli("compare", a, b, "--out", out).stdout
+    assert out.read_text(encoding="utf-8") == printed
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(["a", "b", out.name])
+
+
+def test_report_each_out_writes_a_250_byte_model_folder(tmp_path):
+    from lm_eval_tasks.__main__ import main as cli
+    from tests.test_report import SCIFACT, STAMP, write_run
+
+    model = "m" * 250
+    runs = [
+        write_run(tmp_path / "runs" / model, {"medfact_bench_scifact": SCIFACT}),
+        write_run(tmp_path / "runs" / ("m" * 249 + "n"), {"medfact_bench_scifact": SCIFACT[:2]}),  # same head
+        write_run(tmp_path / "runs" / "other" / model, {"medfact_bench_scifact": SCIFACT[:3]}),  # same name too
+    ]
+    out = tmp_path / "reports"
+    assert cli(["report", str(tmp_path / "runs"), "--each", "--out", str(out)]) == 0
+    folders = sorted(out.iterdir())
+    assert len(folders) == 3
+    written = {
+        json.loads((folder / "report.json").read_text(encoding="utf-8"))["run"]["results_file"] for folder in folders
+    }
+    assert written == {str(run / f"results_{STAMP}.json") for run in runs}
+    for folder in folders:
+        assert len(os.fsencode(folder.name)) <= LONGEST and folder.name.startswith("m" * 100)
+        assert f"_{STAMP}" in folder.name  # still says which run it is
+
+
+def test_a_long_named_partial_left_by_a_killed_write_is_removed_by_the_next(tmp_path, monkeypatch):
+    class Killed(BaseException):
+        pass
+
+    def kill(*args, **kwargs):
+        raise Killed
+
+    name = "r" * 250 + ".md"
+    with monkeypatch.context() as patched:
+        patched.setattr(os, "replace", kill)
+        patched.setattr(type(tmp_path), "unlink", lambda *args, **kwargs: None)  # killed before it cleaned up
+        with pytest.raises(Killed):
+            write_atomically(tmp_path, {name: b"# r"})
+    (left,) = tmp_path.iterdir()
+    assert left.name.startswith(".rrr") and left.name.endswith(".partial") and len(os.fsencode(left.name)) <= LONGEST
+    old = time.time() - 2 * files.STALE_TEMP_SECONDS
+    os.utime(left, (old, old))
+    write_atomically(tmp_path, {name: b"# r"})
+    assert [p.name for p in tmp_path.iterdir()] == [name]

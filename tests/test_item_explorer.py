@@ -522,3 +522,48 @@ def test_items_of_every_benchmark_from_a_real_lm_eval_run(demo_data_dir, tmp_pat
     assert [c["choice"] for c in choices] == [" yes", " no", " maybe"]
     page = (tmp_path / "rep" / "report.html").read_text(encoding="utf-8")
     assert page.count('<div class="explorer"') == len(scored.sections)
+
+
+def test_choice_texts_share_the_page_budget_and_say_they_were_shortened(tmp_path):
+    # 60 items of four 300,000-character choices: 72 M characters, which the page embedded whole.
+    choices = [f"{letter}: " + letter.lower() * 299_997 for letter in "ABCD"]
+    records = [
+        {
+            "task": "t",
+            "doc_id": i,
+            "component": "c",
+            "gold": "A",
+            "pred": "A",
+            "outcome": "correct",
+            "parse_step": "highest_loglikelihood",
+            "invalid_reason": None,
+            "prompt": f"Question {i}?",
+            "reply": None,
+            "choices": [{"choice": c, "loglikelihood": -1.0, "probability": 0.25} for c in choices],
+            "extras": {},
+            "redacted": [],
+        }
+        for i in range(60)
+    ]
+    page = explorer.explorer("x", explorer.items_data("s", "S", records, "items_s.jsonl"), "Items")
+    assert len(page) < explorer.TEXT_BUDGET + 100_000
+    for row in page_data(page, "x-data")["rows"]:
+        for (head, tail, length), whole in zip((c[0] for c in row[10]), choices, strict=True):
+            assert length == 300_000 and whole.startswith(head) and whole.endswith(tail) and head and tail
+    # and the page says so, under each shortened choice
+    browser.chromium_or_skip()
+    (tmp_path / "page.html").write_text(
+        f'<!DOCTYPE html><html><head><meta charset="utf-8"></head><body>{page}{explorer.script_tag()}</body></html>',
+        encoding="utf-8",
+    )
+    with browser.DevTools() as shown:
+        shown.open(tmp_path / "page.html")
+        assert open_row(shown, 0)
+        notes = shown.evaluate(
+            "[...document.querySelectorAll('.explorer .detail table.choices .shortened')].map(n => n.textContent)"
+        )
+        assert (
+            notes
+            == ["[shortened in this page: the choice has 300000 characters; items_s.jsonl line 1 holds it whole]"] * 4
+        )
+        assert shown.exceptions() == []

@@ -305,3 +305,17 @@ def test_run_labels_name_only_what_tells_runs_apart():
     same = [{**run, "date": "2026-12-01T10:00:00+00:00"}, {**run, "date": "2026-12-01T11:00:00+00:00"}]
     assert lb.run_labels(same, paths[:2]) == ["m (2026-12-01T10:00:00+00:00)", "m (2026-12-01T11:00:00+00:00)"]
     assert lb.run_labels([run, run], paths[:2]) == ["m [r0/results_x]", "m [r1/results_x]"]
+
+
+def test_copies_of_one_run_in_different_folders_get_the_shortest_path_that_tells_them_apart():
+    run = {"model_name": "org/m", "dtype": "float32", "date": "2026-12-01T10:00:00+00:00"}
+    paths = [Path(f"/runs/{top}/{middle}/run/results_x.json") for top, middle in (("a", "x"), ("b", "x"), ("c", "y"))]
+    # run/results_x is every copy's; y tells c apart, only a and b tell the copies under x apart
+    assert lb.run_labels([run, run, run], paths) == [
+        "m [a/x/run/results_x]",
+        "m [b/x/run/results_x]",
+        "m [y/run/results_x]",
+    ]
+    # two results files in one folder: their folder and names, as ever
+    one_folder = [Path("/runs/a/results_1.json"), Path("/runs/a/results_2.json")]
+    assert lb.run_labels([run, run], one_folder) == ["m [a/results_1]", "m [a/results_2]"]

@@ -649,15 +649,17 @@ def test_a_cache_written_before_usage_was_kept_still_answers(tmp_path):
         db.execute("CREATE TABLE answers (key TEXT PRIMARY KEY, text TEXT NOT NULL, meta TEXT)")
         db.execute("INSERT INTO answers VALUES ('k', 'True', '{}')")
     cache = ChatCache(path)
-    assert cache.get("k") == ("True", None)
+    assert cache.get("k") == ("True", None, None)
     cache.put("k2", "False", {}, None)
-    assert cache.get("k2") == ("False", None)
+    assert cache.get("k2") == ("False", None, None)
     cache.put("k3", "True", {}, Usage(5, 9, None))
-    assert cache.get("k3") == ("True", Usage(5, 9, None))
+    assert cache.get("k3") == ("True", Usage(5, 9, None), None)
     with sqlite3.connect(path) as db:  # a usage cell that is not one: the answer stands, its usage is unknown
-        db.execute("INSERT INTO answers VALUES ('k4', 'True', '{}', '{\"prompt_tokens\": -1}')")
-        db.execute("INSERT INTO answers VALUES ('k5', 'True', '{}', 'not json')")
-    assert cache.get("k4") == ("True", None) and cache.get("k5") == ("True", None)
+        db.execute(
+            "INSERT INTO answers (key, text, meta, usage) VALUES ('k4', 'True', '{}', '{\"prompt_tokens\": -1}')"
+        )
+        db.execute("INSERT INTO answers (key, text, meta, usage) VALUES ('k5', 'True', '{}', 'not json')")
+    assert cache.get("k4") == ("True", None, None) and cache.get("k5") == ("True", None, None)
 
 
 def test_our_own_local_server_is_checked_directly_whatever_proxy_the_environment_names(tmp_path, monkeypatch):
@@ -687,3 +689,69 @@ def test_our_own_local_server_is_checked_directly_whatever_proxy_the_environment
     finally:
         httpd.shutdown()
         httpd.server_close()
+
+
+# ----------------------------------------------------------------------------- replies filtered, empty or cut
+
+
+@pytest.mark.parametrize(
+    "reply, error",
+    [
+        (FakeReply.chat("", finish_reason="content_filter"), "reply withheld by the content filter"),
+        (FakeReply.chat("True", finish_reason="content_filter"), "reply withheld by the content filter"),
+        (FakeReply.chat("", finish_reason="stop"), "reply content is empty (finish_reason 'stop')"),
+        (FakeReply.chat(" \n", finish_reason="length"), "reply content is empty (finish_reason 'length')"),
+    ],
+)
+def test_filtered_and_empty_replies_are_failed_calls_never_cached(fake_server, tmp_path, reply, error):
+    server = fake_server(scripted(reply, "True"))
+    client = client_for(server, tmp_path, max_retries=3)
+    (result,) = client.complete_many([QUESTION])
+    assert (result.ok, result.text, result.cached) == (False, None, False)
+    assert result.error.startswith(error)
+    assert (server.calls, client.calls, client.failures, client.length_cut) == (1, 1, 1, 0)  # not retried
+    assert client.cache.get(client.endpoint.cache_key(QUESTION)) is None
+    again = client.complete(QUESTION)  # the next run asks the server again
+    assert (again.text, again.cached, again.finish_reason, server.calls) == ("True", False, "stop", 2)
+
+
+def test_a_length_cut_answer_is_kept_cached_with_its_finish_reason_and_counted(fake_server, tmp_path):
+    from lm_eval_tasks.utils.openai_client import format_usage, usage_summary, usage_total
+
+    server = fake_server(
+        scripted(FakeReply.chat("The statement is Tr", finish_reason="length"), FakeReply.chat("False"))
+    )
+    prompts = [[{"role": "user", "content": "q1"}], [{"role": "user", "content": "q2"}]]
+    client = client_for(server, tmp_path)
+    first = [client.complete(p) for p in prompts]
+    assert [(r.text, r.ok, r.cached, r.finish_reason) for r in first] == [
+        ("The statement is Tr", True, False, "length"),
+        ("False", True, False, "stop"),
+    ]
+    assert (client.failures, client.length_cut) == (0, 1)
+    assert usage_summary(client)["length_cut"] == 1
+    rerun = client_for(server, tmp_path)  # a new client over the same cache file
+    again = [rerun.complete(p) for p in prompts]
+    assert [(r.text, r.cached, r.finish_reason) for r in again] == [
+        ("The statement is Tr", True, "length"),
+        ("False", True, "stop"),
+    ]
+    assert (server.calls, rerun.calls, rerun.length_cut) == (2, 0, 1)
+    summary = usage_summary(rerun)
+    assert summary["length_cut"] == 1
+    assert usage_total([usage_summary(client), summary])["length_cut"] == 2
+    assert format_usage(summary).endswith("; 1 answer cut at the token limit")
+    assert "cut at the token limit" not in format_usage(usage_summary(client_for(server, tmp_path)))
+
+
+def test_a_cache_written_before_finish_reason_was_kept_still_answers(tmp_path):
+    from lm_eval_tasks.utils.openai_client import Usage
+
+    path = tmp_path / "old.sqlite"
+    with sqlite3.connect(path) as db:
+        db.execute("CREATE TABLE answers (key TEXT PRIMARY KEY, text TEXT NOT NULL, meta TEXT, usage TEXT)")
+        db.execute("""INSERT INTO answers VALUES ('k', 'True', '{}', '{"prompt_tokens": 1, "completion_tokens": 2}')""")
+    cache = ChatCache(path)
+    assert cache.get("k") == ("True", Usage(1, 2, None), None)
+    cache.put("k2", "Tr", {}, None, "length")
+    assert cache.get("k2") == ("Tr", None, "length")

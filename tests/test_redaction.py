@@ -481,3 +481,131 @@ def test_a_long_reply_without_a_trigger_skips_the_scan_and_one_with_a_key_is_mas
 def test_the_colon_check_of_the_fast_path_misses_no_key(text):
     # No '=', '%', URL or key shape: only a key before a ':' can hold a credential.
     assert redaction._redact_text(text) == redaction._redact_text_fully(text)
+
+
+# ----------------------------------------------------------------------------- paths: lm-eval's folder names
+
+PATHS = [
+    # (path, what redact_path gives back)
+    ("/runs/https__user__PASSWORD@host__m/results_x.json", "/runs/https__user__***@host__m/results_x.json"),
+    ("C:\\runs\\https__user__PASSWORD@host__m\\results_x.json", "C:\\runs\\https__user__***@host__m\\results_x.json"),
+    ("/r/https__my_user__pw-1@h.example__org__m/r.json", "/r/https__my_user__***@h.example__org__m/r.json"),
+    ("/r/http__u__p__w@h__m/r.json", "/r/http__u__***@h__m/r.json"),  # a ':' in the password, sanitised to '__'
+    ("/r/https__u__p@ss@h__m/r.json", "/r/https__u__***@h__m/r.json"),  # an '@' in the password
+    ("/r/git+ssh__u___pw@h/r.json", "/r/git+ssh__u__***@h/r.json"),  # a password starting with '_'
+    ("/r/https__token@host__m/r.json", "/r/https__token@host__m/r.json"),  # a user, no password
+    ("/runs/meta-llama__Llama-3.2-1B/results_2026.json", "/runs/meta-llama__Llama-3.2-1B/results_2026.json"),
+    ("/runs/me@example.org/model__v2/results.json", "/runs/me@example.org/model__v2/results.json"),
+    ("/runs/a__b.json", "/runs/a__b.json"),
+    ("", ""),
+]
+
+
+@pytest.mark.parametrize("path, expected", PATHS)
+def test_redact_path_masks_the_password_lm_eval_writes_into_a_folder_name(path, expected):
+    assert redaction.redact_path(path) == expected
+
+
+def test_redact_path_masks_as_text_too():
+    assert redaction.redact_path("/runs/Pw-77x/results.json", {"Pw-77x"}) == "/runs/***/results.json"
+    assert redaction.redact_path("/runs/https__u__Pw-77x@h/x.json", {"Pw-77x"}) == "/runs/https__u__***@h/x.json"
+    key = "sk-" + "a1B2c3D4e5" * 4
+    assert redaction.redact_path(f"/runs/{key}/r.json") == "/runs/***/r.json"
+
+
+@given(
+    user=st.text(st.characters(codec="ascii", categories=("Ll", "Nd"), include_characters="._-"), min_size=1),
+    password=st.text(st.characters(codec="ascii", categories=("L", "N", "P", "S")), min_size=4, max_size=40),
+)
+def test_a_password_in_a_sanitised_model_folder_never_survives(user, password):
+    from lm_eval.utils import sanitize_model_name
+
+    folder = sanitize_model_name(f"https://{user}:{password}@host.example/org/model")
+    path = f"/out/{folder}/results_2026-01-01T00-00-00.json"
+    kept = sanitize_model_name(password)  # the password as it stands in the folder name
+    assume(kept not in path.replace(kept, "", 1))
+    assert kept not in redaction.redact_path(path)
+
+
+@pytest.mark.parametrize("name", ["a__" * 100_000 + "@", "_a" * 100_000 + "@", "a__b@" * 50_000, "x" * 200_000])
+def test_redact_path_is_linear(name):
+    import time
+
+    start = time.perf_counter()
+    redaction.redact_path("/runs/" + name + "/results.json")
+    assert time.perf_counter() - start < 2  # a quadratic scan of 200,000 characters takes minutes
+
+
+# ----------------------------------------------------------------------------- every text of an item
+
+PLANTED_KEY = "sk-" + "Q7w3E9r1T5" * 4  # a well-known key shape
+BEARER_TOKEN = "tok.Zy81Qk-bearer-77"
+RUN_KEY = "Rk5-run-own-key-0x9"  # the run's own api_key: no well-known shape, known only from model_args
+MEDFACT_REPLIES = [
+    f"<score>{PLANTED_KEY}</score>",
+    f"<score>Authorization: Bearer {BEARER_TOKEN}</score>",
+    f"<score>{RUN_KEY}</score>",
+]
+MILLERQA_EXPLANATION = f"Use Authorization: Bearer {BEARER_TOKEN} with {PLANTED_KEY} or {RUN_KEY}."
+
+
+def planted_run(folder, demo_data_dir):
+    """A scripted run of MedFact (scifact) and MillerQA (triage) through lm-eval, whose replies hold credentials: in
+    MedFact's <score> block (quoted by the invalid reason) and in MillerQA's explanation (kept in the details)."""
+    from tests.runs import evaluated_run
+    from tests.scripted_lm import ScriptedLM
+
+    medfact = iter(MEDFACT_REPLIES)
+
+    def reply(prompt):
+        if "selected_answer" in prompt:  # MillerQA asks for a JSON answer
+            return json.dumps({"selected_answer": "A", "explanation": MILLERQA_EXPLANATION, "confidence": 70})
+        return next(medfact)
+
+    run = evaluated_run(
+        folder, demo_data_dir, ["medfact_bench_scifact", "millerqa_triage"], limit=3, model=ScriptedLM(reply=reply)
+    )
+    (results_file,) = run.rglob("results_*.json")
+    results = json.loads(results_file.read_text(encoding="utf-8"))
+    results["config"]["model_args"] = f"pretrained=m,api_key={RUN_KEY}"
+    results_file.write_text(json.dumps(results), encoding="utf-8")
+    return run
+
+
+def test_a_credential_in_a_reply_is_masked_in_every_field_that_quotes_it(demo_data_dir, tmp_path):
+    from lm_eval_tasks.utils.report import write_report
+
+    _, written = write_report(planted_run(tmp_path / "run", demo_data_dir), tmp_path / "rep")
+    names = {path.name for path in written}
+    assert {"report.json", "report.md", "report.html", "items_medfact_bench.jsonl", "items_millerqa.jsonl"} <= names
+    # The whole secrets, and pieces of them that a quote cut short (the invalid reason quotes 40 characters).
+    planted = [PLANTED_KEY, PLANTED_KEY[3:23], BEARER_TOKEN, RUN_KEY]
+    for path in written:
+        data = path.read_bytes()
+        for secret in planted:
+            assert secret.encode() not in data, (path.name, secret)
+    medfact = [json.loads(line) for line in (tmp_path / "rep" / "items_medfact_bench.jsonl").read_text().splitlines()]
+    assert len(medfact) == 3
+    for item in medfact:
+        assert item["redacted"] == ["reply", "invalid_reason"], item
+        assert item["outcome"] == "INVALID" and item["invalid_reason"].startswith("the first <score>...</score> holds")
+    millerqa = [json.loads(line) for line in (tmp_path / "rep" / "items_millerqa.jsonl").read_text().splitlines()]
+    assert len(millerqa) == 3
+    for item in millerqa:
+        assert item["redacted"] == ["reply", "details.explanation"], item
+        assert item["explanation"] == "Use Authorization: *** *** with *** or ***."  # key and bearer rule
+        assert item["selected_letter"] == "A" and item["outcome"] != "INVALID"  # scored before masking
+
+
+def test_nested_details_are_masked_and_an_item_without_credentials_is_returned_as_it_is():
+    from lm_eval_tasks.utils.results import _redacted
+    from lm_eval_tasks.utils.scoring import ScoredItem
+
+    details = {"id": "q1", "trace": [{"call": ("ok", f"Bearer {BEARER_TOKEN}")}], "n": 1}
+    item = ScoredItem("t", 0, "h", "c", "A", f"x {RUN_KEY}", 0.0, details=details, parse_step=f"step {RUN_KEY}")
+    masked = _redacted(item, {RUN_KEY})
+    assert masked.details == {"id": "q1", "trace": [{"call": ("ok", "Bearer ***")}], "n": 1}
+    assert masked.pred == "x ***" and masked.parse_step == "step ***" and masked.gold == "A"
+    assert masked.redacted == ("pred", "parse_step", "details.trace")
+    plain = ScoredItem("t", 0, "h", "c", "A", "B", 0.0, details={"id": "q1", "trace": [{"call": ("ok",)}]}, reply="B")
+    assert _redacted(plain, {RUN_KEY}) is plain

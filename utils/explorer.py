@@ -7,7 +7,7 @@ renders it lazily, one page of rows at a time: no network, works from ``file://`
 inserted with ``textContent``; the script never builds HTML from strings.
 
 Long texts are shortened in the page to keep it loadable (:func:`text_limit`: a character budget per page,
-shared by the items' prompts and replies, never less than :data:`MIN_SHOWN` characters a text): a shortened
+shared by the items' prompts, replies and choices, never less than :data:`MIN_SHOWN` characters a text): a shortened
 text keeps its head and its tail (where a final answer usually stands), and the page says how many characters
 it left out and which line of the items file holds the whole text.
 """
@@ -20,7 +20,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-# Characters of prompt and reply text one explorer may embed, in all (a page of about 15-40 MB at most) ...
+# Characters of prompt, reply and choice text one explorer may embed, in all (a page of about 15-40 MB at most) ...
 TEXT_BUDGET = 12_000_000
 # ... but never fewer than this many characters of any one text.
 MIN_SHOWN = 600
@@ -103,7 +103,7 @@ def items_data(
     ``template_system``: the system message the run's chat template added by itself, marked wherever a prompt
     shows it.
     """
-    limit = text_limit(2 * len(records))
+    limit = text_limit(sum(2 + len(record["choices"]) for record in records))  # a prompt, a reply, each choice
     rows = []
     for record in records:
         details = {key: value for key, value in record.items() if key not in _KNOWN}
@@ -119,7 +119,7 @@ def items_data(
                 record["invalid_reason"],
                 _shown_prompt(record["prompt"], limit),
                 shown_text(record["reply"], limit),
-                [[c["choice"], c["loglikelihood"], c["probability"]] for c in record["choices"]],
+                [[shown_text(c["choice"], limit), c["loglikelihood"], c["probability"]] for c in record["choices"]],
                 record["extras"],
                 record["redacted"],
                 _shown_value(details, limit),
@@ -398,7 +398,7 @@ SCRIPT = r"""
           var choices = r[col.choices], preview;
           if (choices.length) {
             var best = choices.reduce(function (a, c) { return c[2] !== null && (a === null || c[2] > a[2]) ? c : a; }, null);
-            preview = best === null ? "no probabilities" : best[0] + " (p=" + best[2].toFixed(3) + ")";
+            preview = best === null ? "no probabilities" : plain(best[0]).slice(0, 120) + " (p=" + best[2].toFixed(3) + ")";
           } else { preview = plain(r[col.reply]).slice(0, 120); }
           tr.appendChild(el("td", {"class": "preview"}, preview));
         } else {
@@ -432,7 +432,9 @@ SCRIPT = r"""
           tb.appendChild(hr);
           r[col.choices].forEach(function (c) {
             var tr = el("tr");
-            tr.appendChild(el("td", null, JSON.stringify(c[0])));
+            var cell = el("td");  // whole: quoted, so that its spaces show; shortened: head and tail, marked
+            if (typeof c[0] === "string") { cell.textContent = JSON.stringify(c[0]); } else { cell.appendChild(textBlock(c[0], where(i), "choice")); }
+            tr.appendChild(cell);
             tr.appendChild(el("td", {"class": "num"}, c[1]));
             tr.appendChild(el("td", {"class": "num"}, c[2] === null ? "undefined" : c[2].toFixed(4)));
             tb.appendChild(tr);

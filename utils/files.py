@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import errno
+import hashlib
 import json
 import os
 import re
@@ -26,7 +27,11 @@ class WriteError(OSError):
 
 _TEMP_SUFFIX = ".partial"
 # What mkstemp(prefix=".<name>.", suffix=".partial") makes: unmistakably ours, so a later write may remove it.
+# (<name> is shortened by fit_name where the whole would pass the file system's limit.)
 _TEMP_NAME = re.compile(r"\..+\.[a-z0-9_]{8}\.partial")
+_TEMP_EXTRA = len(".") + len(".") + 8 + len(_TEMP_SUFFIX)  # bytes mkstemp adds around <name>
+_DEFAULT_NAME_MAX = 255
+_NAME_HASH_DIGITS = 16
 # A temporary file untouched this long belongs to a write that was killed (a live write touches it within
 # milliseconds); younger ones may be another process's write in progress and are left alone.
 STALE_TEMP_SECONDS = 60.0
@@ -40,6 +45,33 @@ _WRITE_PROBLEMS = {
 def _write_error(path: Path, exc: OSError) -> WriteError:
     problem = _WRITE_PROBLEMS.get(exc.errno) or exc.strerror or exc.__class__.__name__
     return WriteError(f"{path}: cannot write ({problem}); the files of this write were left as they were")
+
+
+def name_max(path: str | os.PathLike) -> int:
+    """The longest file name, in bytes, that the file system holding ``path`` (or its nearest existing
+    ancestor) takes; 255 where it does not say."""
+    folder = Path(path)
+    while not folder.exists() and folder.parent != folder:
+        folder = folder.parent
+    try:
+        limit = os.pathconf(folder, "PC_NAME_MAX")
+    except (OSError, ValueError):
+        return _DEFAULT_NAME_MAX
+    return limit if limit > 0 else _DEFAULT_NAME_MAX
+
+
+def fit_name(name: str, limit: int, keep: str = "") -> str:
+    """``name + keep`` if it is at most ``limit`` bytes; otherwise ``name``'s head (cut at a character),
+    ``~`` and a hash of the whole, then ``keep``: within ``limit``, and still distinct for distinct names."""
+    whole = name + keep
+    if len(os.fsencode(whole)) <= limit:
+        return whole
+    marker = "~" + hashlib.sha256(os.fsencode(whole)).hexdigest()[:_NAME_HASH_DIGITS]
+    room = limit - len(os.fsencode(marker + keep))
+    head = name[: max(room, 0)]  # at least one byte a character: never more than room characters
+    while head and len(os.fsencode(head)) > room:
+        head = head[:-1]
+    return head + marker + keep
 
 
 def remove_stale_temps(folder: Path, names: Iterable[str] = ()) -> list[Path]:
@@ -92,7 +124,8 @@ def write_atomically(out_dir: str | os.PathLike, files: Mapping[str, bytes]) -> 
             remove_stale_temps(folder, names)
         for name, content in files.items():
             current = out_dir / name
-            handle, temp = tempfile.mkstemp(prefix=f".{current.name}.", suffix=_TEMP_SUFFIX, dir=current.parent)
+            stem = fit_name(current.name, name_max(current.parent) - _TEMP_EXTRA)
+            handle, temp = tempfile.mkstemp(prefix=f".{stem}.", suffix=_TEMP_SUFFIX, dir=current.parent)
             staged.append((Path(temp), current))  # tracked before anything else can fail
             with os.fdopen(handle, "wb") as stream:
                 os.chmod(temp, 0o666 & ~umask)  # mkstemp makes 0600; a report is as readable as any file we write

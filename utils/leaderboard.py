@@ -37,6 +37,7 @@ from . import explorer, plots
 from .comparison import adjust, compare_section, discordant_items, test_name
 from .data import DataError, read_json
 from .files import jsonl_bytes, utf8, write_atomically
+from .redaction import redact_path
 from .report import md
 from .results import SCHEMA_VERSION as REPORT_SCHEMA_VERSION
 from .results import ScoredRun, item_record, items_file, score_path
@@ -78,7 +79,8 @@ _DISTINGUISHERS: tuple[Callable[[Mapping[str, Any]], str | None], ...] = (
 def run_labels(provenances: Sequence[Mapping[str, Any]], paths: Sequence[Path]) -> list[str]:
     """Short unique labels: the model's name, then only what tells runs of the same name apart, in the order of
     :data:`_DISTINGUISHERS`, stopping as soon as the runs of that name are told apart (a date only when nothing
-    else differs); the file names as a last resort."""
+    else differs); as a last resort, the results file's folder and name, with as many folders above as it takes
+    to tell each apart from the rest (copies of one run in different places)."""
     bases = [model_name(run) for run in provenances]
     labels = list(bases)
     for base in set(bases):
@@ -96,10 +98,15 @@ def run_labels(provenances: Sequence[Mapping[str, Any]], paths: Sequence[Path]) 
             extras = [str(d(provenances[i])) for d in used if d(provenances[i]) is not None]
             labels[i] = f"{base} ({', '.join(extras)})" if extras else base
     repeated = Counter(labels)
-    return [
-        label if repeated[label] == 1 else f"{label} [{path.parent.name}/{path.stem}]"
-        for label, path in zip(labels, paths, strict=True)
-    ]
+    for label in [label for label, count in repeated.items() if count > 1]:
+        group = [i for i, other in enumerate(labels) if other == label]
+        names = {i: [*paths[i].parent.parts, paths[i].stem] for i in group}
+        for i in group:
+            depth = 2  # the folder and the file's name, at the least
+            while depth < len(names[i]) and any(names[i][-depth:] == names[j][-depth:] for j in group if j != i):
+                depth += 1
+            labels[i] = f"{label} [{Path(*names[i][-depth:]).as_posix()}]"
+    return labels
 
 
 def score_runs(run_paths: Sequence[str | os.PathLike], workers: int | None = None) -> list[ScoredRun]:
@@ -157,7 +164,10 @@ def build(run_paths: Sequence[str | os.PathLike]) -> tuple[dict[str, Any], Disag
     """leaderboard.json, and every pair's discordant items."""
     scored = score_runs(run_paths)
     ids = [f"run-{index}" for index in range(1, len(scored) + 1)]
-    labels = run_labels([run.provenance for run in scored], [run.results_path for run in scored])
+    # Paths as the runs' provenance shows them: a credential in a folder name (lm-eval names folders after the
+    # model) is masked there.
+    shown = [Path(run.provenance["results_file"]) for run in scored]
+    labels = run_labels([run.provenance for run in scored], shown)
     names = list(dict.fromkeys(name for run in scored for name in run.sections))
     benchmarks, disagreements = {}, {}
     for name in names:
@@ -202,8 +212,8 @@ def build(run_paths: Sequence[str | os.PathLike]) -> tuple[dict[str, Any], Disag
             {
                 "id": run_id,
                 "label": label,
-                "results_file": str(run.results_path),
-                "report_folder": report_folder(run.results_path),
+                "results_file": run.provenance["results_file"],
+                "report_folder": report_folder(run.results_path, run.provenance["results_file"]),
                 "report_schema_version": REPORT_SCHEMA_VERSION,
                 "run": run.provenance,
             }
@@ -214,17 +224,19 @@ def build(run_paths: Sequence[str | os.PathLike]) -> tuple[dict[str, Any], Disag
     return board, disagreements
 
 
-def report_folder(results_path: Path) -> str | None:
+def report_folder(results_path: Path, shown: str) -> str | None:
     """The run's report folder where ``report`` writes it by default (``report/`` beside the results file), when
-    it holds this run's report; None otherwise (the leaderboard then links to no report of that run)."""
+    it holds this run's report (its ``results_file`` is ``shown``, the run's masked path); None otherwise, and
+    where the folder's own name holds a credential (a link would show it): the leaderboard then links to no report
+    of that run."""
     folder = results_path.parent / "report"
     try:
         written = read_json(folder / "report.json")
     except (DataError, OSError):
         return None
     run = written.get("run") if isinstance(written, Mapping) else None
-    same = isinstance(run, Mapping) and run.get("results_file") == str(results_path)
-    return str(folder) if same else None
+    same = isinstance(run, Mapping) and run.get("results_file") == shown
+    return str(folder) if same and redact_path(str(folder)) == str(folder) else None
 
 
 def discordant_lines(disagreements: Disagreements) -> list[dict[str, Any]]:

@@ -13,7 +13,11 @@
   JSON, no ``choices``) once; no retry starts later than ``max_retry_seconds`` after the first
   attempt. A request that still fails comes back as a :class:`ChatResult` with ``error`` set:
   callers report it, never score it. A reply whose ``content`` is not text (null, a number, a
-  list) is such a failure, never an answer.
+  list), is empty (or only whitespace), or was withheld (``finish_reason`` ``content_filter``) is
+  such a failure, never an answer, and is not retried: the same request gets the same reply.
+- Cut answers: each answer keeps its ``finish_reason`` (also in the cache); one cut at the token
+  limit (``length``) is still an answer, for the caller's parser to judge, and is counted
+  (``length_cut`` in :func:`usage_summary`).
 - Secret-free errors: an error body has the API key scrubbed and credentials redacted
   (:mod:`.redaction`) before it is cut to 300 characters, so no part of a key survives the cut.
 - Current models: ``temperature`` and ``max_tokens`` can be left out of the request (OpenAI's
@@ -52,7 +56,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 from urllib.parse import urlsplit, urlunsplit
 
-from .redaction import redact, scrub
+from .redaction import mask, redact
 
 Messages = Sequence[dict[str, str]]
 _RETRYABLE_STATUS = {408, 409, 429, 500, 502, 503, 504}
@@ -289,6 +293,7 @@ class ChatResult:
     error: str | None = None
     attempts: int = 0
     usage: Usage | None = None  # of the answer (a cached one keeps what it cost when it was made)
+    finish_reason: str | None = None  # the server's, e.g. "stop" or "length" (None: not reported)
 
     @property
     def ok(self) -> bool:
@@ -298,10 +303,11 @@ class ChatResult:
 class CachedAnswer(NamedTuple):
     text: str
     usage: Usage | None
+    finish_reason: str | None = None
 
 
 class ChatCache:
-    """SQLite store of answers and their usage; safe to share between threads of one process."""
+    """SQLite store of answers, their usage and finish reason; safe to share between threads of one process."""
 
     def __init__(self, path: str | os.PathLike):
         self.path = Path(path)
@@ -309,25 +315,30 @@ class ChatCache:
         self._lock = threading.Lock()
         self._db = sqlite3.connect(self.path, check_same_thread=False)
         self._db.execute(
-            "CREATE TABLE IF NOT EXISTS answers (key TEXT PRIMARY KEY, text TEXT NOT NULL, meta TEXT, usage TEXT)"
+            "CREATE TABLE IF NOT EXISTS answers "
+            "(key TEXT PRIMARY KEY, text TEXT NOT NULL, meta TEXT, usage TEXT, finish_reason TEXT)"
         )
-        if "usage" not in {row[1] for row in self._db.execute("PRAGMA table_info(answers)")}:
-            self._db.execute("ALTER TABLE answers ADD COLUMN usage TEXT")  # a cache written before usage was kept
+        columns = {row[1] for row in self._db.execute("PRAGMA table_info(answers)")}
+        for column in ("usage", "finish_reason"):  # a cache written before these were kept
+            if column not in columns:
+                self._db.execute(f"ALTER TABLE answers ADD COLUMN {column} TEXT")
         self._db.commit()
 
     def get(self, key: str) -> CachedAnswer | None:
         with self._lock:
-            row = self._db.execute("SELECT text, usage FROM answers WHERE key = ?", (key,)).fetchone()
+            row = self._db.execute("SELECT text, usage, finish_reason FROM answers WHERE key = ?", (key,)).fetchone()
         if row is None:
             return None
-        return CachedAnswer(row[0], Usage.from_stored(row[1]))
+        return CachedAnswer(row[0], Usage.from_stored(row[1]), row[2] if isinstance(row[2], str) else None)
 
-    def put(self, key: str, text: str, meta: dict[str, Any], usage: Usage | None = None) -> None:
+    def put(
+        self, key: str, text: str, meta: dict[str, Any], usage: Usage | None = None, finish_reason: str | None = None
+    ) -> None:
         stored = json.dumps(usage._asdict()) if usage is not None else None
         with self._lock:
             self._db.execute(
-                "INSERT OR REPLACE INTO answers (key, text, meta, usage) VALUES (?, ?, ?, ?)",
-                (key, text, json.dumps(meta), stored),
+                "INSERT OR REPLACE INTO answers (key, text, meta, usage, finish_reason) VALUES (?, ?, ?, ?, ?)",
+                (key, text, json.dumps(meta), stored, finish_reason),
             )
             self._db.commit()
 
@@ -364,6 +375,7 @@ class _Attempt:
     malformed: bool = False  # a 200 whose body is not a chat completion: retried once
     completion: bool = False  # a chat completion came back (billed), with text or not
     usage: Usage | None = None
+    finish_reason: str | None = None
 
 
 class _CallFailed(Exception):
@@ -510,6 +522,7 @@ class ChatClient:
         self.calls = 0  # HTTP requests actually sent (retries included)
         self.cache_hits = 0
         self.failures = 0
+        self.length_cut = 0  # answers (called or cached) cut at the token limit
         self.replies: list[tuple[str, Usage | None]] = []  # ("call" | "cache", usage) of every completion
 
     def _api_key(self) -> str:
@@ -528,7 +541,7 @@ class ChatClient:
 
     def _clean(self, text: str) -> str:
         """``text`` fit for a file: the key scrubbed and credentials redacted first, then cut."""
-        text = redact(scrub(text, [self._api_key()]))
+        text = mask(text, [self._api_key()])
         return text if len(text) <= _ERROR_CHARS else text[:_ERROR_CHARS] + "..."
 
     def complete(self, messages: Messages) -> ChatResult:
@@ -536,8 +549,9 @@ class ChatClient:
         if self.cache is not None and (hit := self.cache.get(key)) is not None:
             with self._lock:
                 self.cache_hits += 1
+                self.length_cut += hit.finish_reason == "length"
                 self.replies.append(("cache", hit.usage))
-            return ChatResult(hit.text, cached=True, usage=hit.usage)
+            return ChatResult(hit.text, cached=True, usage=hit.usage, finish_reason=hit.finish_reason)
         body = self.endpoint.body(messages)
         deadline = self._clock() + self.endpoint.max_retry_seconds
         malformed_replies = 0
@@ -552,8 +566,12 @@ class ChatClient:
                     self.replies.append(("call", outcome.usage))
             if outcome.text is not None:
                 if self.cache is not None:  # committed now: a crash keeps it
-                    self.cache.put(key, outcome.text, self.endpoint.record(), outcome.usage)
-                return ChatResult(outcome.text, attempts=attempt, usage=outcome.usage)
+                    self.cache.put(key, outcome.text, self.endpoint.record(), outcome.usage, outcome.finish_reason)
+                with self._lock:
+                    self.length_cut += outcome.finish_reason == "length"
+                return ChatResult(
+                    outcome.text, attempts=attempt, usage=outcome.usage, finish_reason=outcome.finish_reason
+                )
             error = outcome.error
             malformed_replies += outcome.malformed
             if not outcome.retryable or attempt > self.endpoint.max_retries or malformed_replies > 1:
@@ -627,15 +645,24 @@ class ChatClient:
                 malformed=True,
             )
         usage = Usage.from_reply(reply.get("usage"))
-        if not isinstance(content, str):  # e.g. a reasoning model that spent max_completion_tokens thinking
-            kind = _JSON_TYPE_NAMES.get(type(content), type(content).__name__)
+        reason = choice.get("finish_reason")
+        # what a client cannot know the kinds of is kept cut and scrubbed, as any text from the server
+        finish_reason = self._clean(reason) if isinstance(reason, str) else None
+        shown = self._clean(repr(reason))
+        # Failures, not retried: e.g. a reasoning model that spent max_completion_tokens thinking, a refusal
+        # to answer at all, a filtered reply (with or without the part written before the filter stopped it).
+        failure = None
+        if not isinstance(content, str):
+            failure = f"reply content is {_JSON_TYPE_NAMES.get(type(content), type(content).__name__)}, not text"
+        elif reason == "content_filter":
+            failure = "reply withheld by the content filter"
+        elif not content.strip():
+            failure = "reply content is empty"
+        if failure is not None:
             return _Attempt(
-                error=f"reply content is {kind}, not text "
-                f"(finish_reason {self._clean(repr(choice.get('finish_reason')))})",
-                completion=True,
-                usage=usage,
+                error=f"{failure} (finish_reason {shown})", completion=True, usage=usage, finish_reason=finish_reason
             )
-        return _Attempt(text=content, completion=True, usage=usage)
+        return _Attempt(text=content, completion=True, usage=usage, finish_reason=finish_reason)
 
     def complete_many(self, conversations: Sequence[Messages]) -> list[ChatResult]:
         """Answers in input order, with a progress bar on stderr; failures are returned, not raised."""
@@ -715,13 +742,18 @@ def _totals(usages: Sequence[Usage | None], model: str, prices: Mapping[str, Pri
 
 def usage_summary(client: ChatClient, prices: Mapping[str, Price] | None = None, source: str = "--prices") -> dict:
     """Token totals of a client's completions: made by this run's calls, and read from the cache (what they
-    cost when they were made). Reasoning tokens are part of completion tokens, and priced as output."""
+    cost when they were made). Reasoning tokens are part of completion tokens, and priced as output.
+    ``length_cut``: the answers (called or cached) that the token limit cut short."""
     with client._lock:
         replies = list(client.replies)
+        length_cut = client.length_cut
     model = client.endpoint.model
     return {
-        side: _totals([usage for origin, usage in replies if origin == kind], model, prices, source)
-        for side, kind in (("this_run", "call"), ("from_cache", "cache"))
+        **{
+            side: _totals([usage for origin, usage in replies if origin == kind], model, prices, source)
+            for side, kind in (("this_run", "call"), ("from_cache", "cache"))
+        },
+        "length_cut": length_cut,
     }
 
 
@@ -748,6 +780,8 @@ def usage_total(summaries: Sequence[Mapping[str, Any]]) -> dict:
             if unpriced:
                 counts["cost_unavailable"] = "; ".join(dict.fromkeys(unpriced))
         total[side] = counts
+    if all("length_cut" in summary for summary in summaries):  # a summary saved before cuts were counted has none
+        total["length_cut"] = sum(summary["length_cut"] for summary in summaries)
     return total
 
 
@@ -769,4 +803,7 @@ def format_usage(usage: Mapping[str, Any]) -> str:
             )
         return text
 
-    return f"this run: {side(usage['this_run'])}; from the cache: {side(usage['from_cache'])}"
+    text = f"this run: {side(usage['this_run'])}; from the cache: {side(usage['from_cache'])}"
+    if cut := usage.get("length_cut"):
+        text += f"; {cut} answer{'s' if cut != 1 else ''} cut at the token limit"
+    return text

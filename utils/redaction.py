@@ -156,6 +156,42 @@ def scrub(text: str, secrets: Iterable[str]) -> str:
     return text
 
 
+def mask(text: str, secrets: Iterable[str] = ()) -> str:
+    """``text`` with the known secrets (:func:`scrub`) and anything shaped like a credential (:func:`redact`) masked:
+    the one masking of a text written from a run (its items' texts, its model name)."""
+    return redact(scrub(text, secrets))
+
+
+# A URL's scheme and user as lm-eval's sanitize_model_name leaves them in a folder name ("https://user:pw@host/m"
+# names the folder "https__user__pw@host__m"); possessive, and tried only where a scheme can begin, so linear.
+_SANITISED_SCHEME = re.compile(r"(?<![A-Za-z0-9+.\-])[A-Za-z][A-Za-z0-9+.\-]*+__")
+_PATH_PARTS = re.compile(r"([/\\])")
+
+
+def redact_path(path: str, secrets: Iterable[str] = ()) -> str:
+    """``path`` masked as a text (:func:`mask`), and in each of its folder names the password of a URL that lm-eval
+    wrote into it: ``<scheme>__<user>__<password>@<host>`` becomes ``<scheme>__<user>__***@<host>``.
+
+    lm-eval replaces ``:`` and ``/`` by ``__`` when it names a folder after a model, so the password is whatever
+    stands between the first ``__`` after the user and the name's last ``@`` (a host has none; a password may).
+    """
+    if not isinstance(path, str):
+        return redact(path)
+    return "".join(_sanitised_userinfo_masked(part) for part in _PATH_PARTS.split(mask(path, secrets)))
+
+
+def _sanitised_userinfo_masked(name: str) -> str:
+    at = name.rfind("@")
+    scheme = _SANITISED_SCHEME.search(name, 0, at) if at > 0 else None
+    if scheme is None:
+        return name
+    # The user's own underscores may run into the separator ("_" then ":" is "___"): all after the first "__" goes.
+    separator = name.find("__", scheme.end(), at)
+    if separator < 0:  # a user and no password
+        return name
+    return name[: separator + 2] + MASK + name[at:]
+
+
 def secret_values(value: Any) -> set[str]:
     """The credentials :func:`redact` masks in ``value`` (any form it takes), as the strings they are written as."""
     found: set[str] = set()

@@ -35,7 +35,7 @@ import numpy as np
 from . import calibration, lengths, power, stats
 from .benchmarks import discover, report_specs
 from .data import DataError
-from .redaction import redact, scrub, secret_values
+from .redaction import MASK, mask, secret_values
 from .runs import Run, load_run, run_info
 from .scoring import (
     HIGHEST_LOGLIKELIHOOD_TIED,
@@ -180,31 +180,57 @@ def item_record(item: ScoredItem) -> dict[str, Any]:
     return record | dict(item.details)
 
 
+# The item's own fields that hold text, in the order ``redacted`` names them (then details.<key>, in details order).
+_TEXT_FIELDS = ("prompt", "reply", "choices", "gold", "pred", "parse_step", "invalid_reason")
+
+
 def _redacted(item: ScoredItem, secrets: set[str]) -> ScoredItem:
-    """``item`` with the run's credentials and anything shaped like one masked in its prompt, reply and choices."""
-
-    def clean(text: str) -> str:
-        return redact(scrub(text, secrets))
-
-    prompt = (
-        [{**message, "content": clean(message["content"])} for message in item.prompt]
-        if isinstance(item.prompt, list)
-        else clean(item.prompt)
-    )
-    reply = None if item.reply is None else clean(item.reply)
-    choices = tuple(clean(choice) for choice in item.choices)
-    changed = tuple(
-        name
-        for name, before, after in (
-            ("prompt", item.prompt, prompt),
-            ("reply", item.reply, reply),
-            ("choices", item.choices, choices),
-        )
-        if before != after
-    )
-    if not changed:
+    """``item`` with every text it holds (its prompt, reply, choices, labels, parse step, invalid reason and any
+    string in its details) masked of the run's credentials and anything shaped like one; ``item`` itself when
+    nothing was masked. ``redacted`` names the fields a credential was masked in."""
+    changed = {}
+    for name in _TEXT_FIELDS:
+        value = getattr(item, name)
+        masked = _masked_texts(value, secrets)
+        if masked is not value:
+            changed[name] = masked
+    details = {}
+    for key, value in item.details.items():
+        masked = _masked_texts(value, secrets)
+        if masked is not value:
+            details[key] = masked
+    if not changed and not details:
         return item
-    return replace(item, prompt=prompt, reply=reply, choices=choices, redacted=changed)
+    names = (*changed, *(f"details.{key}" for key in details))
+    if details:
+        changed["details"] = {key: details.get(key, value) for key, value in item.details.items()}
+    return replace(item, **changed, redacted=names)
+
+
+def _masked_texts(value: Any, secrets: set[str]) -> Any:
+    """``value`` with each string in it (at any depth of dicts, lists and tuples; keys kept) masked; ``value``
+    itself when none changed. A structure nested deeper than Python can walk is masked whole."""
+    try:
+        return _mask_strings(value, secrets)
+    except RecursionError:
+        return MASK
+
+
+def _mask_strings(value: Any, secrets: set[str]) -> Any:
+    if isinstance(value, str):
+        masked = mask(value, secrets)
+        return value if masked == value else masked
+    if isinstance(value, Mapping):
+        pairs = [(key, _mask_strings(item, secrets)) for key, item in value.items()]
+        if all(after is before for (_, after), before in zip(pairs, value.values())):
+            return value
+        return dict(pairs)
+    if isinstance(value, (list, tuple)):
+        items = [_mask_strings(item, secrets) for item in value]
+        if all(after is before for after, before in zip(items, value)):
+            return value
+        return items if isinstance(value, list) else tuple(items)
+    return value
 
 
 def score_items(run: Run, spec: BenchmarkSpec) -> list[ScoredItem]:

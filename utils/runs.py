@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from .data import DataError, iter_jsonl, read_json
-from .redaction import model_args_value, redact
+from .redaction import mask, model_args_value, redact, redact_path, secret_values
 
 
 @dataclass(frozen=True)
@@ -262,13 +262,16 @@ def run_info(run: Run) -> dict[str, Any]:
     masked)."""
     results = run.results
     config = results.get("config", {}) if isinstance(results.get("config"), Mapping) else {}
+    # lm-eval names the model (and its output folder) after pretrained=/model=, credentials and all.
+    secrets = secret_values(config.get("model_args"))
+    name = results.get("model_name")
     return {
-        "results_file": str(run.results_path),
+        "results_file": redact_path(str(run.results_path), secrets),
         "results_sha256": file_sha256(run.results_path),
         "samples_sha256": {task: file_sha256(path) for task, path in sorted(run.sample_files.items())},
         "model": config.get("model"),
         "model_args": redact(config.get("model_args")),
-        "model_name": results.get("model_name"),
+        "model_name": mask(name, secrets) if isinstance(name, str) else redact(name),
         "model_revision": config.get("model_revision"),
         "model_sha": config.get("model_sha") or None,
         "dtype": recorded_dtype(config),

@@ -78,7 +78,7 @@ class ScoredItem:
     reply: str | None = None  # the whole (filtered) reply of a generation; None for a log-likelihood item
     choices: tuple[str, ...] = ()  # the continuations a log-likelihood item compared (one per choice)
     loglikelihoods: tuple[float, ...] = ()  # their logged log-likelihoods, in the same order
-    redacted: tuple[str, ...] = ()  # the texts (prompt, reply, choices) a credential was masked in
+    redacted: tuple[str, ...] = ()  # the fields (prompt, reply, details.<key>, ...) a credential was masked in
 
     @property
     def outcome(self) -> str:

@@ -219,3 +219,27 @@ def test_paper_reference_numbers():
     assert constants.PUBLISHED_NUMBERS["generation"]["GPT4_0125"]["macro"] == 0.788
     assert "GPT4_0125" not in constants.PUBLISHED_NUMBERS["logit"]
     assert len(constants.PUBLISHED_NUMBERS["logit"]) == 19 and len(constants.PUBLISHED_NUMBERS["generation"]) == 22
+
+
+def test_another_specialtys_file_copied_over_one_is_a_named_error(shared_data, tmp_path):
+    # speech_pathologist's test file in biomedical_engineer's place: not a row-count warning, an error naming the
+    # file, the row and the field.
+    source = shared_data / "medexqa" / "test" / "speech_pathologist_test.tsv"
+    target = tmp_path / "medexqa" / "test" / "biomedical_engineer_test.tsv"
+    target.parent.mkdir(parents=True)
+    target.write_bytes(source.read_bytes())
+    with pytest.raises(DataError, match=r"biomedical_engineer_test\.tsv, row 1, field question: .*speech_pathologist"):
+        loader.load(str(tmp_path), split="test", specialty="BE")
+    # Its own rows after the first of another file are found too (two files concatenated).
+    own = (shared_data / "medexqa" / "test" / "biomedical_engineer_test.tsv").read_bytes()
+    target.write_bytes(own + source.read_bytes())
+    with pytest.raises(DataError, match=r"row 144, field question"):
+        loader.load(str(tmp_path), split="test", specialty="BE")
+
+
+def test_each_published_file_opens_with_its_fingerprinted_question(shared_data):
+    import hashlib
+
+    for (split, code), digest in constants.FIRST_QUESTIONS.items():
+        first = loader.load(str(shared_data), split=split, specialty=code)[0]["question"]
+        assert hashlib.sha256(first.encode("utf-8")).hexdigest()[:16] == digest

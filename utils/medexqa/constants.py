@@ -45,6 +45,21 @@ SPECIALTIES = {
         Specialty("SLP", "speech_pathologist"),
     )
 }
+# sha256 (first 16 hex digits) of the question on line 1 of each published file, (split, specialty code) -> digest:
+# a row of one specialty's file found in another's (a file copied over another) is an error, not a row-count warning.
+FIRST_QUESTIONS = {
+    ("test", "BE"): "d04a61f011887f29",
+    ("test", "CLS"): "5e66653d098a9b6e",
+    ("test", "CP"): "4b853f57496a6fcf",
+    ("test", "OT"): "9963b23e9ef9497c",
+    ("test", "SLP"): "d4514806ce37e590",
+    ("dev", "BE"): "1f69b46669cc8418",
+    ("dev", "CLS"): "8d26914124fce481",
+    ("dev", "CP"): "6fb95b8ca133eab2",
+    ("dev", "OT"): "21851e4a3267a78e",
+    ("dev", "SLP"): "eecf364596dd1d92",
+}
+
 PUBLISHED_COUNTS = {
     "test": {"BE": 143, "CLS": 372, "CP": 106, "OT": 189, "SLP": 130},
     "dev": {code: 5 for code in SPECIALTIES},

@@ -18,6 +18,7 @@ from . import constants
 from .constants import (
     BENCHMARK,
     COLUMNS,
+    FIRST_QUESTIONS,
     HUB_REPO,
     HUB_REVISION,
     LETTERS,
@@ -46,6 +47,7 @@ def validate(
     data_layer.require_columns(rows, COLUMNS, source)
     data_layer.require_nonempty_strings(rows, COLUMNS, source)
     data_layer.require_allowed(rows, "answer", LETTERS, source)
+    _refuse_other_files_rows(rows, source, spec, split)
     expected = PUBLISHED_COUNTS[split][spec.code]
     if len(rows) != expected:
         if require_count:
@@ -61,6 +63,20 @@ def validate(
     return tuple(
         {**row, "specialty": spec.code, "split": split, "row": number} for number, row in enumerate(rows, start=1)
     )
+
+
+def _refuse_other_files_rows(rows: list[dict[str, Any]], source: str, spec: Specialty, split: str) -> None:
+    """A row that opens another specialty's (or split's) published file means the file was copied over this one."""
+    owners = {digest: key for key, digest in FIRST_QUESTIONS.items() if key != (split, spec.code)}
+    for number, row in enumerate(rows, start=1):
+        owner = owners.get(hashlib.sha256(row["question"].encode("utf-8")).hexdigest()[:16])
+        if owner is not None:
+            other_split, other_code = owner
+            raise data_layer.DataError(
+                f"{source}, row {number}, field question: the first question of the {other_split} file of "
+                f"{SPECIALTIES[other_code].stem} ({other_code}), not of {spec.stem} ({spec.code}) {split}: "
+                "this file holds another specialty's rows"
+            )
 
 
 @data_layer.cached_on_file

@@ -1,0 +1,50 @@
+"""A password in a URL model name (``pretrained=https://user:PASSWORD@host/m``) reaches no file or output of ours:
+lm-eval copies it into the results file's model_name and, sanitised, into the name of the run's folder."""
+
+import json
+
+from lm_eval_tasks.utils.leaderboard import write_leaderboard
+from lm_eval_tasks.utils.report import write_report
+
+from lm_eval_tasks.__main__ import main as cli
+from tests.test_leaderboard import A, B, medfact_run
+
+PASSWORD = "PASSWORD"
+MODEL_NAME = f"https://user:{PASSWORD}@host/m"
+FOLDER = f"https__user__{PASSWORD}@host__m"  # lm-eval's sanitize_model_name(MODEL_NAME)
+
+
+def password_runs(tmp_path):
+    """Two runs of the same model in two output folders (their labels fall back to telling the folders apart), each
+    reported beside its results file (where the leaderboard links a run's report)."""
+    runs = [medfact_run(tmp_path / name / FOLDER, flags, model_name=MODEL_NAME) for name, flags in (("a", A), ("b", B))]
+    return runs, [path for results_file in runs for path in write_report(results_file)[1]]
+
+
+def assert_no_password(paths):
+    for path in paths:
+        assert PASSWORD.encode() not in path.read_bytes(), path.name
+
+
+def test_a_url_password_in_the_model_name_and_folder_reaches_no_report_and_no_comparison(tmp_path, capsys):
+    runs, written = password_runs(tmp_path)
+    assert_no_password(written)
+    for results_file in runs:
+        report = json.loads((results_file.parent / "report" / "report.json").read_text(encoding="utf-8"))
+        assert report["run"]["model_name"] == "https://user:***@host/m"
+        assert report["run"]["results_file"] == str(results_file).replace(PASSWORD, "***")
+    capsys.readouterr()
+    assert cli(["compare", str(runs[0]), str(runs[1]), "--out", str(tmp_path / "compare.json")]) == 0
+    shown = capsys.readouterr().out
+    assert PASSWORD not in shown and json.loads(shown)["a"]["model_name"] == "https://user:***@host/m"
+    assert_no_password([tmp_path / "compare.json"])
+
+
+def test_a_url_password_in_the_model_name_and_folder_reaches_no_leaderboard(tmp_path):
+    password_runs(tmp_path)
+    written = write_leaderboard([tmp_path / "a", tmp_path / "b"], tmp_path / "board")
+    assert {"leaderboard.json", "leaderboard.md", "leaderboard.csv", "leaderboard.html"} <= {p.name for p in written}
+    assert_no_password(written)
+    board = json.loads((tmp_path / "board" / "leaderboard.json").read_text(encoding="utf-8"))
+    assert [run["label"].split(" [")[0] for run in board["runs"]] == ["m", "m"]
+    assert [run["run"]["model_name"] for run in board["runs"]] == ["https://user:***@host/m"] * 2
