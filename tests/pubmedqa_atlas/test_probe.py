@@ -5,6 +5,7 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
+from lm_eval_tasks.utils import stats
 from lm_eval_tasks.utils.data import DataError
 from lm_eval_tasks.utils.pubmedqa_atlas import probe
 
@@ -195,6 +196,7 @@ def test_cli_records_the_head_version_and_convergence(
         "n_resamples": 1000,
         "seed": 1234,
         "confidence": 0.95,
+        "all_agree": stats.ALL_AGREE_RULE,
         "stratified_by": "gold answer",
     }
     # The predictions are the named head's, fit on the 500 train rows of the same embeddings.
