@@ -27,6 +27,7 @@ import os
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -98,6 +99,27 @@ class Section:
         # in parallel).
         state = (self.items, self.keys, self.numbers, self.compared, self.settings, self.generative)
         return _section_of_spec, (self.spec.name, *state)
+
+    # Computed once per section, not once per pair it is compared in (the leaderboard pairs every run with every
+    # other).
+    @cached_property
+    def index(self) -> dict[tuple, int]:
+        """Each item key's position in ``items``."""
+        return {key: position for position, key in enumerate(self.keys)}
+
+    @cached_property
+    def correct(self) -> np.ndarray:
+        """Each item's 0/1 correctness, in ``items`` order."""
+        return np.fromiter((item.correct for item in self.items), dtype=float, count=len(self.items))
+
+    @cached_property
+    def prompt_hashes(self) -> tuple[str, ...]:
+        return tuple(item.prompt_hash for item in self.items)
+
+    @cached_property
+    def stratum_groups(self) -> list[np.ndarray]:
+        """The items' positions per bootstrap stratum (:func:`.stats.stratum_indices`)."""
+        return stats.stratum_indices(_strata(self.items, self.spec), len(self.items))
 
 
 def _section_of_spec(name: str, *state: Any) -> Section:

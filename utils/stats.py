@@ -265,8 +265,11 @@ def paired_difference(a: Bootstrapped, b: Bootstrapped) -> PairedDifference:
 MIN_DISCORDANT = 10
 
 
-def bootstrap_test_refused(differences: Sequence[float], strata: Sequence[Hashable] | None) -> str | None:
-    """Why a paired bootstrap cannot carry a p-value for these per-item differences (A minus B; None: it can).
+def bootstrap_test_refused(
+    differences: Sequence[float], strata: Sequence[Hashable] | None = None, groups: Sequence[np.ndarray] | None = None
+) -> str | None:
+    """Why a paired bootstrap cannot carry a p-value for these per-item differences (A minus B; None: it can);
+    ``groups``: the strata's :func:`stratum_indices`, when the caller has them.
 
     With few discordant items its resamples take few distinct values, and a stratum whose items are all discordant
     the same way (one item alone in its stratum, say) is the same in every resample: the bootstrap then reports a
@@ -275,7 +278,7 @@ def bootstrap_test_refused(differences: Sequence[float], strata: Sequence[Hashab
     discordant = int(np.count_nonzero(values))
     if discordant < MIN_DISCORDANT:
         return f"{discordant} discordant items, fewer than {MIN_DISCORDANT}: the bootstrap cannot carry a p-value"
-    for members in stratum_indices(strata, len(values)):
+    for members in stratum_indices(strata, len(values)) if groups is None else groups:
         own = values[members]
         if own[0] != 0 and np.all(own == own[0]):
             return (
