@@ -202,8 +202,12 @@ def compare_section(
     paired = pairing(sa, sb) if paired is None else paired
     n_shared = len(paired.a)
     reasons = reasons_not_comparable(a, b, name, paired)
+    metric = sa.spec.compared_metric
     out: dict[str, Any] = {
-        "metric": sa.spec.compared_metric,
+        "metric": metric,
+        # Each run's own number (over all its items, as its report gives it), beside the paired difference.
+        "a_estimate": sa.numbers.get(metric) if metric else None,
+        "b_estimate": sb.numbers.get(metric) if metric else None,
         "test": test_name(sa),
         "comparable": not reasons,
         "reasons": reasons,

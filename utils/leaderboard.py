@@ -430,6 +430,53 @@ def _md_table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> list[str]
     ]
 
 
+_COMPARE_HEADER = (
+    "section",
+    "A [95% CI]",
+    "B [95% CI]",
+    "paired items",
+    "A minus B [95% CI]",
+    "test",
+    "p",
+    "comparable",
+    "detectable difference (80% power)",
+)
+
+
+def compare_markdown(comparison: Mapping[str, Any]) -> str:
+    """``compare``'s table: per section, each run's number, the paired difference with its test and p-value, whether
+    the runs are comparable (else every reason) and the smallest difference the items could show."""
+    lines = [
+        f"A: {_plain(model_name(comparison['a']))} ({_plain(comparison['a'].get('results_file'))})",
+        f"B: {_plain(model_name(comparison['b']))} ({_plain(comparison['b'].get('results_file'))})",
+        "",
+    ]
+    rows = []
+    for name, pair in comparison["benchmarks"].items():
+        metric = pair.get("metric")
+        rows.append(
+            [
+                f"{name} ({metric})" if metric else name,
+                format_estimate(pair.get("a_estimate")),
+                format_estimate(pair.get("b_estimate")),
+                f"{pair['n_paired_items']}{' (small)' if pair.get('small') else ''}",
+                format_estimate(pair.get("difference")),
+                pair.get("test") or "-",
+                p_text(pair),
+                "yes" if pair["comparable"] else "no: " + "; ".join(pair["reasons"]),
+                _detectable_text(pair),
+            ]
+        )
+    table = [" | ".join(_COMPARE_HEADER), " | ".join("---" for _ in _COMPARE_HEADER)]
+    table += [" | ".join(_plain(cell) for cell in row) for row in rows]
+    return "\n".join(lines + [f"| {line} |" for line in table]) + "\n"
+
+
+def _plain(text: Any) -> str:
+    """Text for a terminal table: one line, pipes escaped, control characters dropped (names are hostile input)."""
+    return "".join(c for c in " ".join(str(text).split()) if c.isprintable()).replace("|", "\\|")
+
+
 def to_markdown(board: Mapping[str, Any]) -> str:
     lines = ["# Leaderboard", "", _INTRO.format(n=len(board["runs"])), "", "Runs:", ""]
     lines += [
