@@ -95,12 +95,13 @@ def shadow_package(commit: str, root: Path) -> Path:
     return package
 
 
-def measure(command: list[str], pythonpath: Path | None) -> dict:
+def measure(command: list[str], pythonpath: Path | None, cwd: Path) -> dict:
+    """One whole process; ``cwd`` outside the repository, whose own lm_eval_tasks/ would shadow either version."""
     env = dict(os.environ)
     if pythonpath is not None:
         env["PYTHONPATH"] = f"{pythonpath}{os.pathsep}{env['PYTHONPATH']}" if env.get("PYTHONPATH") else str(pythonpath)
     done = subprocess.run(
-        [sys.executable, "-c", _MEASURE, *command], env=env, capture_output=True, text=True, check=False
+        [sys.executable, "-c", _MEASURE, *command], env=env, capture_output=True, text=True, check=False, cwd=cwd
     )
     result = json.loads(done.stderr.strip().splitlines()[-1])
     if result["code"] != 0:
@@ -128,6 +129,16 @@ def main() -> None:
         versions = {"now": None}
         if args.baseline:
             versions = {"baseline": shadow_package(args.baseline, root / "baseline"), **versions}
+        for name, package in versions.items():
+            check = [
+                sys.executable,
+                "-c",
+                "import lm_eval_tasks; print(lm_eval_tasks.__version__, lm_eval_tasks.__file__)",
+            ]
+            env = dict(os.environ, **({"PYTHONPATH": str(package)} if package else {}))
+            print(
+                f"{name}: lm_eval_tasks {subprocess.run(check, env=env, cwd=root, capture_output=True, text=True).stdout.strip()}"
+            )
         cases = [] if args.no_report else [("report 1 run", [*python, "report", str(folders[0]), "--out"], 1)]
         cases += [
             (f"leaderboard {n} runs", [*python, "leaderboard", *map(str, folders[:n]), "--out"], n) for n in args.runs
@@ -141,7 +152,7 @@ def main() -> None:
             for repeat in range(args.repeats):
                 for name, package in versions.items():
                     out = root / f"out-{name}-{repeat}"
-                    timings[name].append(measure([*command, str(out)], package))
+                    timings[name].append(measure([*command, str(out)], package, root))
             medians = {name: statistics.median(t["wall"] for t in runs) for name, runs in timings.items()}
             for name, runs in timings.items():
                 ratio = ""
