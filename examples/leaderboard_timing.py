@@ -1,26 +1,48 @@
-"""Time the leaderboard over N full-size MedFact-Bench runs (14,274 items each) of a scripted model.
+"""Time ``report`` and ``leaderboard`` over full-size MedFact-Bench runs (14,274 items each) of a scripted model,
+the installed code against an earlier commit of this repository, alternating the two on the same runs.
 
-    python examples/leaderboard_timing.py --runs 2 10 30
+    python examples/leaderboard_timing.py --runs 2 10 30 --baseline HEAD~1 --repeats 3
 
-Each run's replies are drawn at random (seeded), so every pair has a difference to test. Prints the
-whole leaderboard's wall time per N and the time per added run; the goal is linear growth (30 runs
-under 60 s on 2 cores).
+Each run's replies are drawn at random (seeded), so every pair has a difference to test. Every command is a
+whole process (``python -m lm_eval_tasks ...``), measured from outside: wall seconds and its peak resident memory.
+For each command the two versions run in turn (A B A B ...), so a drift of the machine's speed hits both; the
+table gives min / median / max of each and the median of the pairwise ratios, with the load average before and
+after. The leaderboard's median times are fitted as ``a + b * runs + c * pairs`` (least squares): a constant
+cost per added run means ``c`` near 0. Goals: ``report`` no slower than 0.2.0 (about 2.9 s on 2 cores); the
+leaderboard over 30 runs under 60 s and 2 GB, over 100 runs under 4 minutes and 4 GB.
+
+``--baseline`` takes any commit: its ``lm_eval_tasks`` and ``utils`` are unpacked (``git archive``) into a
+temporary package that shadows the installed one on ``PYTHONPATH``. Without it only the installed code runs.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
+import statistics
+import subprocess
+import sys
+import tarfile
 import tempfile
 import time
+from io import BytesIO
 from pathlib import Path
 
-from lm_eval_tasks.utils.leaderboard import build_leaderboard
+import numpy as np
 from lm_eval_tasks.utils.medfact_bench.constants import PUBLISHED_COUNTS
 
 STAMP = "2026-12-01T00-00-00.000000"
 SCORES = {"SUPPORT": 2, "NEI": 0, "CONTRADICT": -2}
+REPO = Path(__file__).resolve().parents[1]
+# Runs a command and prints its wall seconds and peak resident memory (KiB) as JSON on the last line of stderr.
+_MEASURE = (
+    "import json, resource, subprocess, sys, time; start = time.perf_counter(); "
+    "code = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL).returncode; "
+    "print(json.dumps({'code': code, 'wall': time.perf_counter() - start, "
+    "'rss_kib': resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss}), file=sys.stderr)"
+)
 
 
 def write_run(folder: Path, seed: int) -> None:
@@ -57,24 +79,100 @@ def write_run(folder: Path, seed: int) -> None:
                 out.write(json.dumps(row) + "\n")
 
 
+def shadow_package(commit: str, root: Path) -> Path:
+    """A folder holding ``lm_eval_tasks`` (with its ``utils``) as of ``commit``, to put first on PYTHONPATH."""
+    archive = subprocess.run(
+        ["git", "-C", str(REPO), "archive", commit, "lm_eval_tasks", "utils"], check=True, capture_output=True
+    ).stdout
+    source = root / "source"
+    with tarfile.open(fileobj=BytesIO(archive)) as tar:
+        tar.extractall(source, filter="data")
+    package = root / "package"
+    package.mkdir()
+    (package / "lm_eval_tasks").symlink_to(source / "lm_eval_tasks")
+    # The repository keeps utils/ beside the package; installed, it is lm_eval_tasks.utils.
+    (source / "lm_eval_tasks" / "utils").symlink_to(source / "utils")
+    return package
+
+
+def measure(command: list[str], pythonpath: Path | None, cwd: Path) -> dict:
+    """One whole process; ``cwd`` outside the repository, whose own lm_eval_tasks/ would shadow either version."""
+    env = dict(os.environ)
+    if pythonpath is not None:
+        env["PYTHONPATH"] = f"{pythonpath}{os.pathsep}{env['PYTHONPATH']}" if env.get("PYTHONPATH") else str(pythonpath)
+    done = subprocess.run(
+        [sys.executable, "-c", _MEASURE, *command], env=env, capture_output=True, text=True, check=False, cwd=cwd
+    )
+    result = json.loads(done.stderr.strip().splitlines()[-1])
+    if result["code"] != 0:
+        raise SystemExit(f"{' '.join(command)} exited {result['code']}")
+    return result
+
+
+def spread(values: list[float], digits: int = 2) -> str:
+    return f"{min(values):.{digits}f} / {statistics.median(values):.{digits}f} / {max(values):.{digits}f}"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--runs", type=int, nargs="+", default=[2, 10, 30])
+    parser.add_argument("--runs", type=int, nargs="+", default=[2, 10, 30], help="leaderboard sizes")
+    parser.add_argument("--baseline", help="a commit to compare with (e.g. HEAD~1); none: the installed code only")
+    parser.add_argument("--repeats", type=int, default=3, help="runs of each command per version")
+    parser.add_argument("--no-report", action="store_true", help="skip timing report over one run")
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory() as root:
-        folders = []
-        for seed in range(max(args.runs)):
-            folders.append(Path(root) / f"run{seed}")
-            write_run(folders[-1], seed)
-        previous = None
-        for n in args.runs:
-            start = time.perf_counter()
-            board = build_leaderboard(folders[:n])
-            seconds = time.perf_counter() - start
-            pairs = len(board["benchmarks"]["medfact_bench"]["comparisons"])
-            per_run = f"; {seconds / n:.2f} s per run" if previous is None else f"; {seconds / n:.2f} s per run"
-            print(f"{n} runs ({pairs} pairs): {seconds:.1f} s{per_run}", flush=True)
-            previous = seconds
+    python = [sys.executable, "-m", "lm_eval_tasks"]
+    with tempfile.TemporaryDirectory() as scratch:
+        root = Path(scratch)
+        folders = [root / f"run{seed}" for seed in range(max(args.runs))]
+        for seed, folder in enumerate(folders):
+            write_run(folder, seed)
+        versions = {"now": None}
+        if args.baseline:
+            versions = {"baseline": shadow_package(args.baseline, root / "baseline"), **versions}
+        for name, package in versions.items():
+            check = [
+                sys.executable,
+                "-c",
+                "import lm_eval_tasks; print(lm_eval_tasks.__version__, lm_eval_tasks.__file__)",
+            ]
+            env = dict(os.environ, **({"PYTHONPATH": str(package)} if package else {}))
+            print(
+                f"{name}: lm_eval_tasks {subprocess.run(check, env=env, cwd=root, capture_output=True, text=True).stdout.strip()}"
+            )
+        cases = [] if args.no_report else [("report 1 run", [*python, "report", str(folders[0]), "--out"], 1)]
+        cases += [
+            (f"leaderboard {n} runs", [*python, "leaderboard", *map(str, folders[:n]), "--out"], n) for n in args.runs
+        ]
+        print(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}", flush=True)
+        print("| command | version | wall s min / median / max | peak RSS MB min / median / max | now / baseline |")
+        print("|---|---|---:|---:|---:|")
+        fit = {}
+        for label, command, n in cases:
+            timings: dict[str, list[dict]] = {name: [] for name in versions}
+            for repeat in range(args.repeats):
+                for name, package in versions.items():
+                    out = root / f"out-{name}-{repeat}"
+                    timings[name].append(measure([*command, str(out)], package, root))
+            medians = {name: statistics.median(t["wall"] for t in runs) for name, runs in timings.items()}
+            for name, runs in timings.items():
+                ratio = ""
+                if name == "now" and "baseline" in timings:
+                    pairs = [a["wall"] / b["wall"] for a, b in zip(runs, timings["baseline"], strict=True)]
+                    ratio = f"{statistics.median(pairs):.2f}x"
+                walls, rss = [t["wall"] for t in runs], [t["rss_kib"] / 1024 for t in runs]
+                print(f"| {label} | {name} | {spread(walls)} | {spread(rss, 0)} | {ratio} |", flush=True)
+            if label.startswith("leaderboard"):
+                fit[n] = medians
+        print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+        if len(fit) >= 3:
+            sizes = sorted(fit)
+            design = np.array([[1.0, n, n * (n - 1) / 2] for n in sizes])
+            for name in versions:
+                (a, b, c), *_ = np.linalg.lstsq(design, np.array([fit[n][name] for n in sizes]), rcond=None)
+                print(f"fit ({name}): {a:.2f} s + {b:.3f} s per run + {c:.4f} s per pair")
+        elif fit:
+            print("fit: needs three --runs sizes")
+    print(f"finished {time.strftime('%Y-%m-%d %H:%M:%S')}")
 
 
 if __name__ == "__main__":

@@ -71,13 +71,15 @@ def _report(args: argparse.Namespace) -> int:
 def _compare(args: argparse.Namespace) -> int:
     from lm_eval_tasks.utils.comparison import compare_runs
     from lm_eval_tasks.utils.files import write_atomically
+    from lm_eval_tasks.utils.leaderboard import compare_markdown
     from lm_eval_tasks.utils.results import score_path
 
-    text = json.dumps(compare_runs(score_path(args.run_a), score_path(args.run_b)), indent=2) + "\n"
+    comparison = compare_runs(score_path(args.run_a), score_path(args.run_b))
+    text = json.dumps(comparison, indent=2) + "\n"
     if args.out:
         out = Path(args.out)
         write_atomically(out.parent, {out.name: text.encode("utf-8")})
-    sys.stdout.write(text)
+    sys.stdout.write(text if args.json else compare_markdown(comparison))
     return 0
 
 
@@ -145,6 +147,7 @@ def register(commands: argparse._SubParsersAction) -> None:
     compare.add_argument("run_a")
     compare.add_argument("run_b")
     compare.add_argument("--out", help="also write the comparison JSON here")
+    compare.add_argument("--json", action="store_true", help="print the comparison JSON instead of the table")
     compare.set_defaults(func=_compare)
 
     leaderboard = commands.add_parser(

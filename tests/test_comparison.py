@@ -113,7 +113,7 @@ def five_benchmark_runs(demo_data_dir, tmp_path_factory):
 
 def test_compare_and_leaderboard_give_the_same_pairs_for_every_section(five_benchmark_runs, tmp_path):
     a, b = five_benchmark_runs
-    compared = json.loads(lm_eval_tasks_cli("compare", a, b).stdout)["benchmarks"]
+    compared = json.loads(lm_eval_tasks_cli("compare", a, b, "--json").stdout)["benchmarks"]
     board = leaderboard.build_leaderboard([a, b])
     sections = {"medfact_bench", "medexqa_logit", "medexqa", "pubmedqa_atlas_n100", "millerqa", "millerqa_ll"}
     assert sections <= set(compared) and set(compared) == set(board["benchmarks"])
@@ -281,3 +281,20 @@ def test_four_all_wrong_items_have_an_interval_above_0(tmp_path):
         assert (estimate["value"], estimate["low"]) == (0.0, 0.0) and estimate["high"] == pytest.approx(1 - 0.025**0.25)
     assert numbers["components"]["c"]["accuracy"]["high"] > 0 and numbers["components"]["c"]["small"] is True
     assert numbers["detectable"]["minimum_detectable_difference"] is None  # an equal model never disagrees
+
+
+def test_compare_prints_a_table_and_json_on_request(five_benchmark_runs):
+    a, b = five_benchmark_runs
+    table = lm_eval_tasks_cli("compare", a, b).stdout
+    compared = json.loads(lm_eval_tasks_cli("compare", a, b, "--json").stdout)["benchmarks"]
+    rows = {line.split(" | ")[0].lstrip("| "): line for line in table.splitlines() if line.startswith("| ")}
+    assert table.splitlines()[0].startswith("A: model-a (") and table.splitlines()[1].startswith("B: model-b (")
+    for name, pair in compared.items():
+        (row,) = [line for key, line in rows.items() if key.split(" (")[0] == name]
+        cells = [cell.strip() for cell in row.strip("|").split(" | ")]
+        assert cells[1] == stats.format_estimate(pair.get("a_estimate")) and cells[4] == stats.format_estimate(
+            pair["difference"]
+        )
+        assert cells[3].startswith(str(pair["n_paired_items"]))
+        assert cells[7] == ("yes" if pair["comparable"] else "no: " + "; ".join(pair["reasons"]))
+    assert len(table.splitlines()) < 20  # a table, not 400 lines of JSON

@@ -134,7 +134,7 @@ def test_a_254_byte_out_file_for_compare_is_written(tmp_path):
     b = write_run(tmp_path / "b", {"medfact_bench_scifact": SCIFACT[:3]})
     out = tmp_path / ("é" * 100 + "c" * 49 + ".json")  # 254 bytes, 2-byte characters where a cut may fall
     assert len(os.fsencode(out.name)) == 254
-    printed = lm_eval_tasks_cli("compare", a, b, "--out", out).stdout
+    printed = lm_eval_tasks_cli("compare", a, b, "--out", out, "--json").stdout
     assert out.read_text(encoding="utf-8") == printed
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(["a", "b", out.name])
 

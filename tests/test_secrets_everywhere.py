@@ -34,9 +34,11 @@ def test_a_url_password_in_the_model_name_and_folder_reaches_no_report_and_no_co
         assert report["run"]["model_name"] == "https://user:***@host/m"
         assert report["run"]["results_file"] == str(results_file).replace(PASSWORD, "***")
     capsys.readouterr()
-    assert cli(["compare", str(runs[0]), str(runs[1]), "--out", str(tmp_path / "compare.json")]) == 0
+    assert cli(["compare", str(runs[0]), str(runs[1]), "--out", str(tmp_path / "compare.json"), "--json"]) == 0
     shown = capsys.readouterr().out
     assert PASSWORD not in shown and json.loads(shown)["a"]["model_name"] == "https://user:***@host/m"
+    assert cli(["compare", str(runs[0]), str(runs[1])]) == 0  # the table names the runs by their masked paths
+    assert PASSWORD not in capsys.readouterr().out
     assert_no_password([tmp_path / "compare.json"])
 
 

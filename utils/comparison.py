@@ -32,6 +32,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from . import power, stats
 from .results import SCHEMA_VERSION, SMALL_GROUP, ScoredRun, Section, metric_statistic
 from .scoring import ScoredItem
@@ -82,15 +84,40 @@ def _only(settings: Sequence[Mapping[str, Any]], names: frozenset[str]) -> list[
     return [{k: v for k, v in values.items() if k in names} for values in settings]
 
 
-def reasons_not_comparable(
-    a: ScoredRun, b: ScoredRun, name: str, only_a: int, only_b: int, shared: Sequence[tuple]
-) -> list[str]:
+@dataclass(frozen=True)
+class Pairing:
+    """Two sections' shared items (paired by the spec's item key) as positions, in A's order: ``a[k]`` in A's
+    items is the same item as ``b[k]`` in B's."""
+
+    a: np.ndarray
+    b: np.ndarray
+    only_a: int  # items of A that B lacks
+    only_b: int
+
+    @property
+    def identical(self) -> bool:
+        """Both scored the same items in the same order (the common case: one item set, several models)."""
+        return not self.only_a and not self.only_b and bool(np.array_equal(self.a, self.b))
+
+
+def pairing(sa: Section, sb: Section) -> Pairing:
+    """The shared items of two sections, in linear time (each section's key index is built once)."""
+    if sa.keys == sb.keys:
+        every = np.arange(len(sa.keys))
+        return Pairing(every, every, 0, 0)
+    in_b = sb.index
+    found = [(position, in_b[key]) for position, key in enumerate(sa.keys) if key in in_b]
+    a, b = (np.asarray(side, dtype=np.int64).reshape(-1) for side in zip(*found)) if found else (np.empty(0, int),) * 2
+    return Pairing(a, b, len(sa.keys) - len(found), len(sb.keys) - len(found))
+
+
+def reasons_not_comparable(a: ScoredRun, b: ScoredRun, name: str, paired: Pairing) -> list[str]:
     """Why the two runs' numbers for section ``name`` are no ranking (empty: they are comparable)."""
     sa, sb = a.sections[name], b.sections[name]
     ra, rb = a.provenance, b.provenance
     reasons = []
-    if only_a or only_b:
-        reasons.append(f"different items: {only_a} only in A, {only_b} only in B")
+    if paired.only_a or paired.only_b:
+        reasons.append(f"different items: {paired.only_a} only in A, {paired.only_b} only in B")
     tasks_a, tasks_b = list(sa.numbers["tasks"]), list(sb.numbers["tasks"])
     if tasks_a != tasks_b:
         reasons.append(f"different tasks (protocol): A ran {', '.join(tasks_a)}; B ran {', '.join(tasks_b)}")
@@ -113,25 +140,25 @@ def reasons_not_comparable(
     # Prompts differ by design where each model's own chat template renders them, or a per-model setting (MillerQA's
     # model label) shuffles them: not compared then.
     by_design = own_templates or (per_model and _only(sa.settings, per_model) != _only(sb.settings, per_model))
-    if not by_design:
-        prompts_a = dict(zip(sa.keys, (item.prompt_hash for item in sa.items), strict=True))
-        prompts_b = dict(zip(sb.keys, (item.prompt_hash for item in sb.items), strict=True))
-        changed = sum(1 for key in shared if prompts_a[key] and prompts_b[key] and prompts_a[key] != prompts_b[key])
+    if not by_design and not (paired.identical and sa.prompt_hashes == sb.prompt_hashes):
+        hashes_a, hashes_b = sa.prompt_hashes, sb.prompt_hashes
+        changed = sum(
+            1
+            for i, j in zip(paired.a.tolist(), paired.b.tolist(), strict=True)
+            if hashes_a[i] and hashes_b[j] and hashes_a[i] != hashes_b[j]
+        )
         if changed:
-            reasons.append(f"different prompts (lm-eval prompt_hash) on {changed} of {len(shared)} shared items")
+            reasons.append(f"different prompts (lm-eval prompt_hash) on {changed} of {len(paired.a)} shared items")
     return reasons
 
 
-def _paired_bootstraps(sa: Section, sb: Section, shared: Sequence[tuple]) -> tuple[stats.Bootstrapped, ...]:
+def _paired_bootstraps(sa: Section, sb: Section, paired: Pairing) -> tuple[stats.Bootstrapped, ...]:
     """The compared metric of both runs on the same resamples of the shared items (each run's own when both
     scored exactly these items in the same order)."""
-    if sa.keys == sb.keys and sa.compared is not None and sb.compared is not None:
+    if paired.identical and sa.compared is not None and sb.compared is not None:
         return sa.compared, sb.compared
-    index_a = {key: i for i, key in enumerate(sa.keys)}
-    index_b = {key: i for i, key in enumerate(sb.keys)}
-    order = sorted(shared, key=index_a.__getitem__)
-    items_a = [sa.items[index_a[key]] for key in order]
-    items_b = [sb.items[index_b[key]] for key in order]
+    items_a = [sa.items[i] for i in paired.a.tolist()]
+    items_b = [sb.items[j] for j in paired.b.tolist()]
     # The strata come from A's items so that both statistics see one resample set (gold and component agree
     # for the same item; the component of B's item is used for B's macro).
     strata = [sa.spec.stratum_of(item) for item in items_a]
@@ -144,39 +171,50 @@ def _paired_bootstraps(sa: Section, sb: Section, shared: Sequence[tuple]) -> tup
 
 @dataclass(frozen=True)
 class Discordant:
-    """The discordant pairs of two runs' shared items (A's item, B's item), in A's order: the items behind
-    the McNemar counts a_only_correct and b_only_correct."""
+    """The discordant items of two runs' shared items, in A's order: the items behind the McNemar counts
+    a_only_correct and b_only_correct, each as a :class:`Pairing` of positions (A's items, B's items)."""
 
-    a_only_correct: list[tuple[ScoredItem, ScoredItem]]
-    b_only_correct: list[tuple[ScoredItem, ScoredItem]]
+    a_only_correct: Pairing
+    b_only_correct: Pairing
+
+    def items(self, sa: Section, sb: Section, which: str) -> list[tuple[ScoredItem, ScoredItem]]:
+        """(A's item, B's item) of ``which`` ("a_only_correct" or "b_only_correct"): built only where shown."""
+        chosen = getattr(self, which)
+        return [(sa.items[i], sb.items[j]) for i, j in zip(chosen.a.tolist(), chosen.b.tolist(), strict=True)]
 
 
-def discordant_items(sa: Section, sb: Section) -> Discordant:
-    """The shared items (paired by the spec's item key) one run got right and the other wrong."""
-    in_b = dict(zip(sb.keys, sb.items, strict=True))
-    pairs = [(item, in_b[key]) for key, item in zip(sa.keys, sa.items, strict=True) if key in in_b]
+def discordant_items(sa: Section, sb: Section, paired: Pairing | None = None) -> Discordant:
+    """The shared items one run got right and the other wrong (``paired``: the sections' :func:`pairing`)."""
+    paired = pairing(sa, sb) if paired is None else paired
+    right_a, right_b = sa.correct[paired.a] != 0, sb.correct[paired.b] != 0
+    a_only, b_only = right_a & ~right_b, ~right_a & right_b
     return Discordant(
-        [(a, b) for a, b in pairs if bool(a.correct) and not bool(b.correct)],
-        [(a, b) for a, b in pairs if not bool(a.correct) and bool(b.correct)],
+        Pairing(paired.a[a_only], paired.b[a_only], 0, 0), Pairing(paired.a[b_only], paired.b[b_only], 0, 0)
     )
 
 
-def compare_section(a: ScoredRun, b: ScoredRun, name: str) -> dict[str, Any]:
-    """A minus B for section ``name`` (present in both runs) on the items both scored."""
+def compare_section(
+    a: ScoredRun, b: ScoredRun, name: str, paired: Pairing | None = None, discordant: Discordant | None = None
+) -> dict[str, Any]:
+    """A minus B for section ``name`` (present in both runs) on the items both scored (``paired``, ``discordant``:
+    the sections' :func:`pairing` and :func:`discordant_items`, when the caller has them)."""
     sa, sb = a.sections[name], b.sections[name]
-    keys_a, keys_b = set(sa.keys), set(sb.keys)
-    shared = [key for key in sa.keys if key in keys_b]
-    only_a, only_b = len(keys_a - keys_b), len(keys_b - keys_a)
-    reasons = reasons_not_comparable(a, b, name, only_a, only_b, shared)
+    paired = pairing(sa, sb) if paired is None else paired
+    n_shared = len(paired.a)
+    reasons = reasons_not_comparable(a, b, name, paired)
+    metric = sa.spec.compared_metric
     out: dict[str, Any] = {
-        "metric": sa.spec.compared_metric,
+        "metric": metric,
+        # Each run's own number (over all its items, as its report gives it), beside the paired difference.
+        "a_estimate": sa.numbers.get(metric) if metric else None,
+        "b_estimate": sb.numbers.get(metric) if metric else None,
         "test": test_name(sa),
         "comparable": not reasons,
         "reasons": reasons,
-        "n_paired_items": len(shared),
-        "small": len(shared) < SMALL_GROUP,
-        "only_in_a": only_a,
-        "only_in_b": only_b,
+        "n_paired_items": n_shared,
+        "small": n_shared < SMALL_GROUP,
+        "only_in_a": paired.only_a,
+        "only_in_b": paired.only_b,
         "difference": None,
         "interval_reason": None,
         "a_only_correct": None,
@@ -186,30 +224,30 @@ def compare_section(a: ScoredRun, b: ScoredRun, name: str) -> dict[str, Any]:
         "holm_p_value": None,
         "detectable": None,
     }
-    if not shared or sa.spec.compared_metric is None:
+    if not n_shared or sa.spec.compared_metric is None:
         return out
-    discordant = discordant_items(sa, sb)
-    a_only, b_only = len(discordant.a_only_correct), len(discordant.b_only_correct)
-    out.update(a_only_correct=a_only, b_only_correct=b_only, detectable=power.detectable(len(shared), a_only, b_only))
+    discordant = discordant_items(sa, sb, paired) if discordant is None else discordant
+    a_only, b_only = len(discordant.a_only_correct.a), len(discordant.b_only_correct.a)
+    out.update(a_only_correct=a_only, b_only_correct=b_only, detectable=power.detectable(n_shared, a_only, b_only))
     if sa.spec.compared_metric.endswith("_micro"):
-        difference = stats.paired_proportion_difference(a_only, b_only, len(shared)).as_dict()
+        difference = stats.paired_proportion_difference(a_only, b_only, n_shared).as_dict()
         out.update(difference=difference)
         if out["comparable"]:
             out.update(p_value=stats.mcnemar_exact(a_only, b_only), p_value_is_bound=False)
         return out
-    boot_a, boot_b = _paired_bootstraps(sa, sb, shared)
-    paired = stats.paired_difference(boot_a, boot_b)
-    refused = _bootstrap_refused(sa, sb, shared)
+    boot_a, boot_b = _paired_bootstraps(sa, sb, paired)
+    difference = stats.paired_difference(boot_a, boot_b)
+    refused = _bootstrap_refused(sa, sb, paired)
     if refused is None:
-        out.update(difference=paired.difference.as_dict())
+        out.update(difference=difference.difference.as_dict())
         if out["comparable"]:
-            out.update(p_value=paired.p_value, p_value_is_bound=paired.p_value_is_bound)
+            out.update(p_value=difference.p_value, p_value_is_bound=difference.p_value_is_bound)
         return out
     # The bootstrap's interval would claim the certainty its p-value cannot: the difference alone, and the exact
     # test on the discordant items.
     out.update(
         test=test_name(sa, refused),
-        difference={"value": paired.difference.value, "low": None, "high": None, "n": len(shared)},
+        difference={"value": difference.difference.value, "low": None, "high": None, "n": n_shared},
         interval_reason=refused,
     )
     if out["comparable"]:
@@ -217,13 +255,12 @@ def compare_section(a: ScoredRun, b: ScoredRun, name: str) -> dict[str, Any]:
     return out
 
 
-def _bootstrap_refused(sa: Section, sb: Section, shared: Sequence[tuple]) -> str | None:
+def _bootstrap_refused(sa: Section, sb: Section, paired: Pairing) -> str | None:
     """Why the paired bootstrap cannot carry this pair's p-value (:func:`.stats.bootstrap_test_refused`)."""
-    index_a = {key: i for i, key in enumerate(sa.keys)}
-    index_b = {key: i for i, key in enumerate(sb.keys)}
-    items_a = [sa.items[index_a[key]] for key in shared]
-    differences = [item.correct - sb.items[index_b[key]].correct for item, key in zip(items_a, shared, strict=True)]
-    return stats.bootstrap_test_refused(differences, [sa.spec.stratum_of(item) for item in items_a])
+    differences = sa.correct[paired.a] - sb.correct[paired.b]
+    if paired.identical:
+        return stats.bootstrap_test_refused(differences, groups=sa.stratum_groups)
+    return stats.bootstrap_test_refused(differences, [sa.spec.stratum_of(sa.items[i]) for i in paired.a.tolist()])
 
 
 def not_compared(reason: str) -> dict[str, Any]:

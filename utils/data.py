@@ -278,11 +278,10 @@ class _DuplicateKey(ValueError):
 
 def _object_without_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     """json ``object_pairs_hook``: a key given twice would silently replace the first value."""
-    out: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in out:
-            raise _DuplicateKey(key)
-        out[key] = value
+    out = dict(pairs)  # built in C; only an object with a repeated key comes out shorter
+    if len(out) != len(pairs):
+        seen: set[str] = set()
+        raise _DuplicateKey(next(key for key, _ in pairs if key in seen or seen.add(key)))
     return out
 
 
@@ -352,22 +351,26 @@ def _json_problem(exc: BaseException) -> str:
     return f"invalid JSON ({str(exc).split(';')[0][:200]})"  # e.g. an integer of more than 4,300 digits
 
 
-def read_text(path: str | os.PathLike) -> str:
+def read_text(path: str | os.PathLike, digest: Any = None) -> str:
     """A UTF-8 text file, without a leading byte-order mark; a non-UTF-8 byte is a DataError naming its line.
 
-    Only a regular file is read, and at most MAX_FILE_BYTES of it.
+    Only a regular file is read, and at most MAX_FILE_BYTES of it. ``digest`` (a :mod:`hashlib` object) is
+    updated with the bytes read, so a file is hashed from the same read that parses it.
     """
     path = Path(path)
     with _open_regular(path) as handle:
         raw = handle.read(MAX_FILE_BYTES + 1)
+    if digest is not None:
+        digest.update(raw)
     if len(raw) > MAX_FILE_BYTES:
         raise DataError(f"{path}: larger than {MAX_FILE_BYTES:,} bytes; not read")
     return _decode(raw[len(codecs.BOM_UTF8) :] if raw.startswith(codecs.BOM_UTF8) else raw, path)
 
 
-def read_json(path: str | os.PathLike) -> Any:
-    """A JSON file (UTF-8, BOM stripped). Invalid JSON, or a key given twice in one object, is a DataError."""
-    text = read_text(path)
+def read_json(path: str | os.PathLike, digest: Any = None) -> Any:
+    """A JSON file (UTF-8, BOM stripped). Invalid JSON, or a key given twice in one object, is a DataError.
+    ``digest``: as for :func:`read_text`."""
+    text = read_text(path, digest)
     try:
         return json.loads(text, object_pairs_hook=_object_without_duplicate_keys)
     except _DuplicateKey as exc:
@@ -378,16 +381,19 @@ def read_json(path: str | os.PathLike) -> Any:
         raise DataError(f"{path}: {_json_problem(exc)}") from exc
 
 
-def iter_jsonl(path: str | os.PathLike) -> Iterator[tuple[int, dict[str, Any]]]:
+def iter_jsonl(path: str | os.PathLike, digest: Any = None) -> Iterator[tuple[int, dict[str, Any]]]:
     """``(line number, object)`` for each non-blank line of a JSONL file; a bad line names its number.
 
-    Only a regular file is read, a line of at most MAX_LINE_BYTES at a time.
+    Only a regular file is read, a line of at most MAX_LINE_BYTES at a time. ``digest`` (a :mod:`hashlib`
+    object) is updated with every byte read: read to the end, it holds the file's hash.
     """
     path = Path(path)
     with _open_regular(path) as handle:
         number = 0
         while raw := handle.readline(MAX_LINE_BYTES + 1):
             number += 1
+            if digest is not None:
+                digest.update(raw)
             if len(raw) > MAX_LINE_BYTES:
                 raise DataError(f"{path}, line {number}: longer than {MAX_LINE_BYTES:,} bytes; not read")
             line = _decode(

@@ -8,7 +8,7 @@ per section, and per pair of runs the items where they disagree). Each run folde
 Disagreements: for every pair and section, the shared items A got right and B wrong and the reverse (the
 discordant pairs behind the McNemar counts, :func:`.comparison.discordant_items`). leaderboard.json gives
 their counts; ``leaderboard_discordant.jsonl`` lists them, one line per pair and section
-(``[task, A's doc_id, B's doc_id]`` each); leaderboard.html shows them with both answers side by side and
+(``[task, A's doc_id, B's doc_id]`` each, at most :data:`DISCORDANT_PER_PAIR` of each kind per pair); leaderboard.html shows them with both answers side by side and
 links to each run's report (its item explorer opens the item) and items file where ``report`` wrote them beside
 the run, as far as its row budget (:data:`PAGE_PAIR_ROWS`) goes.
 
@@ -34,13 +34,13 @@ from urllib.request import pathname2url
 from tqdm import tqdm
 
 from . import explorer, plots
-from .comparison import adjust, compare_section, discordant_items, test_name
+from .comparison import Discordant, adjust, compare_section, discordant_items, pairing, test_name
 from .data import DataError, read_json
 from .files import jsonl_bytes, utf8, write_atomically
 from .redaction import redact_path
 from .report import md
 from .results import SCHEMA_VERSION as REPORT_SCHEMA_VERSION
-from .results import ScoredRun, item_record, items_file, score_path
+from .results import ScoredRun, Section, item_record, items_file, score_path
 from .runs import find_all_results, model_name
 from .scorecard import Html, attrs, esc, estimate_attrs, generic, interval, page, table
 from .stats import format_estimate
@@ -55,6 +55,8 @@ SCHEMA_VERSION = "2.3"
 DISCORDANT_FILE = "leaderboard_discordant.jsonl"
 # Discordant items leaderboard.html shows, over all pairs (pairs past it are listed in DISCORDANT_FILE only).
 PAGE_PAIR_ROWS = 50_000
+# Discordant items of each kind DISCORDANT_FILE lists per pair (each line counts them all and says when it is cut).
+DISCORDANT_PER_PAIR = 10_000
 
 
 # ----------------------------------------------------------------------------- runs and their labels
@@ -152,8 +154,9 @@ def _ranking(runs: Mapping[str, Mapping[str, Any]]) -> list[str]:
     return sorted(runs, key=value)
 
 
-# (section, A's id, B's id) -> (A right and B wrong, B right and A wrong), each a list of (A's, B's) item records.
-Disagreements = dict[tuple[str, str, str], tuple[list[tuple[dict, dict]], list[tuple[dict, dict]]]]
+# (section, A's id, B's id) -> (A's section, B's section, their discordant items as positions): item records are
+# built only for the rows a page shows.
+Disagreements = dict[tuple[str, str, str], tuple[Section, Section, Discordant]]
 
 
 def build_leaderboard(run_paths: Sequence[str | os.PathLike]) -> dict[str, Any]:
@@ -183,12 +186,11 @@ def build(run_paths: Sequence[str | os.PathLike]) -> tuple[dict[str, Any], Disag
         if not unavailable:
             for i, (id_a, run_a) in enumerate(present):
                 for id_b, run_b in present[i + 1 :]:
-                    comparisons.append({"a": id_a, "b": id_b, **compare_section(run_a, run_b, name)})
-                    found = discordant_items(run_a.sections[name], run_b.sections[name])
-                    disagreements[(name, id_a, id_b)] = tuple(
-                        [(item_record(a), item_record(b)) for a, b in pairs]
-                        for pairs in (found.a_only_correct, found.b_only_correct)
-                    )
+                    sa, sb = run_a.sections[name], run_b.sections[name]
+                    paired = pairing(sa, sb)
+                    found = discordant_items(sa, sb, paired)
+                    comparisons.append({"a": id_a, "b": id_b, **compare_section(run_a, run_b, name, paired, found)})
+                    disagreements[(name, id_a, id_b)] = (sa, sb, found)
             adjust(comparisons)
         runs = {run_id: _entry(run.sections[name].numbers) for run_id, run in present}
         benchmarks[name] = {
@@ -240,19 +242,21 @@ def report_folder(results_path: Path, shown: str) -> str | None:
 
 
 def discordant_lines(disagreements: Disagreements) -> list[dict[str, Any]]:
-    """leaderboard_discordant.jsonl: per section and pair, the discordant items as [task, A's doc_id, B's doc_id]."""
-    return [
-        {
-            "section": name,
-            "a": id_a,
-            "b": id_b,
-            **{
-                key: [[a["task"], a["doc_id"], b["doc_id"]] for a, b in pairs]
-                for key, pairs in zip(("a_only_correct", "b_only_correct"), found, strict=True)
-            },
-        }
-        for (name, id_a, id_b), found in disagreements.items()
-    ]
+    """leaderboard_discordant.jsonl: per section and pair, the discordant items as [task, A's doc_id, B's doc_id],
+    at most :data:`DISCORDANT_PER_PAIR` of each kind (``n_*`` counts them all; ``cut``: some were left out)."""
+    lines = []
+    for (name, id_a, id_b), (sa, sb, found) in disagreements.items():
+        line: dict[str, Any] = {"section": name, "a": id_a, "b": id_b}
+        for key in ("a_only_correct", "b_only_correct"):
+            chosen = getattr(found, key)
+            line[key] = [
+                [sa.items[i].task, sa.items[i].doc_id, sb.items[j].doc_id]
+                for i, j in zip(chosen.a[:DISCORDANT_PER_PAIR].tolist(), chosen.b[:DISCORDANT_PER_PAIR].tolist())
+            ]
+            line[f"n_{key}"] = len(chosen.a)
+        line["cut"] = any(line[f"n_{key}"] > DISCORDANT_PER_PAIR for key in ("a_only_correct", "b_only_correct"))
+        lines.append(line)
+    return lines
 
 
 # ----------------------------------------------------------------------------- rendering
@@ -426,6 +430,53 @@ def _md_table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> list[str]
     ]
 
 
+_COMPARE_HEADER = (
+    "section",
+    "A [95% CI]",
+    "B [95% CI]",
+    "paired items",
+    "A minus B [95% CI]",
+    "test",
+    "p",
+    "comparable",
+    "detectable difference (80% power)",
+)
+
+
+def compare_markdown(comparison: Mapping[str, Any]) -> str:
+    """``compare``'s table: per section, each run's number, the paired difference with its test and p-value, whether
+    the runs are comparable (else every reason) and the smallest difference the items could show."""
+    lines = [
+        f"A: {_plain(model_name(comparison['a']))} ({_plain(comparison['a'].get('results_file'))})",
+        f"B: {_plain(model_name(comparison['b']))} ({_plain(comparison['b'].get('results_file'))})",
+        "",
+    ]
+    rows = []
+    for name, pair in comparison["benchmarks"].items():
+        metric = pair.get("metric")
+        rows.append(
+            [
+                f"{name} ({metric})" if metric else name,
+                format_estimate(pair.get("a_estimate")),
+                format_estimate(pair.get("b_estimate")),
+                f"{pair['n_paired_items']}{' (small)' if pair.get('small') else ''}",
+                format_estimate(pair.get("difference")),
+                pair.get("test") or "-",
+                p_text(pair),
+                "yes" if pair["comparable"] else "no: " + "; ".join(pair["reasons"]),
+                _detectable_text(pair),
+            ]
+        )
+    table = [" | ".join(_COMPARE_HEADER), " | ".join("---" for _ in _COMPARE_HEADER)]
+    table += [" | ".join(_plain(cell) for cell in row) for row in rows]
+    return "\n".join(lines + [f"| {line} |" for line in table]) + "\n"
+
+
+def _plain(text: Any) -> str:
+    """Text for a terminal table: one line, pipes escaped, control characters dropped (names are hostile input)."""
+    return "".join(c for c in " ".join(str(text).split()) if c.isprintable()).replace("|", "\\|")
+
+
 def to_markdown(board: Mapping[str, Any]) -> str:
     lines = ["# Leaderboard", "", _INTRO.format(n=len(board["runs"])), "", "Runs:", ""]
     lines += [
@@ -501,15 +552,20 @@ def _disagreements_part(
     labels = _labels(board)
     parts = []
     for c in bench["comparisons"]:
-        found = disagreements.get((name, c["a"], c["b"]))
-        if found is None:
+        pair = disagreements.get((name, c["a"], c["b"]))
+        if pair is None:
             continue
-        a_only, b_only = found
-        counts = f"{c['a']} vs {c['b']}: A right, B wrong: {len(a_only)}; B right, A wrong: {len(b_only)}"
-        if len(a_only) + len(b_only) > budget[0]:
+        sa, sb, found = pair
+        n_a, n_b = len(found.a_only_correct.a), len(found.b_only_correct.a)
+        counts = f"{c['a']} vs {c['b']}: A right, B wrong: {n_a}; B right, A wrong: {n_b}"
+        if n_a + n_b > budget[0]:
             parts.append(f"<p>{esc(counts)}; too many to show in this page: {esc(DISCORDANT_FILE)} lists them.</p>")
             continue
-        budget[0] -= len(a_only) + len(b_only)
+        budget[0] -= n_a + n_b
+        a_only, b_only = (
+            [(item_record(a), item_record(b)) for a, b in found.items(sa, sb, key)]
+            for key in ("a_only_correct", "b_only_correct")
+        )
         sides = {
             side: {
                 "id": run_id,

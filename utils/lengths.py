@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -37,18 +38,34 @@ def word_count(text: str) -> int:
 WORD_COUNTER = LengthCounter(WORDS, word_count, "whitespace-separated words")
 
 
+def _may_load_offline(name: str) -> bool:
+    """Whether a tokenizer named ``name`` could load offline: a local folder, or a repository in the Hugging Face
+    cache. Checked before importing transformers, whose import alone costs seconds."""
+    try:
+        if Path(name).is_dir():
+            return True
+        from huggingface_hub.constants import HF_HUB_CACHE
+
+        return (Path(HF_HUB_CACHE) / f"models--{name.replace('/', '--')}").is_dir()
+    except (OSError, ValueError):  # a name no file system can hold
+        return False
+
+
 def run_counter(model_args: Any) -> LengthCounter:
     """The run's tokenizer (``pretrained=`` of its model_args), loaded offline, else words with the reason."""
     name = model_args_value(model_args, "pretrained") or model_args_value(model_args, "tokenizer")
     if not isinstance(name, str) or not name.strip():
         return LengthCounter(WORDS, word_count, "words: the run names no pretrained model or tokenizer")
+    unavailable = LengthCounter(WORDS, word_count, f"words: the tokenizer of {name!r} is not available offline")
+    if not _may_load_offline(name):
+        return unavailable
     try:
         from transformers import AutoTokenizer
 
         tokenizer = AutoTokenizer.from_pretrained(name, local_files_only=True)
     except Exception:  # any failure (not installed, not a folder, not cached, a broken file) means words
         # The reason names no exception: a report must not change with how a folder read later is broken.
-        return LengthCounter(WORDS, word_count, f"words: the tokenizer of {name!r} is not available offline")
+        return unavailable
 
     def count(text: str) -> int:
         return len(tokenizer(text, add_special_tokens=False)["input_ids"])

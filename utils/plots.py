@@ -8,7 +8,9 @@ tables beside each figure carry the full text).
 from __future__ import annotations
 
 import base64
+import hashlib
 import io
+import json
 import textwrap
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -39,13 +41,25 @@ def data_uri(png: bytes) -> str:
     return "data:image/png;base64," + base64.b64encode(png).decode("ascii")
 
 
+_DRAWN: dict[str, bytes] = {}  # figures drawn in this process, by what drew them: a report's PNG file and its page
+_DRAWN_KEPT = 64
+
+
 def plain_text_png(draw: Callable[..., bytes], *args: Any) -> bytes:
-    """``draw(*args)`` (a function returning PNG bytes) with mathtext off, e.g. ``report.confusion_png``."""
+    """``draw(*args)`` (a function returning PNG bytes) with mathtext off, e.g. ``report.confusion_png``; the same
+    figure asked for twice (a report's PNG file and its page) is drawn once."""
     import matplotlib
 
+    key = hashlib.sha256(json.dumps([draw.__qualname__, args], sort_keys=True, default=str).encode()).hexdigest()
+    if key in _DRAWN:
+        return _DRAWN[key]
     matplotlib.use("Agg")
     with matplotlib.rc_context(_PLAIN_TEXT):
-        return draw(*args)
+        drawn = draw(*args)
+    if len(_DRAWN) >= _DRAWN_KEPT:
+        _DRAWN.pop(next(iter(_DRAWN)))
+    _DRAWN[key] = drawn
+    return drawn
 
 
 def dot_whisker_png(

@@ -15,16 +15,19 @@ against an independent model of the same accuracy a.
 
 from __future__ import annotations
 
+import math
 from numbers import Integral, Real
 
 import numpy as np
-from scipy.stats import binom
+from scipy.special import bdtr, bdtrc, bdtrik, gammaln
 
 ALPHA = 0.05
 POWER = 0.80
-# Values of M beyond these tails of Binomial(n, q) are left out of the power sum: they change it by
-# at most 2e-12, and skipping them keeps n = 100,000 to a few thousand terms.
-_TAIL = 1e-12
+# Values of M further than this many standard deviations (plus a margin for skewed small counts) from the mean of
+# Binomial(n, q) are left out of the power sum: they change it by less than 1e-12, and skipping them keeps
+# n = 100,000 to a few thousand terms.
+_SPREAD = 8.0
+_MARGIN = 12
 # Bisection stops when the bracket on |delta| / q is this narrow.
 _TOLERANCE = 1e-4
 
@@ -58,27 +61,49 @@ def mcnemar_critical_values(discordant: np.ndarray | int, alpha: float = ALPHA) 
     m = np.asarray(discordant)
     if m.dtype.kind not in "iu" or (m < 0).any():
         raise ValueError(f"discordant must be non-negative whole numbers, got {discordant!r}")
-    # ppf is the smallest k with P(X <= k) >= alpha / 2, so the answer is one below it; the two
-    # corrections guard against ppf being one off in floating point.
-    k = binom.ppf(alpha / 2, m, 0.5).astype(np.int64) - 1
-    k = np.where(2 * binom.cdf(k + 1, m, 0.5) < alpha, k + 1, k)
-    return np.where(2 * binom.cdf(k, m, 0.5) >= alpha, k - 1, k)
+    # The continuous inverse of the binomial CDF gives k to within one; the two corrections settle it exactly.
+    guess = np.nan_to_num(bdtrik(alpha / 2, m, 0.5), nan=-1.0)
+    k = np.clip(np.floor(guess), -1, m).astype(np.int64)
+    k = np.where((k + 1 <= m) & (2 * _cdf(k + 1, m, 0.5) < alpha), k + 1, k)
+    return np.where((k >= 0) & (2 * _cdf(k, m, 0.5) >= alpha), k - 1, k)
+
+
+def _cdf(k: np.ndarray, n: np.ndarray | int, p: float) -> np.ndarray:
+    """P(X <= k) for X ~ Binomial(n, p): 0 below 0, 1 from n on."""
+    k = np.asarray(k)
+    inside = bdtr(np.clip(k, 0, None), n, p)
+    return np.where(k < 0, 0.0, np.where(k >= n, 1.0, inside))
+
+
+def _sf(k: np.ndarray, n: np.ndarray | int, p: float) -> np.ndarray:
+    """P(X > k) for X ~ Binomial(n, p)."""
+    k = np.asarray(k)
+    inside = bdtrc(np.clip(k, 0, None), n, p)
+    return np.where(k < 0, 1.0, np.where(k >= n, 0.0, inside))
+
+
+def _pmf(m: np.ndarray, n: int, q: float) -> np.ndarray:
+    """P(M = m) for M ~ Binomial(n, q), from log-gamma (no overflow at n = 100,000)."""
+    if q in (0.0, 1.0):
+        return (m == (n if q else 0)).astype(float)
+    log = gammaln(n + 1) - gammaln(m + 1) - gammaln(n - m + 1) + m * np.log(q) + (n - m) * np.log1p(-q)
+    return np.exp(log)
 
 
 class _PowerCurve:
     """Power as a function of pi for fixed n, q and alpha; the parts that do not depend on pi are computed once."""
 
     def __init__(self, n: int, q: float, alpha: float):
-        low, high = int(binom.ppf(_TAIL, n, q)), int(binom.isf(_TAIL, n, q))
-        m = np.arange(max(low, 0), min(high, n) + 1)
+        mean, spread = n * q, _SPREAD * math.sqrt(n * q * (1 - q)) + _MARGIN
+        m = np.arange(max(0, math.floor(mean - spread)), min(n, math.ceil(mean + spread)) + 1)
         k = mcnemar_critical_values(m, alpha)
         can_reject = k >= 0
         self.m, self.k = m[can_reject], k[can_reject]
-        self.weights = binom.pmf(self.m, n, q)
+        self.weights = _pmf(self.m, n, q)
 
     def __call__(self, pi: float) -> float:
         # P(A_only <= k) + P(A_only >= m - k) for A_only ~ Binomial(m, pi), weighted by P(M = m)
-        reject = binom.cdf(self.k, self.m, pi) + binom.sf(self.m - self.k - 1, self.m, pi)
+        reject = _cdf(self.k, self.m, pi) + _sf(self.m - self.k - 1, self.m, pi)
         return float(min(1.0, self.weights @ reject))
 
 

@@ -20,7 +20,7 @@ from typing import Any
 from . import scorecard, stats
 from .benchmarks import report_specs
 from .files import jsonl_bytes, utf8, write_atomically
-from .plots import confusion_png, reliability_png
+from .plots import confusion_png, plain_text_png, reliability_png
 from .results import ScoredRun, items_file, score_path
 from .scoring import AccuracyOver, Headline
 
@@ -321,10 +321,13 @@ def render(scored: ScoredRun) -> dict[str, bytes]:
         "report.md": utf8(to_markdown(report)),
     }
     for name, bench in report["benchmarks"].items():
+        # Drawn as the page draws them (mathtext off: labels are the run's text), so the page reuses them.
         if "confusion_matrix" in bench:
-            files[f"confusion_{name}.png"] = confusion_png(bench)
+            files[f"confusion_{name}.png"] = plain_text_png(confusion_png, {**bench, "title": str(bench["title"])})
         if bench.get("calibration"):
-            files[f"reliability_{name}.png"] = reliability_png(bench["calibration"], f"{bench['title']}: reliability")
+            files[f"reliability_{name}.png"] = plain_text_png(
+                reliability_png, bench["calibration"], f"{bench['title']}: reliability"
+            )
     items = scored.item_details()
     for name, records in items.items():
         files[items_file(name)] = jsonl_bytes(records)

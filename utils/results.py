@@ -27,6 +27,7 @@ import os
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -98,6 +99,27 @@ class Section:
         # in parallel).
         state = (self.items, self.keys, self.numbers, self.compared, self.settings, self.generative)
         return _section_of_spec, (self.spec.name, *state)
+
+    # Computed once per section, not once per pair it is compared in (the leaderboard pairs every run with every
+    # other).
+    @cached_property
+    def index(self) -> dict[tuple, int]:
+        """Each item key's position in ``items``."""
+        return {key: position for position, key in enumerate(self.keys)}
+
+    @cached_property
+    def correct(self) -> np.ndarray:
+        """Each item's 0/1 correctness, in ``items`` order."""
+        return np.fromiter((item.correct for item in self.items), dtype=float, count=len(self.items))
+
+    @cached_property
+    def prompt_hashes(self) -> tuple[str, ...]:
+        return tuple(item.prompt_hash for item in self.items)
+
+    @cached_property
+    def stratum_groups(self) -> list[np.ndarray]:
+        """The items' positions per bootstrap stratum (:func:`.stats.stratum_indices`)."""
+        return stats.stratum_indices(_strata(self.items, self.spec), len(self.items))
 
 
 def _section_of_spec(name: str, *state: Any) -> Section:
@@ -184,19 +206,39 @@ def item_record(item: ScoredItem) -> dict[str, Any]:
 _TEXT_FIELDS = ("prompt", "reply", "choices", "gold", "pred", "parse_step", "invalid_reason")
 
 
-def _redacted(item: ScoredItem, secrets: set[str]) -> ScoredItem:
+class _Masker:
+    """:func:`.redaction.mask` with the run's credentials, remembering its verdict on short texts: labels, parse
+    steps and choice texts recur in every item."""
+
+    SHORT = 256  # characters; longer texts (prompts, replies) are rarely repeated
+
+    def __init__(self, secrets: set[str]):
+        self.secrets = secrets
+        self.seen: dict[str, str] = {}
+
+    def __call__(self, text: str) -> str:
+        if len(text) > self.SHORT:
+            return mask(text, self.secrets)
+        found = self.seen.get(text)
+        if found is None:
+            found = self.seen[text] = mask(text, self.secrets)
+        return found
+
+
+def _redacted(item: ScoredItem, secrets: set[str] | _Masker) -> ScoredItem:
     """``item`` with every text it holds (its prompt, reply, choices, labels, parse step, invalid reason and any
     string in its details) masked of the run's credentials and anything shaped like one; ``item`` itself when
     nothing was masked. ``redacted`` names the fields a credential was masked in."""
+    masker = secrets if isinstance(secrets, _Masker) else _Masker(secrets)
     changed = {}
     for name in _TEXT_FIELDS:
         value = getattr(item, name)
-        masked = _masked_texts(value, secrets)
+        masked = _masked_texts(value, masker)
         if masked is not value:
             changed[name] = masked
     details = {}
     for key, value in item.details.items():
-        masked = _masked_texts(value, secrets)
+        masked = _masked_texts(value, masker)
         if masked is not value:
             details[key] = masked
     if not changed and not details:
@@ -207,26 +249,26 @@ def _redacted(item: ScoredItem, secrets: set[str]) -> ScoredItem:
     return replace(item, **changed, redacted=names)
 
 
-def _masked_texts(value: Any, secrets: set[str]) -> Any:
+def _masked_texts(value: Any, masker: _Masker) -> Any:
     """``value`` with each string in it (at any depth of dicts, lists and tuples; keys kept) masked; ``value``
     itself when none changed. A structure nested deeper than Python can walk is masked whole."""
     try:
-        return _mask_strings(value, secrets)
+        return _mask_strings(value, masker)
     except RecursionError:
         return MASK
 
 
-def _mask_strings(value: Any, secrets: set[str]) -> Any:
+def _mask_strings(value: Any, masker: _Masker) -> Any:
     if isinstance(value, str):
-        masked = mask(value, secrets)
+        masked = masker(value)
         return value if masked == value else masked
     if isinstance(value, Mapping):
-        pairs = [(key, _mask_strings(item, secrets)) for key, item in value.items()]
+        pairs = [(key, _mask_strings(item, masker)) for key, item in value.items()]
         if all(after is before for (_, after), before in zip(pairs, value.values())):
             return value
         return dict(pairs)
     if isinstance(value, (list, tuple)):
-        items = [_mask_strings(item, secrets) for item in value]
+        items = [_mask_strings(item, masker) for item in value]
         if all(after is before for after, before in zip(items, value)):
             return value
         return items if isinstance(value, list) else tuple(items)
@@ -237,12 +279,12 @@ def score_items(run: Run, spec: BenchmarkSpec) -> list[ScoredItem]:
     """The spec's items of ``run``, scored from the logged replies; the texts kept with them have the run's
     credentials (its model_args' secrets) and anything shaped like a credential masked."""
     config = run.results.get("config")
-    secrets = secret_values(config.get("model_args")) if isinstance(config, Mapping) else set()
+    masker = _Masker(secret_values(config.get("model_args")) if isinstance(config, Mapping) else set())
     items = []
     for task in sorted(t for t in run.samples if spec.owns(t)):
         for number, sample in enumerate(run.samples[task], start=1):
             try:
-                items.append(_redacted(spec.score_sample(task, sample), secrets))
+                items.append(_redacted(spec.score_sample(task, sample), masker))
             except (KeyError, TypeError, ValueError, IndexError) as exc:
                 raise DataError(f"{run.sample_files[task]}, line {number}: cannot score this sample ({exc!r})") from exc
     return sorted(items, key=lambda item: (item.task, item.doc_id))

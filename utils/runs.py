@@ -24,6 +24,9 @@ class Run:
     samples: dict[str, list[dict[str, Any]]]  # task -> logged samples (one filter)
     sample_files: dict[str, Path]
     repeated_sample_lines: dict[str, int] = field(default_factory=dict)  # task -> identical lines read once
+    # path -> sha256 of each file read (the results file, each samples file), hashed from the bytes that were
+    # parsed; empty for a run built in memory.
+    sha256: dict[str, str] = field(default_factory=dict)
 
 
 def run_timestamp(results_path: Path) -> str:
@@ -56,13 +59,14 @@ def find_results(path: str | os.PathLike) -> Path:
     return found[0]
 
 
-def _logged_samples(sample_path: Path, task: str) -> tuple[list[dict[str, Any]], int]:
-    """One task's logged samples (one filter), each (doc_id, doc_hash) once.
+def _logged_samples(sample_path: Path, task: str, digest: Any = None) -> tuple[list[dict[str, Any]], int]:
+    """One task's logged samples (one filter), each (doc_id, doc_hash) once (``digest``: updated with the file's
+    bytes as they are read).
 
     A line repeated as it is (e.g. a file appended twice) is read once; two different lines for the
     same doc cannot both be right, so they are an error naming both.
     """
-    rows = list(iter_jsonl(sample_path))
+    rows = list(iter_jsonl(sample_path, digest))
     filters = sorted({row.get("filter", "none") for _, row in rows})
     chosen = "none" if "none" in filters else filters[0] if filters else "none"
     kept: dict[tuple[Any, Any], tuple[int, dict[str, Any]]] = {}
@@ -86,7 +90,8 @@ def _logged_samples(sample_path: Path, task: str) -> tuple[list[dict[str, Any]],
 
 def load_run(path: str | os.PathLike) -> Run:
     results_path = find_results(path)
-    results = read_json(results_path)
+    digests = {str(results_path): hashlib.sha256()}
+    results = read_json(results_path, digests[str(results_path)])
     if not isinstance(results, dict) or not isinstance(results.get("configs"), dict):
         raise DataError(f"{results_path}: not an lm-eval results file (no 'configs' object)")
     for key in ("config", "versions", "n-samples"):
@@ -100,7 +105,8 @@ def load_run(path: str | os.PathLike) -> Run:
             raise DataError(
                 f"{sample_path}: missing; the report needs lm_eval's --log_samples output for task '{task}'"
             )
-        samples[task], repeats = _logged_samples(sample_path, task)
+        digests[str(sample_path)] = hashlib.sha256()
+        samples[task], repeats = _logged_samples(sample_path, task, digests[str(sample_path)])
         files[task] = sample_path
         if repeats:
             repeated[task] = repeats
@@ -116,7 +122,8 @@ def load_run(path: str | os.PathLike) -> Run:
             f"{results_path}: every samples file of this run is empty ({', '.join(sorted(samples))}); "
             "nothing was logged to score"
         )
-    return Run(results_path, results, samples, files, repeated)
+    hashes = {name: digest.hexdigest() for name, digest in digests.items()}
+    return Run(results_path, results, samples, files, repeated, hashes)
 
 
 def _effective_count(n_samples: Mapping[str, Any], task: str) -> int | None:
@@ -124,17 +131,6 @@ def _effective_count(n_samples: Mapping[str, Any], task: str) -> int | None:
     counts = n_samples.get(task)
     effective = counts.get("effective") if isinstance(counts, Mapping) else None
     return effective if isinstance(effective, int) and not isinstance(effective, bool) else None
-
-
-def file_sha256(path: Path) -> str | None:
-    """The sha256 of a file read for a report (None for a run built in memory, with no file behind it)."""
-    if not Path(path).is_file():
-        return None
-    digest = hashlib.sha256()
-    with open(path, "rb") as stream:
-        for block in iter(lambda: stream.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def recorded_dtype(config: Mapping[str, Any]) -> str:
@@ -267,8 +263,8 @@ def run_info(run: Run) -> dict[str, Any]:
     name = results.get("model_name")
     return {
         "results_file": redact_path(str(run.results_path), secrets),
-        "results_sha256": file_sha256(run.results_path),
-        "samples_sha256": {task: file_sha256(path) for task, path in sorted(run.sample_files.items())},
+        "results_sha256": run.sha256.get(str(run.results_path)),
+        "samples_sha256": {task: run.sha256.get(str(path)) for task, path in sorted(run.sample_files.items())},
         "model": config.get("model"),
         "model_args": redact(config.get("model_args")),
         "model_name": mask(name, secrets) if isinstance(name, str) else redact(name),

@@ -381,7 +381,7 @@ def _beyond_accuracy(name: str, bench: Mapping[str, Any]) -> list[str]:
                 ],
             ),
             image(
-                plots.reliability_png(cal, f"{bench.get('title', name)}: reliability"),
+                plots.plain_text_png(plots.reliability_png, cal, f"{bench.get('title', name)}: reliability"),
                 f"reliability diagram of {bench.get('title', name)}",
             ),
         ]

@@ -12,6 +12,7 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 from .calibration import Forecast
@@ -198,6 +199,7 @@ def logged_arguments(sample: Mapping[str, Any]) -> list[tuple[Any, ...]]:
     return []
 
 
+@lru_cache(maxsize=4096)  # a run repeats the same few names in every sample
 def _request_number(name: Any) -> int:
     """The N of lm-eval's ``gen_args_N`` / ``arg_N`` names (others sort last)."""
     digits = str(name).rsplit("_", 1)[-1]

@@ -65,13 +65,13 @@ def constant(value: float, n: int) -> dict:
 
 def clopper_pearson(successes: int, n: int, confidence: float = CONFIDENCE) -> tuple[float, float]:
     """The exact (Clopper-Pearson) interval of a binomial proportion: never zero-width for n > 0."""
-    from scipy.stats import beta
+    from scipy.special import betaincinv  # the beta distribution's quantile (scipy.stats costs a second to import)
 
     if not 0 <= successes <= n or n <= 0:
         raise ValueError(f"{successes} successes of {n}")
     tail = (1.0 - confidence) / 2.0
-    low = 0.0 if successes == 0 else float(beta.ppf(tail, successes, n - successes + 1))
-    high = 1.0 if successes == n else float(beta.ppf(1.0 - tail, successes + 1, n - successes))
+    low = 0.0 if successes == 0 else float(betaincinv(successes, n - successes + 1, tail))
+    high = 1.0 if successes == n else float(betaincinv(successes + 1, n - successes, 1.0 - tail))
     return low, high
 
 
@@ -144,23 +144,25 @@ _DRAWN: OrderedDict[tuple, np.ndarray] = OrderedDict()
 _DRAWN_KEPT = 8  # resample sets kept in memory (a 14,274-item set of 1,000 resamples is 114 MB of weights)
 
 
+def _drawn_rows(groups: Sequence[np.ndarray], n: int, n_resamples: int, seed: int):
+    """Each resample's item indices, one row at a time: every stratum's size drawn with replacement, stratum by
+    stratum, from one generator seeded with ``seed`` (the same strata give the same rows in every call)."""
+    rng = np.random.default_rng(seed)
+    row = np.empty(n, dtype=np.int64)
+    for _ in range(n_resamples):
+        start = 0
+        for members in groups:
+            row[start : start + len(members)] = members[rng.integers(0, len(members), len(members))]
+            start += len(members)
+        yield row
+
+
 def resample_indices(
     strata: Sequence[Hashable] | None, n: int, n_resamples: int = N_RESAMPLES, seed: int = SEED
 ) -> np.ndarray:
-    """``(n_resamples, n)`` item indices, each row drawing every stratum's size with replacement.
-
-    Rows are drawn in order, stratum by stratum, from one generator seeded with ``seed``: the same
-    strata give the same rows in every call.
-    """
+    """``(n_resamples, n)`` item indices, each row drawing every stratum's size with replacement."""
     groups = stratum_indices(strata, n)
-    rng = np.random.default_rng(seed)
-    drawn = np.empty((n_resamples, n), dtype=np.int64)
-    for row in range(n_resamples):
-        start = 0
-        for members in groups:
-            drawn[row, start : start + len(members)] = members[rng.integers(0, len(members), len(members))]
-            start += len(members)
-    return drawn
+    return np.array([row.copy() for row in _drawn_rows(groups, n, n_resamples, seed)]).reshape(n_resamples, n)
 
 
 def resample_weights(
@@ -169,18 +171,19 @@ def resample_weights(
     """``(n_resamples, n)``: how often each item is drawn in each row of :func:`resample_indices`.
 
     Drawn once per (strata, n, n_resamples, seed) and reused (read-only) by every estimate and every
-    paired comparison over the same items.
+    paired comparison over the same items; counted row by row, so nothing larger than the weights is held.
     """
+    groups = stratum_indices(strata, n)
     layout = hashlib.sha256()
-    for members in stratum_indices(strata, n):
+    for members in groups:
         layout.update(np.asarray(members, dtype=np.int64).tobytes() + b"|")
     key = (layout.hexdigest(), n, n_resamples, seed)
     if key in _DRAWN:
         _DRAWN.move_to_end(key)
         return _DRAWN[key]
-    drawn = resample_indices(strata, n, n_resamples, seed)
-    offsets = (np.arange(n_resamples) * n)[:, None]
-    weights = np.bincount((offsets + drawn).ravel(), minlength=n_resamples * n).reshape(n_resamples, n).astype(float)
+    weights = np.empty((n_resamples, n))
+    for index, row in enumerate(_drawn_rows(groups, n, n_resamples, seed)):
+        weights[index] = np.bincount(row, minlength=n)
     weights.setflags(write=False)
     _DRAWN[key] = weights
     while len(_DRAWN) > _DRAWN_KEPT:
@@ -265,8 +268,11 @@ def paired_difference(a: Bootstrapped, b: Bootstrapped) -> PairedDifference:
 MIN_DISCORDANT = 10
 
 
-def bootstrap_test_refused(differences: Sequence[float], strata: Sequence[Hashable] | None) -> str | None:
-    """Why a paired bootstrap cannot carry a p-value for these per-item differences (A minus B; None: it can).
+def bootstrap_test_refused(
+    differences: Sequence[float], strata: Sequence[Hashable] | None = None, groups: Sequence[np.ndarray] | None = None
+) -> str | None:
+    """Why a paired bootstrap cannot carry a p-value for these per-item differences (A minus B; None: it can);
+    ``groups``: the strata's :func:`stratum_indices`, when the caller has them.
 
     With few discordant items its resamples take few distinct values, and a stratum whose items are all discordant
     the same way (one item alone in its stratum, say) is the same in every resample: the bootstrap then reports a
@@ -275,7 +281,7 @@ def bootstrap_test_refused(differences: Sequence[float], strata: Sequence[Hashab
     discordant = int(np.count_nonzero(values))
     if discordant < MIN_DISCORDANT:
         return f"{discordant} discordant items, fewer than {MIN_DISCORDANT}: the bootstrap cannot carry a p-value"
-    for members in stratum_indices(strata, len(values)):
+    for members in stratum_indices(strata, len(values)) if groups is None else groups:
         own = values[members]
         if own[0] != 0 and np.all(own == own[0]):
             return (
