@@ -10,17 +10,10 @@ from pathlib import Path
 from lm_eval_tasks.utils.results import score_path
 
 from tests.runs import evaluated_run
+from tests.test_comparison import TASKS as FIVE_BENCHMARKS
 
 GOLDEN = Path(__file__).parent / "golden" / "report_all_benchmarks.json"
-TASKS = (
-    "medfact_bench_scifact",
-    "medexqa_logit_be",
-    "medexqa_be",
-    "pubmedqa_atlas_n100",
-    "millerqa_triage",
-    "millerqa_ll_triage",
-    "factbench_gen",
-)
+TASKS = (*FIVE_BENCHMARKS, "factbench_gen")
 
 
 def test_every_number_is_the_one_the_previous_code_gave(demo_data_dir, tmp_path):
