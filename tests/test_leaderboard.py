@@ -319,3 +319,14 @@ def test_copies_of_one_run_in_different_folders_get_the_shortest_path_that_tells
     # two results files in one folder: their folder and names, as ever
     one_folder = [Path("/runs/a/results_1.json"), Path("/runs/a/results_2.json")]
     assert lb.run_labels([run, run], one_folder) == ["m [a/results_1]", "m [a/results_2]"]
+
+
+def test_equal_headlines_share_a_rank(tmp_path):
+    # Two runs with no right answer (macro 0.000 each) and one better: ranks 1, 2, 2 (not 1, 2, 3).
+    paths = [medfact_run(tmp_path / n, f, model_name=n) for n, f in (("a", "0000000"), ("b", "0000000"), ("c", A))]
+    board = lb.build_leaderboard(paths)
+    bench = board["benchmarks"]["medfact_bench"]
+    assert bench["ranks"] == {"run-3": 1, "run-1": 2, "run-2": 2}
+    assert bench["ranking"][0] == "run-3"
+    markdown = lb.to_markdown(board)
+    assert "| 2 | a (run-1) | 0.000 [" in markdown and "| 2 | b (run-2) | 0.000 [" in markdown

@@ -154,6 +154,16 @@ def _ranking(runs: Mapping[str, Mapping[str, Any]]) -> list[str]:
     return sorted(runs, key=value)
 
 
+def _ranks(runs: Mapping[str, Mapping[str, Any]]) -> dict[str, int | None]:
+    """Each run's rank by its headline, equal headlines sharing one (1, 1, 3); None for a run without a headline."""
+    values = {run_id: (entry["estimate"] or {}).get("value") for run_id, entry in runs.items()}
+    known = sorted((value for value in values.values() if value is not None), reverse=True)
+    first = {}
+    for position, value in enumerate(known, start=1):
+        first.setdefault(value, position)
+    return {run_id: None if value is None else first[value] for run_id, value in values.items()}
+
+
 # (section, A's id, B's id) -> (A's section, B's section, their discordant items as positions): item records are
 # built only for the rows a page shows.
 Disagreements = dict[tuple[str, str, str], tuple[Section, Section, Discordant]]
@@ -200,6 +210,7 @@ def build(run_paths: Sequence[str | os.PathLike]) -> tuple[dict[str, Any], Disag
             "test": test_name(section),
             "comparisons_unavailable": unavailable,
             "ranking": _ranking(runs),
+            "ranks": _ranks(runs),
             "runs": runs,
             "published": dict(sorted(spec.published_headlines().items(), key=lambda kv: -kv[1])),  # best first
             "comparisons": comparisons,
@@ -328,11 +339,12 @@ def _comparison_intro(bench: Mapping[str, Any]) -> str:
 def _rank_rows(board: Mapping[str, Any], bench: Mapping[str, Any]) -> list[list[Any]]:
     labels = _labels(board)
     rows = []
-    for rank, run_id in enumerate(bench["ranking"], start=1):
+    for run_id in bench["ranking"]:
         entry = bench["runs"][run_id]
+        rank = bench["ranks"][run_id]
         rows.append(
             [
-                str(rank),
+                "-" if rank is None else str(rank),
                 f"{labels[run_id]} ({run_id})",
                 format_estimate(entry["estimate"]) + ("" if entry["paper_comparable"] else " *"),
                 str(entry["n_items"]),
