@@ -598,14 +598,14 @@ def test_a_credential_in_a_reply_is_masked_in_every_field_that_quotes_it(demo_da
 
 
 def test_nested_details_are_masked_and_an_item_without_credentials_is_returned_as_it_is():
-    from lm_eval_tasks.utils.results import _redacted
+    from lm_eval_tasks.utils.results import _Masker, _redacted
     from lm_eval_tasks.utils.scoring import ScoredItem
 
     details = {"id": "q1", "trace": [{"call": ("ok", f"Bearer {BEARER_TOKEN}")}], "n": 1}
     item = ScoredItem("t", 0, "h", "c", "A", f"x {RUN_KEY}", 0.0, details=details, parse_step=f"step {RUN_KEY}")
-    masked = _redacted(item, {RUN_KEY})
+    masked = _redacted(item, _Masker({RUN_KEY}))
     assert masked.details == {"id": "q1", "trace": [{"call": ("ok", "Bearer ***")}], "n": 1}
     assert masked.pred == "x ***" and masked.parse_step == "step ***" and masked.gold == "A"
     assert masked.redacted == ("pred", "parse_step", "details.trace")
     plain = ScoredItem("t", 0, "h", "c", "A", "B", 0.0, details={"id": "q1", "trace": [{"call": ("ok",)}]}, reply="B")
-    assert _redacted(plain, {RUN_KEY}) is plain
+    assert _redacted(plain, _Masker({RUN_KEY})) is plain

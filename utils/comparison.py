@@ -107,7 +107,8 @@ def pairing(sa: Section, sb: Section) -> Pairing:
         return Pairing(every, every, 0, 0)
     in_b = sb.index
     found = [(position, in_b[key]) for position, key in enumerate(sa.keys) if key in in_b]
-    a, b = (np.asarray(side, dtype=np.int64).reshape(-1) for side in zip(*found)) if found else (np.empty(0, int),) * 2
+    a = np.fromiter((i for i, _ in found), dtype=np.int64, count=len(found))
+    b = np.fromiter((j for _, j in found), dtype=np.int64, count=len(found))
     return Pairing(a, b, len(sa.keys) - len(found), len(sb.keys) - len(found))
 
 
@@ -224,12 +225,12 @@ def compare_section(
         "holm_p_value": None,
         "detectable": None,
     }
-    if not n_shared or sa.spec.compared_metric is None:
+    if not n_shared or metric is None:
         return out
     discordant = discordant_items(sa, sb, paired) if discordant is None else discordant
     a_only, b_only = len(discordant.a_only_correct.a), len(discordant.b_only_correct.a)
     out.update(a_only_correct=a_only, b_only_correct=b_only, detectable=power.detectable(n_shared, a_only, b_only))
-    if sa.spec.compared_metric.endswith("_micro"):
+    if metric.endswith("_micro"):
         difference = stats.paired_proportion_difference(a_only, b_only, n_shared).as_dict()
         out.update(difference=difference)
         if out["comparable"]:

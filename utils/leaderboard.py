@@ -653,7 +653,7 @@ def to_html(
                             _span(
                                 "holm", p_text(c, "holm_p_value"), a=c["a"], b=c["b"], value=_repr(c["holm_p_value"])
                             ),
-                            _pair_row(c)[8],
+                            _detectable_text(c),
                         ]
                         for c in comparable
                     ],

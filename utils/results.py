@@ -225,11 +225,10 @@ class _Masker:
         return found
 
 
-def _redacted(item: ScoredItem, secrets: set[str] | _Masker) -> ScoredItem:
+def _redacted(item: ScoredItem, masker: _Masker) -> ScoredItem:
     """``item`` with every text it holds (its prompt, reply, choices, labels, parse step, invalid reason and any
     string in its details) masked of the run's credentials and anything shaped like one; ``item`` itself when
     nothing was masked. ``redacted`` names the fields a credential was masked in."""
-    masker = secrets if isinstance(secrets, _Masker) else _Masker(secrets)
     changed = {}
     for name in _TEXT_FIELDS:
         value = getattr(item, name)
