@@ -3,8 +3,6 @@ from collections import Counter
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
 from lm_eval_tasks.utils import stats
 from sklearn.metrics import f1_score, precision_recall_fscore_support
 
@@ -198,35 +196,3 @@ def test_proportions_whose_outcomes_all_agree_get_the_exact_interval():
 def test_a_constant_is_shown_without_an_interval():
     assert stats.format_estimate(stats.constant(0.25, 84)) == "0.250 (constant)"
     assert stats.format_estimate(stats.agreed_proportion([0.0] * 4).as_dict()) == "0.000 [0.000, 0.602]"
-
-
-@settings(max_examples=60, deadline=None)
-@given(
-    sizes=st.lists(st.integers(1, 400), min_size=1, max_size=5),
-    n_resamples=st.integers(1, 30),
-    seed=st.integers(0, 2**32 - 1),
-    block=st.integers(1, 2_000),
-)
-def test_resamples_drawn_in_blocks_are_the_stratum_by_stratum_draws(sizes, n_resamples, seed, block):
-    # The reference: one generator call per stratum per resample, strata in order of first appearance.
-    strata = [label for label, size in enumerate(sizes) for _ in range(size)]
-    order = np.random.default_rng(seed ^ 0x5EED).permutation(len(strata))
-    strata = [strata[i] for i in order]  # interleaved labels: members are not contiguous
-    groups = stats.stratum_indices(strata, len(strata))
-    rng = np.random.default_rng(seed)
-    expected = np.array(
-        [
-            np.concatenate([members[rng.integers(0, len(members), len(members))] for members in groups])
-            for _ in range(n_resamples)
-        ]
-    )
-    original = stats._BLOCK_DRAWS
-    stats._BLOCK_DRAWS = block  # blocks of one row up to all rows at once
-    try:
-        drawn = stats.resample_indices(strata, len(strata), n_resamples, seed)
-    finally:
-        stats._BLOCK_DRAWS = original
-    assert np.array_equal(drawn, expected)
-    counts = np.array([np.bincount(row, minlength=len(strata)) for row in expected], dtype=float)
-    stats._DRAWN.clear()
-    assert np.array_equal(stats.resample_weights(strata, len(strata), n_resamples, seed), counts)

@@ -144,23 +144,17 @@ _DRAWN: OrderedDict[tuple, np.ndarray] = OrderedDict()
 _DRAWN_KEPT = 8  # resample sets kept in memory (a 14,274-item set of 1,000 resamples is 114 MB of weights)
 
 
-_BLOCK_DRAWS = 1 << 22  # item draws per block of resamples (32 MB of int64 indices)
-
-
-def _drawn_blocks(groups: Sequence[np.ndarray], n: int, n_resamples: int, seed: int):
-    """Each resample's item indices, a block of rows at a time: every stratum's size drawn with replacement,
-    stratum by stratum, from one generator seeded with ``seed`` (the same strata give the same rows in every call).
-
-    One call draws a whole block: with one bound per item (its stratum's size) numpy's generator consumes its
-    stream exactly as one call per stratum per row would (tests/test_stats.py checks it against that loop)."""
+def _drawn_rows(groups: Sequence[np.ndarray], n: int, n_resamples: int, seed: int):
+    """Each resample's item indices, one row at a time: every stratum's size drawn with replacement, stratum by
+    stratum, from one generator seeded with ``seed`` (the same strata give the same rows in every call)."""
     rng = np.random.default_rng(seed)
-    lengths = np.array([len(members) for members in groups], dtype=np.int64)
-    members = np.concatenate([*groups, np.empty(0, dtype=np.int64)]).astype(np.int64)
-    sizes = np.repeat(lengths, lengths)  # each position's stratum size
-    starts = np.repeat(np.cumsum(lengths) - lengths, lengths)  # where its stratum starts in ``members``
-    rows = max(1, _BLOCK_DRAWS // max(n, 1))
-    for first in range(0, n_resamples, rows):
-        yield members[starts + rng.integers(0, sizes, size=(min(rows, n_resamples - first), n))]
+    row = np.empty(n, dtype=np.int64)
+    for _ in range(n_resamples):
+        start = 0
+        for members in groups:
+            row[start : start + len(members)] = members[rng.integers(0, len(members), len(members))]
+            start += len(members)
+        yield row
 
 
 def resample_indices(
@@ -168,7 +162,7 @@ def resample_indices(
 ) -> np.ndarray:
     """``(n_resamples, n)`` item indices, each row drawing every stratum's size with replacement."""
     groups = stratum_indices(strata, n)
-    return np.concatenate(list(_drawn_blocks(groups, n, n_resamples, seed))).reshape(n_resamples, n)
+    return np.array([row.copy() for row in _drawn_rows(groups, n, n_resamples, seed)]).reshape(n_resamples, n)
 
 
 def resample_weights(
@@ -177,7 +171,7 @@ def resample_weights(
     """``(n_resamples, n)``: how often each item is drawn in each row of :func:`resample_indices`.
 
     Drawn once per (strata, n, n_resamples, seed) and reused (read-only) by every estimate and every
-    paired comparison over the same items; counted a block of rows at a time, so little beyond the weights is held.
+    paired comparison over the same items; counted row by row, so nothing larger than the weights is held.
     """
     groups = stratum_indices(strata, n)
     layout = hashlib.sha256()
@@ -188,12 +182,8 @@ def resample_weights(
         _DRAWN.move_to_end(key)
         return _DRAWN[key]
     weights = np.empty((n_resamples, n))
-    first = 0
-    for block in _drawn_blocks(groups, n, n_resamples, seed):
-        rows = len(block)
-        flat = (block + np.arange(rows, dtype=np.int64)[:, None] * n).ravel()
-        weights[first : first + rows] = np.bincount(flat, minlength=rows * n).reshape(rows, n)
-        first += rows
+    for index, row in enumerate(_drawn_rows(groups, n, n_resamples, seed)):
+        weights[index] = np.bincount(row, minlength=n)
     weights.setflags(write=False)
     _DRAWN[key] = weights
     while len(_DRAWN) > _DRAWN_KEPT:
