@@ -72,9 +72,9 @@ def _compare(args: argparse.Namespace) -> int:
     from lm_eval_tasks.utils.comparison import compare_runs
     from lm_eval_tasks.utils.files import write_atomically
     from lm_eval_tasks.utils.leaderboard import compare_markdown
-    from lm_eval_tasks.utils.results import score_path
+    from lm_eval_tasks.utils.scored_file import score_or_read
 
-    comparison = compare_runs(score_path(args.run_a), score_path(args.run_b))
+    comparison = compare_runs(score_or_read(args.run_a), score_or_read(args.run_b))
     text = json.dumps(comparison, indent=2) + "\n"
     if args.out:
         out = Path(args.out)

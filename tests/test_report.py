@@ -112,6 +112,7 @@ def test_cli_writes_json_markdown_and_png(run_dir, tmp_path, capsys):
         "report.html",
         "report.json",
         "report.md",
+        "scored_run.json",
     ]
     saved = json.loads((tmp_path / "rep" / "report.json").read_text(encoding="utf-8"))
     assert saved["schema_version"] == results.SCHEMA_VERSION
@@ -356,6 +357,7 @@ def test_the_report_folder_holds_exactly_the_current_report(run_dir, tmp_path):
         "report.html",
         "report.json",
         "report.md",
+        "scored_run.json",
     ]
 
 

@@ -40,9 +40,10 @@ from .files import jsonl_bytes, utf8, write_atomically
 from .redaction import redact_path
 from .report import md
 from .results import SCHEMA_VERSION as REPORT_SCHEMA_VERSION
-from .results import ScoredRun, Section, item_record, items_file, score_path
+from .results import ScoredRun, Section, item_record, items_file
 from .runs import find_all_results, model_name
 from .scorecard import Html, attrs, esc, estimate_attrs, generic, interval, page, table
+from .scored_file import score_or_read
 from .stats import format_estimate
 
 # 2.0: one table per section (runs ranked by the headline, that section's published models); each pair carries
@@ -112,19 +113,20 @@ def run_labels(provenances: Sequence[Mapping[str, Any]], paths: Sequence[Path]) 
 
 
 def score_runs(run_paths: Sequence[str | os.PathLike], workers: int | None = None) -> list[ScoredRun]:
-    """Every run under ``run_paths``, each scored once; runs are scored in parallel, one process per core."""
+    """Every run under ``run_paths``, each scored once (or read from its report's scored_run.json when that matches
+    it, :mod:`.scored_file`); runs are scored in parallel, one process per core."""
     paths = list(dict.fromkeys(p.resolve() for path in run_paths for p in find_all_results(path)))
     if not paths:
         raise DataError("no runs given")
     workers = min(workers or len(os.sched_getaffinity(0)), len(paths))
     progress = {"desc": "scoring runs", "unit": "run", "total": len(paths), "disable": len(paths) < 3}
     if workers < 2:
-        return [score_path(path) for path in tqdm(paths, **progress)]
+        return [score_or_read(path) for path in tqdm(paths, **progress)]
     # fork where there is one: a worker then needs no re-import of the caller's main module (a script read from
     # stdin cannot be re-imported), only what it inherits.
     context = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn")
     with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
-        return list(tqdm(pool.map(score_path, paths), **progress))
+        return list(tqdm(pool.map(score_or_read, paths), **progress))
 
 
 # ----------------------------------------------------------------------------- the leaderboard

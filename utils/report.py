@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from . import scorecard, stats
+from . import scorecard, scored_file, stats
 from .benchmarks import report_specs
 from .files import jsonl_bytes, utf8, write_atomically
 from .plots import confusion_png, plain_text_png, reliability_png
@@ -332,11 +332,14 @@ def render(scored: ScoredRun) -> dict[str, bytes]:
     for name, records in items.items():
         files[items_file(name)] = jsonl_bytes(records)
     files["report.html"] = utf8(scorecard.render_html(report, items))
+    if scored_file.reusable(scored):
+        files[scored_file.FILE] = scored_file.saved(scored)
     return files
 
 
-# Files of an earlier report that the current one may not write again (a section no longer in the run).
-_PER_SECTION_FILES = ("confusion_*.png", "reliability_*.png", "items_*.jsonl")
+# Files of an earlier report that the current one may not write again (a section no longer in the run, a scored
+# run that cannot be reused).
+_PER_SECTION_FILES = ("confusion_*.png", "reliability_*.png", "items_*.jsonl", scored_file.FILE)
 
 
 def write_report(path: str | os.PathLike, out_dir: str | os.PathLike | None = None) -> tuple[ScoredRun, list[Path]]:

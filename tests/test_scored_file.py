@@ -1,0 +1,117 @@
+"""scored_run.json: a report's scored run, read back by leaderboard and compare only when it is the scoring of the
+same files by the same code; anything else is scored afresh."""
+
+import json
+
+import numpy as np
+import pytest
+from lm_eval_tasks.utils import scored_file
+from lm_eval_tasks.utils.leaderboard import build
+from lm_eval_tasks.utils.report import write_report
+from lm_eval_tasks.utils.results import score_path
+from lm_eval_tasks.utils.runs import find_results
+
+from tests.runs import evaluated_run
+from tests.test_comparison import TASKS as FIVE_BENCHMARKS
+
+
+@pytest.fixture(scope="module")
+def reported(demo_data_dir, tmp_path_factory):
+    """A scripted run of the five benchmarks' scored tasks with its report written beside it (``report/``)."""
+    root = tmp_path_factory.mktemp("scored")
+    run = evaluated_run(root / "run", demo_data_dir, FIVE_BENCHMARKS)
+    scored, _ = write_report(run)
+    return find_results(run), scored
+
+
+def test_a_saved_run_reads_back_as_the_same_scored_run(reported):
+    results_path, scored = reported
+    read = scored_file.read(results_path, results_path.parent / "report")
+    assert read is not None
+    assert read.report() == scored.report()
+    assert read.item_details() == scored.item_details()
+    for name, section in scored.sections.items():
+        again = read.sections[name]
+        assert again.keys == section.keys and again.settings == section.settings
+        assert again.items == section.items
+        if section.compared is None:
+            assert again.compared is None
+        else:
+            assert again.compared.estimate == section.compared.estimate
+            assert np.array_equal(again.compared.distribution, section.compared.distribution)
+            assert again.compared.distribution.tobytes() == section.compared.distribution.tobytes()
+
+
+def test_the_file_is_found_by_a_relative_path_and_shows_that_path(reported, monkeypatch):
+    results_path, scored = reported
+    monkeypatch.chdir(results_path.parents[1])
+    relative = results_path.relative_to(results_path.parents[1])
+    read = scored_file.score_or_read(relative)
+    assert read.provenance["results_file"] == str(relative)
+    assert read.report() == score_path(relative).report()
+
+
+def test_a_changed_samples_file_or_other_code_is_scored_afresh(reported, tmp_path, monkeypatch):
+    results_path, _ = reported
+    folder = results_path.parent / "report"
+    assert scored_file.read(results_path, folder) is not None
+    monkeypatch.setattr(scored_file, "code_digest", lambda: "0" * 64)
+    assert scored_file.read(results_path, folder) is None
+    monkeypatch.undo()
+    samples = next(results_path.parent.glob("samples_*.jsonl"))
+    original = samples.read_bytes()
+    try:
+        samples.write_bytes(original + b"\n")  # a blank line: the same samples, other bytes
+        assert scored_file.read(results_path, folder) is None
+    finally:
+        samples.write_bytes(original)
+    assert scored_file.read(results_path, folder) is not None
+
+
+@pytest.mark.parametrize(
+    "body",
+    [b"", b"not json", b"[]", b'{"key": null}', b"\xff\xfe", b"[" * 100_000],
+    ids=["empty", "text", "list", "no-key", "not-utf8", "deep"],
+)
+def test_a_broken_file_is_ignored(reported, tmp_path, body):
+    results_path, _ = reported
+    folder = tmp_path / "report"
+    folder.mkdir()
+    (folder / scored_file.FILE).write_bytes(body)
+    assert scored_file.read(results_path, folder) is None
+
+
+def test_forged_numbers_under_a_matching_key_with_broken_items_are_ignored(reported, tmp_path):
+    results_path, _ = reported
+    key, body = (results_path.parent / "report" / scored_file.FILE).read_text().split("\n", 1)
+    body = json.loads(body)
+    first = next(iter(body["sections"].values()))
+    first["items"][0]["unknown_field"] = 1
+    folder = tmp_path / "report"
+    folder.mkdir()
+    (folder / scored_file.FILE).write_text(key + "\n" + json.dumps(body))
+    assert scored_file.read(results_path, folder) is None
+    first["items"][0].pop("unknown_field")
+    (folder / scored_file.FILE).write_text(key + "\n" + json.dumps(body))
+    assert scored_file.read(results_path, folder) is not None  # the same file, untouched, is read
+
+
+def test_a_leaderboard_from_saved_runs_equals_one_scored_afresh(reported, monkeypatch):
+    results_path, _ = reported
+    calls = []
+    monkeypatch.setattr(scored_file, "score_path", calls.append)
+    from_saved, _ = build([results_path])
+    assert calls == []  # read back, not scored
+    monkeypatch.setattr(scored_file, "score_path", score_path)
+    monkeypatch.setattr(scored_file, "read", lambda *args: None)
+    assert build([results_path])[0] == from_saved
+
+
+def test_a_run_whose_section_reads_other_files_is_never_saved(demo_data_dir, tmp_path):
+    # FActBench's section reads the fact-check output beside the run at report time, which the key does not cover.
+    run = evaluated_run(tmp_path / "run", demo_data_dir, ("factbench_gen",))
+    stale = tmp_path / "report" / scored_file.FILE
+    stale.parent.mkdir()
+    stale.write_text("{}")
+    _, written = write_report(run, tmp_path / "report")
+    assert scored_file.FILE not in {path.name for path in written} and not stale.exists()

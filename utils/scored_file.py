@@ -1,0 +1,189 @@
+"""A scored run saved beside its report (``scored_run.json``: its key on the first line, then the run), so that ``leaderboard`` and ``compare`` reuse it
+instead of scoring the run again.
+
+The file is keyed by what the scores depend on: the sha256 of every file the run read (its results file and each
+samples file, hashed from their bytes now), this package's version, the report schema and a digest of the
+package's own code (a development checkout changes code without changing its version). Anything that does not
+match, or a file that cannot be read as one, means the run is scored afresh (so does a run with a section that
+reads other files at report time, :func:`reusable`): the file is a shortcut, never a
+source of numbers the run's own files would not give. It holds only masked texts (those of the items files).
+
+JSON, never pickle: a report folder may come from anyone, and reading it must not run code.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import os
+from collections.abc import Mapping
+from dataclasses import asdict, fields
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from . import stats
+from .benchmarks import report_specs
+from .calibration import Forecast
+from .data import DataError, read_json
+from .files import utf8
+from .redaction import redact_path, secret_values
+from .results import SCHEMA_VERSION, ScoredRun, Section, score_path
+from .runs import find_results, run_timestamp
+from .scoring import ScoredItem
+
+FILE = "scored_run.json"
+FORMAT = 1
+_CHUNK = 1 << 20
+_ITEM_FIELDS = tuple(f.name for f in fields(ScoredItem))
+_TUPLES = ("choices", "loglikelihoods", "redacted")
+
+
+@functools.cache
+def code_digest() -> str:
+    """sha256 over this package's Python files (names and bytes), in a fixed order."""
+    root = Path(__file__).resolve().parents[1]
+    digest = hashlib.sha256()
+    for package in (Path(__file__).resolve().parent, root / "lm_eval_tasks"):
+        for path in sorted(package.rglob("*.py")):
+            digest.update(str(path.relative_to(package)).encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()
+
+
+def _file_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        while chunk := handle.read(_CHUNK):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def run_key(results_path: Path) -> dict[str, Any]:
+    """What a saved scored run of ``results_path`` must match: the files' sha256 (keyed by name), the versions."""
+    from lm_eval_tasks import __version__
+
+    results = read_json(results_path)
+    configs = results.get("configs") if isinstance(results, Mapping) else None
+    if not isinstance(configs, Mapping):
+        raise DataError(f"{results_path}: not an lm-eval results file (no 'configs' object)")
+    stamp = run_timestamp(results_path)
+    names = [results_path.name, *(f"samples_{task}_{stamp}.jsonl" for task in configs)]
+    return {
+        "format": FORMAT,
+        "package_version": __version__,
+        "schema_version": SCHEMA_VERSION,
+        "code_sha256": code_digest(),
+        "files_sha256": {name: _file_sha256(results_path.parent / name) for name in names},
+    }
+
+
+def reusable(scored: ScoredRun) -> bool:
+    """Whether ``scored`` depends on nothing but the run's files: a section that reads other files at report time
+    (FActBench's fact-check output) is scored afresh every time."""
+    return all(section.spec.extra_section is None for section in scored.sections.values())
+
+
+def _item(item: ScoredItem) -> dict[str, Any]:
+    record = {name: getattr(item, name) for name in _ITEM_FIELDS}
+    record["forecast"] = None if item.forecast is None else asdict(item.forecast)
+    return record
+
+
+def saved(scored: ScoredRun) -> bytes:
+    """``scored`` as scored_run.json (ASCII JSON: a lone surrogate in a reply reads back as itself)."""
+    body = {
+        "provenance": scored.provenance,
+        "empty_tasks": list(scored.empty_tasks),
+        "unreported_tasks": list(scored.unreported_tasks),
+        "sections": {
+            name: {
+                "numbers": section.numbers,
+                "compared": None
+                if section.compared is None
+                else {
+                    "estimate": asdict(section.compared.estimate),
+                    "distribution": section.compared.distribution.tolist(),
+                },
+                "settings": list(section.settings),
+                "generative": section.generative,
+                "items": [_item(item) for item in section.items],
+            }
+            for name, section in scored.sections.items()
+        },
+    }
+    key = json.dumps(run_key(scored.results_path), ensure_ascii=True)
+    return utf8(key + "\n" + json.dumps(body, ensure_ascii=True, separators=(",", ":")) + "\n")
+
+
+def _scored_item(record: Mapping[str, Any]) -> ScoredItem:
+    if set(record) != set(_ITEM_FIELDS):
+        raise ValueError("item fields differ")
+    values = dict(record)
+    for name in _TUPLES:
+        values[name] = tuple(values[name])
+    forecast = values["forecast"]
+    if forecast is not None:
+        values["forecast"] = Forecast(**{**forecast, "probabilities": tuple(forecast["probabilities"])})
+    item = ScoredItem(**values)
+    if not (isinstance(item.task, str) and isinstance(item.doc_id, int) and isinstance(item.correct, (int, float))):
+        raise ValueError("item field types differ")
+    return item
+
+
+def _section(spec, entry: Mapping[str, Any]) -> Section:
+    items = tuple(_scored_item(record) for record in entry["items"])
+    compared = entry["compared"]
+    if compared is not None:
+        compared = stats.Bootstrapped(
+            stats.Estimate(**compared["estimate"]), np.asarray(compared["distribution"], dtype=float)
+        )
+    keys = tuple(spec.item_key(item) for item in items)
+    settings = tuple(dict(setting) for setting in entry["settings"])
+    return Section(spec, items, keys, dict(entry["numbers"]), compared, settings, bool(entry["generative"]))
+
+
+def read(results_path: Path, folder: Path) -> ScoredRun | None:
+    """The scored run saved in ``folder`` when it is the scoring of ``results_path`` by this code; else None."""
+    path = folder / FILE
+    if not path.is_file():
+        return None
+    try:
+        with open(path, "rb") as handle:
+            if json.loads(handle.readline(1 << 16)) != run_key(results_path):
+                return None
+            body = json.loads(handle.read())
+        specs = {spec.name: spec for spec in report_specs() if spec.extra_section is None}
+        sections = {name: _section(specs[name], entry) for name, entry in body["sections"].items()}
+        provenance = dict(body["provenance"])
+    except (OSError, DataError, ValueError, TypeError, KeyError, AttributeError, RecursionError):
+        return None
+    # The run may have been reached by another path than when it was saved (relative, absolute, moved).
+    results = read_json(results_path)
+    config = results.get("config")
+    secrets = secret_values(config.get("model_args")) if isinstance(config, Mapping) else set()
+    provenance["results_file"] = redact_path(str(results_path), secrets)
+    return ScoredRun(
+        results_path=results_path,
+        provenance=provenance,
+        sections=sections,
+        empty_tasks=tuple(body["empty_tasks"]),
+        unreported_tasks=tuple(body["unreported_tasks"]),
+    )
+
+
+def report_folders(results_path: Path) -> list[Path]:
+    """Where ``report`` writes a run's report by default, then beside the run's folder (the README's ``run/`` and
+    ``report/`` side by side)."""
+    return [results_path.parent / "report", *(parent.parent / "report" for parent in results_path.parents[:3])]
+
+
+def score_or_read(path: str | os.PathLike) -> ScoredRun:
+    """The run at ``path``, read from a matching scored_run.json beside its report, else scored."""
+    results_path = find_results(path)
+    for folder in report_folders(results_path):
+        found = read(results_path, folder)
+        if found is not None:
+            return found
+    return score_path(results_path)
