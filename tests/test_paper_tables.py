@@ -309,3 +309,21 @@ def test_the_tex_compiles_with_any_labels(tie, tmp_path_factory, labels):
     for run, label in zip(board["runs"], labels, strict=True):
         run["label"] = label
     compile_tex(to_latex(board), tmp_path_factory.mktemp("tex"))
+
+
+def test_a_section_without_a_headline_has_no_bold_and_no_marks(tie, tmp_path):
+    # As the board gives a section whose headline has no paired comparison (FActBench's): no estimate, no rank.
+    board = json.loads(json.dumps(tie[0]))
+    bench = board["benchmarks"]["medfact_bench"]
+    reason = "no paired comparison for the headline metric 'none'"
+    bench.update(test=None, comparisons=[], comparisons_unavailable=reason, ranks=dict.fromkeys(bench["ranks"]))
+    for entry in bench["runs"].values():
+        entry["estimate"] = None
+    tex = to_latex(board)
+    rows, note = tables(tex)["medfact_bench"]
+    assert [cell for _, cell, _ in rows.values()] == ["n/a\\textsuperscript{*}"] * 3
+    assert "\\textbf" not in tex and "dagger" not in tex and "Bold" not in note
+    assert f"Runs not compared: {latex(reason)}." in note
+    assert f"Runs were not compared: {reason}." in to_methods(board)
+    if shutil.which("pdflatex"):
+        compile_tex(tex, tmp_path)

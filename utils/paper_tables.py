@@ -196,15 +196,21 @@ def _pairs(n: int) -> str:
 
 def _note(board: Mapping[str, Any], name: str, bench: Mapping[str, Any], shown: Mapping[str, str | None]) -> str:
     tests, n_tested = _tests(bench)
-    parts = [f"Headline: {latex(bench['headline_metric'])} with its 95\\% CI. Bold: the best run (rank 1)."]
+    parts = [f"Headline: {latex(bench['headline_metric'])} with its 95\\% CI."]
+    if _best(bench):
+        parts.append("Bold: the best run (rank 1; equal headlines share it).")
+    if bench["comparisons_unavailable"]:
+        parts.append(f"Runs not compared: {latex(bench['comparisons_unavailable'])}.")
     if n_tested:
         parts.append(
             f"Pairs of runs: {latex('; '.join(tests))}; p-values Holm-adjusted over the {_pairs(n_tested)}. "
             f"{_DAGGER}: not significantly different from the best run (Holm-adjusted $p \\geq {ALPHA}$)."
         )
     if "untested" in shown.values():
-        why = bench["comparisons_unavailable"] or "a different protocol (see leaderboard.md)"
-        parts.append(f"{_DDAGGER}: not tested against the best run: {latex(why)}.")
+        parts.append(
+            f"{_DDAGGER}: not tested against the best run"
+            + ("." if bench["comparisons_unavailable"] else " (another protocol: leaderboard.md gives the reasons).")
+        )
     if not all(entry["paper_comparable"] for entry in bench["runs"].values()):
         parts.append(f"{_STAR}: not comparable with the published numbers (each run's report gives the reason).")
     parts.append(f"Items: {_item_set(board, name, bench, latex)}.")
@@ -254,7 +260,7 @@ def to_latex(board: Mapping[str, Any]) -> str:
 # ----------------------------------------------------------------------------- methods.md
 
 
-def md(text: Any) -> str:
+def _md(text: Any) -> str:
     """Text for methods.md: Markdown-escaped, control and format characters dropped (names are hostile)."""
     return _markdown(
         "".join(c if c.isspace() or unicodedata.category(c) not in ("Cc", "Cf") else "" for c in str(text))
@@ -333,43 +339,49 @@ def to_methods(board: Mapping[str, Any]) -> str:
     lines = [
         "# Methods",
         "",
-        f"From leaderboard.json (schema {md(board['schema_version'])}), written by {md(board['generated_by'])}. "
+        f"From leaderboard.json (schema {_md(board['schema_version'])}), written by {_md(board['generated_by'])}. "
         "Where runs differ, each value names its runs.",
     ]
     for name, bench in board["benchmarks"].items():
         tasks = _tasks(board, name)
         facts = [
-            (md(runs[run_id]["label"]), _methods_facts(runs[run_id]["run"], name, tasks.get(run_id, {})))
+            (_md(runs[run_id]["label"]), _methods_facts(runs[run_id]["run"], name, tasks.get(run_id, {})))
             for run_id in bench["ranking"]
         ]
-        said = {key: _across([(label, md(f[key])) for label, f in facts]) for key in facts[0][1]}
+        said = {key: _across([(label, _md(f[key])) for label, f in facts]) for key in facts[0][1]}
         comparable = _across(
             [
                 (
-                    md(runs[run_id]["label"]),
-                    "yes" if entry["paper_comparable"] else md(entry["paper_comparable_reason"]),
+                    _md(runs[run_id]["label"]),
+                    "yes" if entry["paper_comparable"] else _md(entry["paper_comparable_reason"]),
                 )
                 for run_id, entry in bench["runs"].items()
             ]
         )
         tests, n_tested = _tests(bench)
-        test = (
-            f"Pairs of runs were compared on {md(bench['compared_metric'])} with the {md('; '.join(tests))}, "
-            f"p-values Holm-adjusted over the {_pairs(n_tested)}."
-            if n_tested
-            else f"Runs were not compared: {md(bench['comparisons_unavailable'] or 'no pair of runs is comparable')}."
-        )
+        if n_tested:
+            test = (
+                f"Pairs of runs were compared on {_md(bench['compared_metric'])} with the {_md('; '.join(tests))}, "
+                f"p-values Holm-adjusted over the {_pairs(n_tested)}. "
+            )
+        elif bench["comparisons_unavailable"]:
+            test = f"Runs were not compared: {_md(bench['comparisons_unavailable'])}. "
+        elif len(facts) > 1:
+            test = "No pair of runs was tested (none is comparable: leaderboard.md gives the reasons). "
+        else:
+            test = ""
+        evaluated = f"{len(facts)} run{'' if len(facts) == 1 else 's'} ({', '.join(label for label, _ in facts)})"
         lines += [
             "",
-            f"## {md(bench['title'])} (`{name}`)",
+            f"## {_md(bench['title'])} (`{name}`)",
             "",
-            f"We evaluated {len(facts)} run{'' if len(facts) == 1 else 's'} ({', '.join(label for label, _ in facts)}) on {md(bench['title'])} with "
-            f"lm-evaluation-harness ({said['backend']}) and {md(board['generated_by'])}. "
-            f"Item set: {_item_set(board, name, bench, md)}; lm-eval --limit: {said['limit']}. "
-            f"Protocol: headline {md(bench['headline_metric'])} with its 95% CI; benchmark settings: "
+            f"We evaluated {evaluated} on {_md(bench['title'])} with lm-evaluation-harness ({said['backend']}) and "
+            f"{_md(board['generated_by'])}. "
+            f"Item set: {_item_set(board, name, bench, _md)}; lm-eval --limit: {said['limit']}. "
+            f"Protocol: headline {_md(bench['headline_metric'])} with its 95% CI; benchmark settings: "
             f"{said['settings']}; generation settings: {said['generation']}. "
             f"Precision: {said['dtype']}. Prompts: {said['template']}; {said['system']}; {said['shots']}. "
-            f"Seeds: {said['seeds']}. Versions: {said['versions']}. {test} "
+            f"Seeds: {said['seeds']}. Versions: {said['versions']}. {test}"
             f"Comparable with the published numbers: {comparable}.",
         ]
     return "\n".join(lines) + "\n"
