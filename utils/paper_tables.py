@@ -233,7 +233,7 @@ def to_latex(board: Mapping[str, Any]) -> str:
             r"\centering",
             f"\\caption{{{latex(bench['title'])}: {latex(bench['headline_metric'])} [95\\% CI].}}",
             f"\\label{{{_table_label(name)}}}",
-            r"\begin{tabular}{lrr}",
+            r"\begin{tabular}{p{0.5\linewidth}rr}",  # long labels wrap
             r"\toprule",
             f"Run & {latex(bench['headline_metric'])} {{[}}95\\% CI{{]}} & Items \\\\",
             r"\midrule",
