@@ -152,7 +152,8 @@ def register(commands: argparse._SubParsersAction) -> None:
 
     leaderboard = commands.add_parser(
         "leaderboard",
-        help="leaderboard over runs (JSON, Markdown, CSV, HTML): headlines with CIs, published models, paired comparisons",
+        help="leaderboard over runs (JSON, Markdown, CSV, HTML, LaTeX, methods.md): headlines with CIs, published "
+        "models, paired comparisons",
     )
     leaderboard.add_argument(
         "runs",
@@ -160,7 +161,9 @@ def register(commands: argparse._SubParsersAction) -> None:
         metavar="RUN_DIR",
         help="lm_eval --output_path folder (each results_*.json under it is a run)",
     )
-    leaderboard.add_argument("--out", required=True, help="folder for leaderboard.json/.md/.csv/.html")
+    leaderboard.add_argument(
+        "--out", required=True, help="folder for leaderboard.json/.md/.csv/.html/.tex and methods.md"
+    )
     leaderboard.set_defaults(func=_leaderboard)
 
     prepare = commands.add_parser("prepare-model", help="convert a packaged small model for --model hf")

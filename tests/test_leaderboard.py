@@ -179,8 +179,9 @@ def written(tmp_path_factory):
 
 def test_written_files(written):
     out, files, hostile = written
-    assert sorted(p.name for p in files) == [f"leaderboard.{ext}" for ext in ("csv", "html", "json", "md")] + [
-        "leaderboard_discordant.jsonl"
+    assert sorted(p.name for p in files) == [f"leaderboard.{ext}" for ext in ("csv", "html", "json", "md", "tex")] + [
+        "leaderboard_discordant.jsonl",
+        "methods.md",
     ]
     board = json.loads((out / "leaderboard.json").read_text(encoding="utf-8"))
     assert board["schema_version"] == "2.3" and board["runs"][0]["label"] == hostile.rsplit("/", 1)[-1]
@@ -251,8 +252,9 @@ def test_a_run_folder_not_in_utf8_and_a_lone_surrogate_are_written(tmp_path):
     a = medfact_run(odd, A, model_name="m\udcff")
     b = medfact_run(tmp_path / "b", B, model_name="b")
     files = lb.write_leaderboard([a, b], tmp_path / "board")
-    assert sorted(p.name for p in files) == [f"leaderboard.{ext}" for ext in ("csv", "html", "json", "md")] + [
-        "leaderboard_discordant.jsonl"
+    assert sorted(p.name for p in files) == [f"leaderboard.{ext}" for ext in ("csv", "html", "json", "md", "tex")] + [
+        "leaderboard_discordant.jsonl",
+        "methods.md",
     ]
     board = json.loads((tmp_path / "board" / "leaderboard.json").read_text(encoding="utf-8"))
     assert board["runs"][0]["label"] == "m\udcff" and os.fsdecode(b"run-\xff\xfe") in board["runs"][0]["results_file"]

@@ -33,7 +33,7 @@ from urllib.request import pathname2url
 
 from tqdm import tqdm
 
-from . import explorer, plots
+from . import explorer, paper_tables, plots
 from .comparison import Discordant, adjust, compare_section, discordant_items, pairing, test_name
 from .data import DataError, read_json
 from .files import jsonl_bytes, utf8, write_atomically
@@ -695,6 +695,8 @@ def render(
         "leaderboard.csv": utf8(to_csv(board)),
         DISCORDANT_FILE: jsonl_bytes(discordant_lines(disagreements or {})),
         "leaderboard.html": utf8(to_html(board, disagreements, out_dir)),
+        "leaderboard.tex": utf8(paper_tables.to_latex(board)),
+        "methods.md": utf8(paper_tables.to_methods(board)),
     }
 
 
