@@ -35,7 +35,6 @@ def word_count(text: str) -> int:
     return len(text.split())
 
 
-WORD_COUNTER = LengthCounter(WORDS, word_count, "whitespace-separated words")
 
 
 def _may_load_offline(name: str) -> bool:
