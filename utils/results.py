@@ -57,7 +57,8 @@ from .scoring import (
 # 2.2: per section calibration (ECE, Brier, reliability bins), subgroups, paired_variants, reply_lengths
 # (generative sections), n_tied/tie_rule (log-likelihood sections) and "small" on components (n < SMALL_GROUP).
 # 2.3: see CHANGELOG.md (ties as a measured quantity, exact intervals where the bootstrap cannot carry one).
-SCHEMA_VERSION = "2.3"
+# 2.4: every item record (and ITEM_FIELDS) has item_id, the item's own id in its benchmark's source data.
+SCHEMA_VERSION = "2.4"
 # Groups with fewer items are flagged as small: their CIs are wide and a percentile bootstrap is rough.
 SMALL_GROUP = 30
 
@@ -66,6 +67,7 @@ SMALL_GROUP = 30
 # alone are tens of megabytes).
 ITEM_FIELDS = (
     "task",
+    "item_id",
     "doc_id",
     "doc_hash",
     "component",
@@ -168,6 +170,9 @@ def _json_float(value: float) -> float | str:
 def item_record(item: ScoredItem) -> dict[str, Any]:
     """One line of items_<section>.jsonl: ITEM_FIELDS, then the benchmark's own details.
 
+    ``item_id``: the item's own id in its benchmark's source data (None where the logged doc does not carry it);
+    ``doc_id`` is lm-eval's, the item's position in the task.
+
     ``choices`` (log-likelihood items; empty for a generation): each continuation with its logged
     log-likelihood and its probability among the choices (softmax; None when a NaN or +inf leaves it undefined).
     ``redacted`` names the texts a credential was masked in (they are shown masked, and were scored unmasked).
@@ -175,6 +180,7 @@ def item_record(item: ScoredItem) -> dict[str, Any]:
     probabilities = choice_probabilities(item.loglikelihoods) if item.loglikelihoods else None
     record = {
         "task": item.task,
+        "item_id": item.item_id,
         "doc_id": item.doc_id,
         "doc_hash": item.doc_hash,
         "component": item.component,
@@ -203,7 +209,7 @@ def item_record(item: ScoredItem) -> dict[str, Any]:
 
 
 # The item's own fields that hold text, in the order ``redacted`` names them (then details.<key>, in details order).
-_TEXT_FIELDS = ("prompt", "reply", "choices", "gold", "pred", "parse_step", "invalid_reason")
+_TEXT_FIELDS = ("prompt", "reply", "choices", "gold", "pred", "parse_step", "invalid_reason", "item_id")
 
 
 class _Masker:
@@ -283,7 +289,8 @@ def score_items(run: Run, spec: BenchmarkSpec) -> list[ScoredItem]:
     for task in sorted(t for t in run.samples if spec.owns(t)):
         for number, sample in enumerate(run.samples[task], start=1):
             try:
-                items.append(_redacted(spec.score_sample(task, sample), masker))
+                scored = replace(spec.score_sample(task, sample), item_id=spec.item_id_of(sample))
+                items.append(_redacted(scored, masker))
             except (KeyError, TypeError, ValueError, IndexError) as exc:
                 raise DataError(f"{run.sample_files[task]}, line {number}: cannot score this sample ({exc!r})") from exc
     return sorted(items, key=lambda item: (item.task, item.doc_id))

@@ -100,6 +100,7 @@ def _spec(
         separate_ranking=separate_ranking,
         confidence_source=confidence_source,
         subgroup_of=_gold_answer,
+        item_id_fields=("pubid",),
     )
 
 
