@@ -53,7 +53,7 @@ from .stats import format_estimate
 # 2.2: each run's entry carries its section's ECE (calibration), shown beside the headline and in the CSV.
 # 2.3: see CHANGELOG.md (tie ranges, detectable differences, exact tests at small n, precision in comparability).
 # 2.4: each discordant item in DISCORDANT_FILE on its own (explorer.PAIR_FIELDS); report_folder found wherever the
-# README's flow writes a report (leaderboard.report_folders).
+# README's flow writes a report (leaderboard.report_folders); each run's entry carries its section's "subset".
 SCHEMA_VERSION = "2.4"
 DISCORDANT_FILE = "leaderboard_discordant.jsonl"
 # Discordant items leaderboard.html shows, over all pairs (pairs past it are listed in DISCORDANT_FILE only).
@@ -140,6 +140,7 @@ def _entry(section_numbers: Mapping[str, Any]) -> dict[str, Any]:
         "estimate": section_numbers.get(metric),
         "n_items": section_numbers["n_items"],
         "full_coverage": section_numbers["full_coverage"],
+        "subset": section_numbers["subset"],  # the item set, in words, when not the published one
         "paper_comparable": comparable["value"] is not None,
         "paper_comparable_reason": comparable["reason"],
         # Calibration beside the headline (None: the section has no confidences, or no item had one).
@@ -551,17 +552,26 @@ def to_markdown(board: Mapping[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def forest_png(board: Mapping[str, Any], name: str) -> bytes:
+def forest_rows(board: Mapping[str, Any], name: str) -> list[plots.Row]:
+    """The forest plot's rows of section ``name``: the runs ranked, each marked with its item set when that is not
+    the published one, then the published models."""
     bench = board["benchmarks"][name]
     labels = _labels(board)
     rows = [
-        plots.Row(f"{run_id}: {plots.short(labels[run_id], 38)}", *interval(bench["runs"][run_id]["estimate"]))
+        plots.Row(
+            f"{run_id}: {labels[run_id]}",
+            *interval(bench["runs"][run_id]["estimate"]),
+            subset=bench["runs"][run_id]["subset"],
+        )
         for run_id in bench["ranking"]
     ]
     published = sorted(((v, m) for m, v in bench["published"].items()), reverse=True)
-    rows += [plots.Row(f"{plots.short(model, 36)} (published)", value) for value, model in published]
-    metric = bench["headline_metric"]
-    return plots.dot_whisker_png(rows, f"{bench['title']}: {metric}", f"{metric} (95% CI)")
+    return rows + [plots.Row(f"{model} (published)", value) for value, model in published]
+
+
+def forest_png(board: Mapping[str, Any], name: str) -> bytes:
+    bench, metric = board["benchmarks"][name], board["benchmarks"][name]["headline_metric"]
+    return plots.dot_whisker_png(forest_rows(board, name), f"{bench['title']}: {metric}", f"{metric} (95% CI)")
 
 
 def _span(css: str, text: str, **data: Any) -> Html:

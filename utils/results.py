@@ -57,7 +57,8 @@ from .scoring import (
 # 2.2: per section calibration (ECE, Brier, reliability bins), subgroups, paired_variants, reply_lengths
 # (generative sections), n_tied/tie_rule (log-likelihood sections) and "small" on components (n < SMALL_GROUP).
 # 2.3: see CHANGELOG.md (ties as a measured quantity, exact intervals where the bootstrap cannot carry one).
-# 2.4: every item record (and ITEM_FIELDS) has item_id, the item's own id in its benchmark's source data.
+# 2.4: every item record (and ITEM_FIELDS) has item_id, the item's own id in its benchmark's source data; per section
+# "subset": the item set in words when it is not the published numbers' (figures mark such a number).
 SCHEMA_VERSION = "2.4"
 # Groups with fewer items are flagged as small: their CIs are wide and a percentile bootstrap is rough.
 SMALL_GROUP = 30
@@ -456,6 +457,22 @@ def _coverage(by_component: Mapping[str, Sequence[ScoredItem]], spec: BenchmarkS
     return coverage
 
 
+def subset(coverage: Mapping[str, Mapping[str, Any]], spec: BenchmarkSpec) -> str | None:
+    """The set a section's numbers are over, in words, when it is not the set the published numbers are over
+    ("2 of 5 specialties, 355 of 935 items", "100 of 500 items"): a figure marks such a number among published
+    full-set ones. None: every published item was scored."""
+    expected = [entry for name, entry in coverage.items() if name in spec.expected_counts]
+    published = spec.published_items or sum(spec.expected_counts.values())
+    if spec.published_items is None and all(entry["complete"] for entry in coverage.values()):
+        return None
+    parts = []
+    present = sum(entry["scored"] > 0 for entry in expected)
+    if present < len(expected):
+        parts.append(f"{present} of {len(expected)} {spec.component_noun}")
+    parts.append(f"{sum(entry['scored'] for entry in coverage.values()):,} of {published:,} items")
+    return ", ".join(parts)
+
+
 def protocol_differences(
     spec: BenchmarkSpec,
     tasks: Sequence[str],
@@ -786,6 +803,7 @@ def score_section(
         "components": _components(by_component, spec, extras_names),
         "coverage": coverage,
         "full_coverage": all(entry["complete"] for entry in coverage.values()),
+        "subset": subset(coverage, spec),
         "paper_comparable": None,
         "reference": {model: dict(values) for model, values in spec.reference.items()},
         "published_headlines": spec.published_headlines(),

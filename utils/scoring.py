@@ -157,6 +157,10 @@ class BenchmarkSpec:
     # The logged doc's fields that name an item in the benchmark's source data (its ScoredItem.item_id, the values
     # joined by "/"), e.g. ("pubid",); empty: the source has no id.
     item_id_fields: Sequence[str] = ()
+    # What its components are, in a reader's words ("2 of 5 specialties"), and how many items the published numbers
+    # are over when that is not the sum of expected_counts (a frozen subset of a published set: PubMedQA's 100 of 500).
+    component_noun: str = "components"
+    published_items: int | None = None
     # The paper's protocol, for paper_comparable: its number of shots, and the values of settings_of that it uses
     # (e.g. MedExQA's {"shuffle": False}); a run with anything else is not paper-comparable.
     num_fewshot: int = 0

@@ -109,6 +109,7 @@ REPORT_SPECS = (
         settings_of=settings_of,
         paper_settings=PAPER_SETTINGS,
         item_id_fields=ITEM_ID_FIELDS,
+        component_noun="specialties",
         confidence_source=ConfidenceSource.CHOICE_PROBABILITIES,
     ),
     BenchmarkSpec(
@@ -134,5 +135,6 @@ REPORT_SPECS = (
         settings_of=settings_of,
         paper_settings=PAPER_SETTINGS,
         item_id_fields=ITEM_ID_FIELDS,
+        component_noun="specialties",
     ),
 )
