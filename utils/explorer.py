@@ -205,7 +205,9 @@ def pairs_data(
     a_only: Sequence[tuple[Mapping[str, Any], Mapping[str, Any]]],
     b_only: Sequence[tuple[Mapping[str, Any], Mapping[str, Any]]],
 ) -> dict[str, Any]:
-    """The page data of two runs' discordant items (pairs of item records, A's then B's).
+    """The page data of two runs' discordant items (pairs of item records, A's then B's): per item, which run was
+    right and its :func:`pair_record` (the question, both predictions, outcomes and answers), texts sharing the
+    page's budget.
 
     ``a`` and ``b``: each run's id, label and links ({"report": href of its report.html, "items": href of its
     items file}).
