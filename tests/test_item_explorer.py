@@ -3,6 +3,7 @@ leaderboard's disagreements, driven in real headless Chromium (tests/browser.py'
 
 import json
 import math
+import re
 
 import pytest
 from hypothesis import given
@@ -14,7 +15,7 @@ from lm_eval_tasks.utils.medfact_bench.parsing import NO_CLOSE_TAG, NO_OPEN_TAG,
 from lm_eval_tasks.utils.millerqa.parsing import score_reply as millerqa_reply
 from lm_eval_tasks.utils.pubmedqa_atlas.parsing import NO_ANSWER, STATED_ANSWER, UNCLOSED_THINK, read_answer
 from lm_eval_tasks.utils.results import ITEM_FIELDS
-from lm_eval_tasks.utils.scoring import choice_probabilities, readable_prompt
+from lm_eval_tasks.utils.scoring import choice_probabilities, readable_prompt, source_item_id
 
 from tests import browser
 from tests.test_provenance import SMOLLM2_SYSTEM, SMOLLM2_TEMPLATE
@@ -91,6 +92,8 @@ def test_every_medfact_item_with_its_outcome_reason_step_prompt_and_reply(tmp_pa
     scored, _ = report_mod.write_report(run, tmp_path / "rep")
     items = items_of(tmp_path / "rep", "medfact_bench")
     assert [i["outcome"] for i in items] == ["correct", "INVALID", "INVALID", "INVALID", "wrong"]
+    # The item's own id: its component and its row in the benchmark's file (the doc's "dataset" and "row").
+    assert [i["item_id"] for i in items] == [f"scifact/{row}" for row in range(5)]
     assert [i["pred"] for i in items] == ["SUPPORT", "INVALID", "INVALID", "INVALID", "SUPPORT"]
     assert [i["invalid_reason"] for i in items] == [
         None,
@@ -105,7 +108,7 @@ def test_every_medfact_item_with_its_outcome_reason_step_prompt_and_reply(tmp_pa
     assert items[0]["choices"] == [] and items[0]["extras"] == {"parseable_score": 1.0, "strict_format": 1.0}
     assert list(items[0])[: len(ITEM_FIELDS)] == list(ITEM_FIELDS)
     report = json.loads((tmp_path / "rep" / "report.json").read_text(encoding="utf-8"))
-    assert report["schema_version"] == "2.3"
+    assert report["schema_version"] == "2.4"
     assert report["benchmarks"]["medfact_bench"]["items"] == {
         "file": "items_medfact_bench.jsonl",
         "n": 5,
@@ -180,6 +183,53 @@ def test_credentials_never_reach_the_items_or_the_pages(tmp_path):
     assert items[0]["prompt"] == "use *** here" and items[0]["reply"] == "My key is ***. <score>2</score>"
     assert items[0]["redacted"] == ["prompt", "reply"] and items[1]["redacted"] == ["reply"]
     assert items[0]["outcome"] == "correct"  # scored from the reply as logged, before masking
+
+
+def test_an_items_own_id_is_masked_like_every_text_and_a_doc_without_one_has_none(tmp_path):
+    key = "sk-" + "Zq7" * 8
+    run = pubmedqa_run(tmp_path / "run", [("yes", [-1, -2, -3])] * 5)
+    path = run / f"samples_pubmedqa_atlas_{STAMP}.jsonl"
+    lines = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+    # A pubid as text, as an integer, one holding a credential, none, and one that is no id (an object).
+    for line, pubid in zip(lines, ["12345", 678, f"id {key}", None, {"x": 1}], strict=True):
+        if pubid is not None:
+            line["doc"]["pubid"] = pubid
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+    _, written = report_mod.write_report(run, tmp_path / "rep")
+    assert all(key.encode() not in p.read_bytes() for p in written)
+    items = items_of(tmp_path / "rep", "pubmedqa_atlas")
+    assert [i["item_id"] for i in items] == ["12345", "678", "id ***", None, None]
+    assert [i["redacted"] for i in items] == [[], [], ["item_id"], [], []]
+
+
+@pytest.mark.parametrize(
+    ("doc", "fields", "expected"),
+    [
+        ({"specialty": "AU", "split": "test", "row": 7}, ("specialty", "split", "row"), "AU/test/7"),
+        ({"pubid": "21645374"}, ("pubid",), "21645374"),
+        ({"pubid": "21645374"}, (), None),  # no declared id
+        ({"pubid": ""}, ("pubid",), None),
+        ({"pubid": True}, ("pubid",), None),  # a bool is no id, though Python counts it an int
+        ({"pubid": 10**18}, ("pubid",), None),  # nor an integer too long to be one
+        ({"pubid": -(10**17)}, ("pubid",), str(-(10**17))),
+        ({"specialty": "AU"}, ("specialty", "row"), None),  # a part missing
+        (["pubid"], ("pubid",), None),  # no object
+    ],
+)
+def test_an_item_id_from_a_logged_doc(doc, fields, expected):
+    assert source_item_id(doc, fields) == expected
+
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(),
+    lambda inner: st.lists(inner) | st.dictionaries(st.text(), inner),
+)
+
+
+@given(st.dictionaries(st.sampled_from(["pubid", "row", "x"]), _JSON) | _JSON)
+def test_any_logged_doc_gives_an_id_or_none_never_an_error(doc):
+    found = source_item_id(doc, ("pubid", "row"))
+    assert found is None or (isinstance(found, str) and found.count("/") >= 1)
 
 
 # ----------------------------------------------------------------------------- the page's data
@@ -462,8 +512,32 @@ def test_the_leaderboard_shows_both_replies_of_every_discordant_item(two_runs, t
     replies_b = [i["reply"] for i in items_of(b / "report", "medfact_bench")]
     # A right, B wrong: item 0; B right, A wrong: items 1 (NEI) and 2 (CONTRADICT); 3 and 4 both wrong.
     (line,) = [json.loads(x) for x in (tmp_path / "board" / leaderboard.DISCORDANT_FILE).read_text().splitlines()]
-    assert line["a_only_correct"] == [["medfact_bench_scifact", 0, 0]]
-    assert line["b_only_correct"] == [["medfact_bench_scifact", 1, 1], ["medfact_bench_scifact", 2, 2]]
+    # Each discordant item stands alone: the question and both runs' answers and outcomes, from the runs.
+    assert line["a_only_correct"] == [
+        {
+            "task": "medfact_bench_scifact",
+            "item_id": "scifact/0",
+            "doc_id_a": 0,
+            "doc_id_b": 0,
+            "component": "scifact",
+            "gold": "SUPPORT",
+            "prompt_a": "Claim 0",
+            "prompt_b": None,  # the same prompt as A's
+            "pred_a": "SUPPORT",
+            "pred_b": "NEI",
+            "outcome_a": "correct",
+            "outcome_b": "wrong",
+            "answer_a": replies_a[0],
+            "answer_b": replies_b[0],
+        }
+    ]
+    assert [
+        (e["item_id"], e["doc_id_a"], e["prompt_a"], e["outcome_a"], e["outcome_b"], e["answer_a"], e["answer_b"])
+        for e in line["b_only_correct"]
+    ] == [
+        ("scifact/1", 1, "Claim 1", "INVALID", "correct", replies_a[1], replies_b[1]),
+        ("scifact/2", 2, "Claim 2", "INVALID", "correct", replies_a[2], replies_b[2]),
+    ]
     with browser.DevTools() as page:
         page.open(tmp_path / "board" / "leaderboard.html")
         rows = page.evaluate(
@@ -493,6 +567,18 @@ def test_the_leaderboard_shows_both_replies_of_every_discordant_item(two_runs, t
         assert page.exceptions() == []
 
 
+# The shape of each section's item ids on the demo data: MedFact-Bench's component and row, MedExQA's specialty,
+# split and line, PubMedQA's pubid, MillerQA's own id.
+ITEM_ID_SHAPES = {
+    "medfact_bench": r"(scifact|healthver|medaesqa|pubmedqa-fact|bioasq-fact)/[0-9]+",
+    "medexqa_logit": r"[A-Z]{2}/test/[0-9]+",
+    "medexqa": r"[A-Z]{2}/test/[0-9]+",
+    "pubmedqa_atlas_n100": r"[0-9]{5,9}",
+    "millerqa": r".+",
+    "millerqa_ll": r".+",
+}
+
+
 def test_items_of_every_benchmark_from_a_real_lm_eval_run(demo_data_dir, tmp_path):
     """A scripted model's run through lm-eval itself: what it logs (arguments, filtered_resps) becomes each item's
     prompt, and its reply or its choices."""
@@ -508,6 +594,10 @@ def test_items_of_every_benchmark_from_a_real_lm_eval_run(demo_data_dir, tmp_pat
     for name, section in scored.sections.items():
         items = items_of(tmp_path / "rep", name)
         assert [(i["task"], i["doc_id"]) for i in items] == [(i.task, i.doc_id) for i in section.items]
+        # Every item by its own id, as its benchmark's source data names it; one item per id in a task.
+        ids = [(i["task"], i["item_id"]) for i in items]
+        assert len(set(ids)) == len(ids), name
+        assert all(re.fullmatch(ITEM_ID_SHAPES[name], item_id) for _, item_id in ids), (name, ids)
         for item, scored_item in zip(items, section.items, strict=True):
             assert isinstance(item["prompt"], str) and len(item["prompt"]) > 20, name
             assert (item["outcome"] == "INVALID") == (item["invalid_reason"] is not None), (name, item)
@@ -530,6 +620,7 @@ def test_choice_texts_share_the_page_budget_and_say_they_were_shortened(tmp_path
     records = [
         {
             "task": "t",
+            "item_id": f"q{i}",
             "doc_id": i,
             "component": "c",
             "gold": "A",
@@ -548,7 +639,8 @@ def test_choice_texts_share_the_page_budget_and_say_they_were_shortened(tmp_path
     page = explorer.explorer("x", explorer.items_data("s", "S", records, "items_s.jsonl"), "Items")
     assert len(page) < explorer.TEXT_BUDGET + 100_000
     for row in page_data(page, "x-data")["rows"]:
-        for (head, tail, length), whole in zip((c[0] for c in row[10]), choices, strict=True):
+        choices_shown = row[explorer.ITEM_COLUMNS.index("choices")]
+        for (head, tail, length), whole in zip((c[0] for c in choices_shown), choices, strict=True):
             assert length == 300_000 and whole.startswith(head) and whole.endswith(tail) and head and tail
     # and the page says so, under each shortened choice
     browser.chromium_or_skip()

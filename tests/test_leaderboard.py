@@ -184,7 +184,7 @@ def test_written_files(written):
         "methods.md",
     ]
     board = json.loads((out / "leaderboard.json").read_text(encoding="utf-8"))
-    assert board["schema_version"] == "2.3" and board["runs"][0]["label"] == hostile.rsplit("/", 1)[-1]
+    assert board["schema_version"] == "2.4" and board["runs"][0]["label"] == hostile.rsplit("/", 1)[-1]
     assert [run["report_folder"] for run in board["runs"]] == [None] * 3  # no report was written beside a run
     rows = list(csv.DictReader((out / "leaderboard.csv").open(encoding="utf-8")))
     assert [r["kind"] for r in rows] == ["run"] * 3 + ["published"] * 9  # runs ranked by the headline
@@ -209,12 +209,36 @@ def test_discordant_items_of_every_pair_hand_worked(written):
     # A 1100|011, B 1111|111, C 0101|001 (scifact | healthver); items in (task, doc_id) order: healthver first.
     out = written[0]
     lines = [json.loads(line) for line in (out / lb.DISCORDANT_FILE).read_text(encoding="utf-8").splitlines()]
-    found = {(line["a"], line["b"]): (line["a_only_correct"], line["b_only_correct"]) for line in lines}
+    found = {
+        (line["a"], line["b"]): tuple(
+            [[e["task"], e["doc_id_a"], e["doc_id_b"]] for e in line[key]]
+            for key in ("a_only_correct", "b_only_correct")
+        )
+        for line in lines
+    }
     h, s = "medfact_bench_healthver", "medfact_bench_scifact"
     assert found == {
         ("run-1", "run-2"): ([], [[h, 0, 0], [s, 2, 2], [s, 3, 3]]),
         ("run-1", "run-3"): ([[h, 1, 1], [s, 0, 0]], [[s, 3, 3]]),
         ("run-2", "run-3"): ([[h, 0, 0], [h, 1, 1], [s, 0, 0], [s, 2, 2]], []),
+    }
+    # Each on its own: run-1 (A) gave no answer on healthver's first item (gold NEI), run-2 (B) the right score.
+    first = next(line for line in lines if (line["a"], line["b"]) == ("run-1", "run-2"))["b_only_correct"][0]
+    assert first == {
+        "task": h,
+        "item_id": "healthver/0",  # the doc's component and row
+        "doc_id_a": 0,
+        "doc_id_b": 0,
+        "component": "healthver",
+        "gold": "NEI",
+        "prompt_a": "prompt 0",
+        "prompt_b": None,
+        "pred_a": "INVALID",
+        "pred_b": "NEI",
+        "outcome_a": "INVALID",
+        "outcome_b": "correct",
+        "answer_a": "I cannot decide.",
+        "answer_b": STRICT.format(0),
     }
     board = json.loads((out / "leaderboard.json").read_text(encoding="utf-8"))
     for c in board["benchmarks"]["medfact_bench"]["comparisons"]:  # the McNemar counts are these lists' lengths
@@ -332,3 +356,53 @@ def test_equal_headlines_share_a_rank(tmp_path):
     assert bench["ranking"][0] == "run-3"
     markdown = lb.to_markdown(board)
     assert "| 2 | a (run-1) | 0.000 [" in markdown and "| 2 | b (run-2) | 0.000 [" in markdown
+
+
+# ----------------------------------------------------------------------------- each run's report, wherever it is
+
+
+def _readme_runs(root):
+    """Two runs as the README's flow writes them: ``--output_path out/NAME/run`` (lm-eval adds a model folder)."""
+    return [
+        medfact_run(root / "out" / name / "run" / "model", flags, model_name=name)
+        for name, flags in (("a", A), ("b", B))
+    ]
+
+
+@pytest.mark.parametrize("relative", [True, False])
+def test_a_report_beside_the_run_folder_is_found_from_relative_or_absolute_paths(tmp_path, monkeypatch, relative):
+    from lm_eval_tasks.__main__ import main as cli
+
+    _readme_runs(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    base = Path() if relative else tmp_path
+    for name in ("a", "b"):  # as the quickstart: report out/NAME/run --out out/NAME/report
+        assert cli(["report", str(base / "out" / name / "run"), "--out", str(base / "out" / name / "report")]) == 0
+    board_dir = base / "out" / "leaderboard"
+    lb.write_leaderboard([base / "out" / "a" / "run", base / "out" / "b" / "run"], board_dir)
+    board = json.loads((board_dir / "leaderboard.json").read_text(encoding="utf-8"))
+    assert [run["report_folder"] for run in board["runs"]] == [str(tmp_path / "out" / n / "report") for n in "ab"]
+    # and the page links each run's report relative to the page: ../a/report/report.html from out/leaderboard
+    page = (board_dir / "leaderboard.html").read_text(encoding="utf-8")
+    assert '"report":"../a/report/report.html"' in page and '"items":"../b/report/items_medfact_bench.jsonl"' in page
+
+
+def test_each_place_a_report_is_written_is_found_and_another_runs_report_is_not(tmp_path):
+    from lm_eval_tasks.__main__ import main as cli
+
+    a, b = _readme_runs(tmp_path)
+    run_a, run_b = a.parent.parent, b.parent.parent  # out/NAME/run
+    assert cli(["report", str(run_a)]) == 0  # the default: report/ beside the results file
+    assert cli(["report", str(run_b), "--each"]) == 0  # report_<timestamp>/ beside it
+    board = lb.build_leaderboard([run_a, run_b])
+    assert [run["report_folder"] for run in board["runs"]] == [
+        str(a.parent / "report"),
+        str(b.parent / f"report_{STAMP}"),
+    ]
+    # run-2's report inside run-1's output folder: the files it read are not run-1's, so it is not run-1's report
+    assert cli(["report", str(run_b), "--out", str(run_a / "report")]) == 0
+    (a.parent / "report" / "report.json").unlink()
+    assert [run["report_folder"] for run in lb.build_leaderboard([run_a])["runs"]] == [None]
+    # the same run's report there is found (report/ inside OUTPUT_PATH)
+    assert cli(["report", str(run_a), "--out", str(run_a / "report")]) == 0
+    assert [run["report_folder"] for run in lb.build_leaderboard([run_a])["runs"]] == [str(run_a / "report")]

@@ -54,7 +54,7 @@ def write_run(folder, tasks, model_args=None, n_original=None, generation=PAPER_
                     json.dumps(
                         {
                             "doc_id": i,
-                            "doc": {"dataset": component, "label": gold},
+                            "doc": {"dataset": component, "label": gold, "row": i},
                             "doc_hash": f"{task}-{i}",
                             "prompt_hash": f"prompt-{task}-{i}",
                             "arguments": {"gen_args_0": {"arg_0": f"prompt {i}", "arg_1": generation}},

@@ -74,6 +74,7 @@ def _shown_value(value: Any, limit: int) -> Any:
 
 ITEM_COLUMNS = (
     "task",
+    "item_id",
     "doc_id",
     "component",
     "gold",
@@ -110,6 +111,7 @@ def items_data(
         rows.append(
             [
                 record["task"],
+                shown_text(record["item_id"], limit),
                 record["doc_id"],
                 record["component"],
                 record["gold"],
@@ -151,19 +153,49 @@ def answer_text(record: Mapping[str, Any]) -> str:
     return record["reply"] if record["reply"] is not None else ""
 
 
-PAIR_COLUMNS = (
-    "which",
+# One discordant item of two runs, on its own: which item, the question as A logged it (prompt_b: B's, None when
+# it is A's), and each run's prediction, outcome and answer (answer_text).
+PAIR_FIELDS = (
     "task",
+    "item_id",
     "doc_id_a",
     "doc_id_b",
     "component",
     "gold",
+    "prompt_a",
+    "prompt_b",
     "pred_a",
     "pred_b",
+    "outcome_a",
+    "outcome_b",
     "answer_a",
     "answer_b",
 )
+PAIR_COLUMNS = ("which", *PAIR_FIELDS)
+# Texts of one discordant item (two prompts at most, two answers), for its share of a text budget.
+PAIR_TEXTS = 4
 A_ONLY, B_ONLY = "A right, B wrong", "B right, A wrong"
+
+
+def pair_record(ra: Mapping[str, Any], rb: Mapping[str, Any], limit: int) -> dict[str, Any]:
+    """One discordant item from both runs' item records (A's, B's), PAIR_FIELDS in order, its texts shortened to
+    ``limit`` characters each (:func:`shown_text`)."""
+    return {
+        "task": ra["task"],
+        "item_id": shown_text(ra["item_id"], limit),
+        "doc_id_a": ra["doc_id"],
+        "doc_id_b": rb["doc_id"],
+        "component": ra["component"],
+        "gold": ra["gold"],
+        "prompt_a": _shown_prompt(ra["prompt"], limit),
+        "prompt_b": None if rb["prompt"] == ra["prompt"] else _shown_prompt(rb["prompt"], limit),
+        "pred_a": ra["pred"],
+        "pred_b": rb["pred"],
+        "outcome_a": ra["outcome"],
+        "outcome_b": rb["outcome"],
+        "answer_a": shown_text(answer_text(ra), limit),
+        "answer_b": shown_text(answer_text(rb), limit),
+    }
 
 
 def pairs_data(
@@ -173,13 +205,15 @@ def pairs_data(
     a_only: Sequence[tuple[Mapping[str, Any], Mapping[str, Any]]],
     b_only: Sequence[tuple[Mapping[str, Any], Mapping[str, Any]]],
 ) -> dict[str, Any]:
-    """The page data of two runs' discordant items (pairs of item records, A's then B's).
+    """The page data of two runs' discordant items (pairs of item records, A's then B's): per item, which run was
+    right and its :func:`pair_record` (the question, both predictions, outcomes and answers), texts sharing the
+    page's budget.
 
     ``a`` and ``b``: each run's id, label and links ({"report": href of its report.html, "items": href of its
     items file}).
     """
     pairs = [(A_ONLY, ra, rb) for ra, rb in a_only] + [(B_ONLY, ra, rb) for ra, rb in b_only]
-    limit = text_limit(2 * len(pairs))
+    limit = text_limit(PAIR_TEXTS * len(pairs))
     return {
         "kind": "pairs",
         "section": section,
@@ -187,21 +221,7 @@ def pairs_data(
         "b": dict(b),
         "limit": limit,
         "columns": list(PAIR_COLUMNS),
-        "rows": [
-            [
-                which,
-                ra["task"],
-                ra["doc_id"],
-                rb["doc_id"],
-                ra["component"],
-                ra["gold"],
-                ra["pred"],
-                rb["pred"],
-                shown_text(answer_text(ra), limit),
-                shown_text(answer_text(rb), limit),
-            ]
-            for which, ra, rb in pairs
-        ],
+        "rows": [[which, *pair_record(ra, rb, limit).values()] for which, ra, rb in pairs],
     }
 
 

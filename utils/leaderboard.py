@@ -7,10 +7,11 @@ per section, and per pair of runs the items where they disagree). Each run folde
 
 Disagreements: for every pair and section, the shared items A got right and B wrong and the reverse (the
 discordant pairs behind the McNemar counts, :func:`.comparison.discordant_items`). leaderboard.json gives
-their counts; ``leaderboard_discordant.jsonl`` lists them, one line per pair and section
-(``[task, A's doc_id, B's doc_id]`` each, at most :data:`DISCORDANT_PER_PAIR` of each kind per pair); leaderboard.html shows them with both answers side by side and
-links to each run's report (its item explorer opens the item) and items file where ``report`` wrote them beside
-the run, as far as its row budget (:data:`PAGE_PAIR_ROWS`) goes.
+their counts; ``leaderboard_discordant.jsonl`` lists them, one line per pair and section (each item on its own:
+its ids, the question, both runs' predictions, outcomes and answers, :func:`discordant_lines`; at most
+:data:`DISCORDANT_PER_PAIR` of each kind per pair); leaderboard.html shows them with both answers side by side and
+links to each run's report (its item explorer opens the item) and items file where ``report`` wrote them
+(:func:`.scored_file.report_folders`), as far as its row budget (:data:`PAGE_PAIR_ROWS`) goes.
 
 Each run is scored once (:func:`.results.score`): the headline numbers are its report's. Every pair of runs
 is compared per section by :func:`.comparison.compare_section`, the comparison ``compare`` prints, with
@@ -43,7 +44,7 @@ from .results import SCHEMA_VERSION as REPORT_SCHEMA_VERSION
 from .results import ScoredRun, Section, item_record, items_file
 from .runs import find_all_results, model_name
 from .scorecard import Html, attrs, esc, estimate_attrs, generic, interval, page, table
-from .scored_file import score_or_read
+from .scored_file import report_folders, score_or_read
 from .stats import format_estimate
 
 # 2.0: one table per section (runs ranked by the headline, that section's published models); each pair carries
@@ -52,7 +53,9 @@ from .stats import format_estimate
 # 2.1: discordant_file (leaderboard_discordant.jsonl: every pair's discordant items); each run's report folder.
 # 2.2: each run's entry carries its section's ECE (calibration), shown beside the headline and in the CSV.
 # 2.3: see CHANGELOG.md (tie ranges, detectable differences, exact tests at small n, precision in comparability).
-SCHEMA_VERSION = "2.3"
+# 2.4: each discordant item in DISCORDANT_FILE on its own (explorer.PAIR_FIELDS); report_folder found wherever the
+# README's flow writes a report (scored_file.report_folders); each run's entry carries its section's "subset".
+SCHEMA_VERSION = "2.4"
 DISCORDANT_FILE = "leaderboard_discordant.jsonl"
 # Discordant items leaderboard.html shows, over all pairs (pairs past it are listed in DISCORDANT_FILE only).
 PAGE_PAIR_ROWS = 50_000
@@ -139,6 +142,7 @@ def _entry(section_numbers: Mapping[str, Any]) -> dict[str, Any]:
         "estimate": section_numbers.get(metric),
         "n_items": section_numbers["n_items"],
         "full_coverage": section_numbers["full_coverage"],
+        "subset": section_numbers["subset"],  # the item set, in words, when not the published one
         "paper_comparable": comparable["value"] is not None,
         "paper_comparable_reason": comparable["reason"],
         # Calibration beside the headline (None: the section has no confidences, or no item had one).
@@ -228,7 +232,7 @@ def build(run_paths: Sequence[str | os.PathLike]) -> tuple[dict[str, Any], Disag
                 "id": run_id,
                 "label": label,
                 "results_file": run.provenance["results_file"],
-                "report_folder": report_folder(run.results_path, run.provenance["results_file"]),
+                "report_folder": report_folder(run.results_path, run.provenance),
                 "report_schema_version": REPORT_SCHEMA_VERSION,
                 "run": run.provenance,
             }
@@ -239,35 +243,58 @@ def build(run_paths: Sequence[str | os.PathLike]) -> tuple[dict[str, Any], Disag
     return board, disagreements
 
 
-def report_folder(results_path: Path, shown: str) -> str | None:
-    """The run's report folder where ``report`` writes it by default (``report/`` beside the results file), when
-    it holds this run's report (its ``results_file`` is ``shown``, the run's masked path); None otherwise, and
-    where the folder's own name holds a credential (a link would show it): the leaderboard then links to no report
-    of that run."""
-    folder = results_path.parent / "report"
-    try:
-        written = read_json(folder / "report.json")
-    except (DataError, OSError):
-        return None
-    run = written.get("run") if isinstance(written, Mapping) else None
-    same = isinstance(run, Mapping) and run.get("results_file") == shown
-    return str(folder) if same and redact_path(str(folder)) == str(folder) else None
+def report_folder(results_path: Path, provenance: Mapping[str, Any]) -> str | None:
+    """The first of :func:`report_folders` that holds this run's report, or None (no link to a report of the run).
+
+    A report is this run's when it read the same files: the same results file's name and sha256 and the same
+    samples files' sha256s (``provenance``: the run's, as :func:`.runs.run_info` gives it), whether ``report``
+    was given the run by a relative or an absolute path. A folder whose own path holds a credential is never
+    linked (a link would show it).
+    """
+    for folder in report_folders(results_path):
+        try:
+            written = read_json(folder / "report.json")
+        except (DataError, OSError):
+            continue
+        run = written.get("run") if isinstance(written, Mapping) else None
+        if (
+            isinstance(run, Mapping)
+            and isinstance(run.get("results_file"), str)
+            and Path(run["results_file"]).name == Path(provenance["results_file"]).name
+            and run.get("results_sha256") == provenance["results_sha256"]
+            and run.get("samples_sha256") == provenance["samples_sha256"]
+            and redact_path(str(folder)) == str(folder)
+        ):
+            return str(folder)
+    return None
+
+
+_DISCORDANT_KINDS = ("a_only_correct", "b_only_correct")
 
 
 def discordant_lines(disagreements: Disagreements) -> list[dict[str, Any]]:
-    """leaderboard_discordant.jsonl: per section and pair, the discordant items as [task, A's doc_id, B's doc_id],
-    at most :data:`DISCORDANT_PER_PAIR` of each kind (``n_*`` counts them all; ``cut``: some were left out)."""
+    """leaderboard_discordant.jsonl: per section and pair, the discordant items, each on its own
+    (:func:`.explorer.pair_record`: its ids, the question, both predictions, outcomes and answers, from the scored
+    runs, so no report is needed), at most :data:`DISCORDANT_PER_PAIR` of each kind (``n_*`` counts them all;
+    ``cut``: some were left out). The file's texts share :data:`.explorer.TEXT_BUDGET` as an explorer's do
+    (``text_limit``: the characters kept of each; a shortened text is [head, tail, length])."""
+    listed = sum(
+        min(len(getattr(found, key).a), DISCORDANT_PER_PAIR)
+        for _, _, found in disagreements.values()
+        for key in _DISCORDANT_KINDS
+    )
+    limit = explorer.text_limit(explorer.PAIR_TEXTS * listed)
     lines = []
     for (name, id_a, id_b), (sa, sb, found) in disagreements.items():
-        line: dict[str, Any] = {"section": name, "a": id_a, "b": id_b}
-        for key in ("a_only_correct", "b_only_correct"):
+        line: dict[str, Any] = {"section": name, "a": id_a, "b": id_b, "text_limit": limit}
+        for key in _DISCORDANT_KINDS:
             chosen = getattr(found, key)
             line[key] = [
-                [sa.items[i].task, sa.items[i].doc_id, sb.items[j].doc_id]
+                explorer.pair_record(item_record(sa.items[i]), item_record(sb.items[j]), limit)
                 for i, j in zip(chosen.a[:DISCORDANT_PER_PAIR].tolist(), chosen.b[:DISCORDANT_PER_PAIR].tolist())
             ]
             line[f"n_{key}"] = len(chosen.a)
-        line["cut"] = any(line[f"n_{key}"] > DISCORDANT_PER_PAIR for key in ("a_only_correct", "b_only_correct"))
+        line["cut"] = any(line[f"n_{key}"] > DISCORDANT_PER_PAIR for key in _DISCORDANT_KINDS)
         lines.append(line)
     return lines
 
@@ -512,17 +539,26 @@ def to_markdown(board: Mapping[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def forest_png(board: Mapping[str, Any], name: str) -> bytes:
+def forest_rows(board: Mapping[str, Any], name: str) -> list[plots.Row]:
+    """The forest plot's rows of section ``name``: the runs ranked, each marked with its item set when that is not
+    the published one, then the published models."""
     bench = board["benchmarks"][name]
     labels = _labels(board)
     rows = [
-        plots.Row(f"{run_id}: {plots.short(labels[run_id], 38)}", *interval(bench["runs"][run_id]["estimate"]))
+        plots.Row(
+            f"{run_id}: {labels[run_id]}",
+            *interval(bench["runs"][run_id]["estimate"]),
+            subset=bench["runs"][run_id]["subset"],
+        )
         for run_id in bench["ranking"]
     ]
     published = sorted(((v, m) for m, v in bench["published"].items()), reverse=True)
-    rows += [plots.Row(f"{plots.short(model, 36)} (published)", value) for value, model in published]
-    metric = bench["headline_metric"]
-    return plots.dot_whisker_png(rows, f"{bench['title']}: {metric}", f"{metric} (95% CI)")
+    return rows + [plots.Row(f"{model} (published)", value) for value, model in published]
+
+
+def forest_png(board: Mapping[str, Any], name: str) -> bytes:
+    bench, metric = board["benchmarks"][name], board["benchmarks"][name]["headline_metric"]
+    return plots.dot_whisker_png(forest_rows(board, name), f"{bench['title']}: {metric}", f"{metric} (95% CI)")
 
 
 def _span(css: str, text: str, **data: Any) -> Html:

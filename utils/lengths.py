@@ -35,8 +35,6 @@ def word_count(text: str) -> int:
     return len(text.split())
 
 
-
-
 def _may_load_offline(name: str) -> bool:
     """Whether a tokenizer named ``name`` could load offline: a local folder, or a repository in the Hugging Face
     cache. Checked before importing transformers, whose import alone costs seconds."""

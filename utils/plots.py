@@ -1,8 +1,9 @@
 """Figures shared by the scorecard and the leaderboard (matplotlib, Agg backend, PNG bytes).
 
 Every label may come from a run (model names, component names): mathtext is switched off so a
-``$`` in a name is drawn as text instead of being parsed, and long labels are shortened (the
-tables beside each figure carry the full text).
+``$`` in a name is drawn as text instead of being parsed. Labels, legends and titles are wrapped, never cut, and
+the figure grows to hold them (:func:`wrapped`). A number over another item set than the published numbers beside
+it (:attr:`Row.subset`) is drawn hollow, in another colour, with the set named beside it.
 """
 
 from __future__ import annotations
@@ -16,7 +17,11 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-LABEL_CHARS = 48
+# Characters per line of a wrapped label, legend entry and title.
+LABEL_WIDTH, LEGEND_WIDTH, TITLE_WIDTH = 40, 30, 70
+# A bound far beyond any real label, so that a hostile name cannot ask for a figure too large to draw (the table
+# beside each figure names it whole).
+MAX_LABEL_CHARS = 600
 _PLAIN_TEXT = {"text.parse_math": False, "text.usetex": False}
 # Distinguishable marker styles for published models; beyond these all are drawn alike (the table names them).
 _MARKERS = ("D", "s", "^", "v", "P", "X", "<", ">", "p", "h")
@@ -30,11 +35,25 @@ class Row:
     value: float | None
     low: float | None = None
     high: float | None = None
+    # The item set the number is over when it is not the published numbers' set, in words (a report section's
+    # "subset": "2 of 5 specialties, 355 of 935 items", "100 of 500 items"); None: the published set.
+    subset: str | None = None
 
 
-def short(label: str, limit: int = LABEL_CHARS) -> str:
+def wrapped(label: str, width: int = LABEL_WIDTH) -> str:
+    """``label`` on lines of at most ``width`` characters (a longer word is broken, never dropped), whitespace
+    runs as one space; only past :data:`MAX_LABEL_CHARS` is anything left out, and then it says so."""
     text = " ".join(str(label).split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    if len(text) > MAX_LABEL_CHARS:
+        text = f"{text[:MAX_LABEL_CHARS]}… ({len(text):,} characters)"
+    return textwrap.fill(text, width, break_long_words=True, break_on_hyphens=False) or text
+
+
+RUN_LEGEND = "run (95% CI)"
+SUBSET_COLOUR = "darkred"  # no colour of the tab10 cycle the published markers are drawn in
+SUBSET_LEGEND = (
+    "hollow, dark red: over another item set than the published numbers (the set in [brackets] under its label)"
+)
 
 
 def data_uri(png: bytes) -> str:
@@ -71,7 +90,10 @@ def dot_whisker_png(
 ) -> bytes:
     """Rows top to bottom, each a dot with its CI whisker (a hollow diamond when it has no CI);
     ``markers`` adds, per name, one value per row (None: none on that row), e.g. published numbers."""
-    rows = [replace(row, label=drawable(row.label)) for row in rows]
+    rows = [
+        replace(row, label=drawable(row.label), subset=None if row.subset is None else drawable(row.subset))
+        for row in rows
+    ]
     markers = {drawable(name): values for name, values in (markers or {}).items()}
     return plain_text_png(_dot_whisker, rows, drawable(title), drawable(xlabel), markers, xlim)
 
@@ -91,30 +113,53 @@ def _dot_whisker(
     import matplotlib.pyplot as plt
 
     distinct = len(markers) <= len(_MARKERS)
-    legend_lines = ((len(markers) if distinct else 1) + 1) if markers else 0  # published models, this run
-    height = 1.3 + 0.38 * max(len(rows), 1) + 0.15 * legend_lines
-    fig, ax = plt.subplots(figsize=(8.0 if markers else 6.5, height))
-    positions = list(range(len(rows)))[::-1]
+    labels = [wrapped(row.label) + (f"\n[{wrapped(row.subset)}]" if row.subset else "") for row in rows]
+    # Each row as tall as its label's lines; positions run top to bottom.
+    pitches = [max(1.0, 0.5 * label.count("\n") + 0.5) for label in labels]
+    positions = [sum(pitches) - sum(pitches[: i + 1]) + pitches[i] / 2 for i in range(len(rows))]
+    names = {name: wrapped(name, LEGEND_WIDTH) for name in markers}
+    legend = [*(names.values() if distinct else ["published models (see table)"]), RUN_LEGEND] if markers else []
+    if any(row.subset for row in rows):
+        legend.append(wrapped(SUBSET_LEGEND, LEGEND_WIDTH))
+    legend_lines = sum(entry.count("\n") + 1 for entry in legend)
+    height = 1.3 + 0.38 * max(sum(pitches), 1) + 0.15 * legend_lines
+    fig, ax = plt.subplots(figsize=(8.0 if legend else 6.5, height))
     labelled = False
     for y, row in zip(positions, rows, strict=True):
+        colour = SUBSET_COLOUR if row.subset else "tab:blue"
+        face = "white" if row.subset else colour
         if row.value is None:
             ax.text(xlim[0], y, "  n/a", va="center", ha="left", color="grey", fontsize=8)
         elif row.low is None or row.high is None:
-            ax.plot(row.value, y, marker="D", markerfacecolor="white", markeredgecolor="black", linestyle="none")
+            edge = SUBSET_COLOUR if row.subset else "black"
+            ax.plot(row.value, y, marker="D", markerfacecolor="white", markeredgecolor=edge, linestyle="none")
         else:
             ax.errorbar(
                 row.value,
                 y,
                 xerr=[[row.value - row.low], [row.high - row.value]],
                 fmt="o",
-                color="tab:blue",
-                ecolor="tab:blue",
+                color=colour,
+                ecolor=colour,
+                markerfacecolor=face,
+                markeredgewidth=1.5,
                 capsize=3,
                 markersize=7,
                 zorder=3,
-                label=None if labelled else "this run (95% CI)",
+                label=None if labelled or row.subset else RUN_LEGEND,
             )
-            labelled = True
+            labelled = labelled or not row.subset
+    if any(row.subset for row in rows):
+        ax.plot(
+            [],
+            [],
+            linestyle="none",
+            marker="o",
+            markerfacecolor="white",
+            markeredgecolor=SUBSET_COLOUR,
+            markeredgewidth=1.5,
+            label=wrapped(SUBSET_LEGEND, LEGEND_WIDTH),
+        )
     colours = plt.get_cmap("tab10")
     for index, (name, values) in enumerate(markers.items()):
         points = [(v, y) for v, y in zip(values, positions, strict=True) if v is not None]
@@ -129,18 +174,21 @@ def _dot_whisker(
             color=colours(index % 10) if distinct else "grey",
             alpha=0.8,
             markersize=5,
-            label=short(name, 32) if distinct else None,
+            label=names[name] if distinct else None,
         )
     if markers and not distinct:
         ax.plot([], [], linestyle="none", marker="x", color="grey", label="published models (see table)")
-    ax.set_yticks(positions, [short(row.label) for row in rows])
+    ax.set_yticks(positions, labels)
+    for tick, row in zip(ax.get_yticklabels(), rows, strict=True):
+        if row.subset:
+            tick.set_color(SUBSET_COLOUR)
     pad = 0.04 * (xlim[1] - xlim[0])  # points on the limits stay whole
     ax.set_xlim(xlim[0] - pad, xlim[1] + pad)
-    ax.set_ylim(-0.7, len(rows) - 0.3)
-    ax.set_xlabel(xlabel)
-    fig.suptitle(textwrap.fill(short(title, 140), 70), fontsize=11)  # over the figure: long labels leave room
+    ax.set_ylim(-0.2, sum(pitches) + 0.2)
+    ax.set_xlabel(wrapped(xlabel, TITLE_WIDTH))
+    fig.suptitle(wrapped(title, TITLE_WIDTH), fontsize=11)  # over the figure: long labels leave room
     ax.grid(axis="x", alpha=0.3)
-    if markers:
+    if legend:
         ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=7, frameon=False)
     fig.tight_layout()
     buffer = io.BytesIO()
@@ -214,10 +262,10 @@ def _reliability(calibration: Mapping[str, Any], title: str) -> bytes:
     ax.set_xlim(0, 1)
     ax.set_ylim(0, 1)
     ax.set_xticks([b / 10 for b in range(11)])
-    ax.set_xlabel(f"confidence ({short(str(calibration.get('source', '')), 40)}); numbers: items per bin")
+    ax.set_xlabel(wrapped(f"confidence ({calibration.get('source', '')}); numbers: items per bin", TITLE_WIDTH))
     ax.set_ylabel("accuracy")
     ax.legend(loc="upper left", fontsize=7, frameon=False)
-    fig.suptitle(textwrap.fill(short(title, 140), 60), fontsize=10)
+    fig.suptitle(wrapped(title, 60), fontsize=10)
     ax.grid(alpha=0.3)
     fig.tight_layout()
     buffer = io.BytesIO()

@@ -57,7 +57,9 @@ from .scoring import (
 # 2.2: per section calibration (ECE, Brier, reliability bins), subgroups, paired_variants, reply_lengths
 # (generative sections), n_tied/tie_rule (log-likelihood sections) and "small" on components (n < SMALL_GROUP).
 # 2.3: see CHANGELOG.md (ties as a measured quantity, exact intervals where the bootstrap cannot carry one).
-SCHEMA_VERSION = "2.3"
+# 2.4: every item record (and ITEM_FIELDS) has item_id, the item's own id in its benchmark's source data; per section
+# "subset": the item set in words when it is not the published numbers' (figures mark such a number).
+SCHEMA_VERSION = "2.4"
 # Groups with fewer items are flagged as small: their CIs are wide and a percentile bootstrap is rough.
 SMALL_GROUP = 30
 
@@ -66,6 +68,7 @@ SMALL_GROUP = 30
 # alone are tens of megabytes).
 ITEM_FIELDS = (
     "task",
+    "item_id",
     "doc_id",
     "doc_hash",
     "component",
@@ -168,6 +171,9 @@ def _json_float(value: float) -> float | str:
 def item_record(item: ScoredItem) -> dict[str, Any]:
     """One line of items_<section>.jsonl: ITEM_FIELDS, then the benchmark's own details.
 
+    ``item_id``: the item's own id in its benchmark's source data (None where the logged doc does not carry it);
+    ``doc_id`` is lm-eval's, the item's position in the task.
+
     ``choices`` (log-likelihood items; empty for a generation): each continuation with its logged
     log-likelihood and its probability among the choices (softmax; None when a NaN or +inf leaves it undefined).
     ``redacted`` names the texts a credential was masked in (they are shown masked, and were scored unmasked).
@@ -175,6 +181,7 @@ def item_record(item: ScoredItem) -> dict[str, Any]:
     probabilities = choice_probabilities(item.loglikelihoods) if item.loglikelihoods else None
     record = {
         "task": item.task,
+        "item_id": item.item_id,
         "doc_id": item.doc_id,
         "doc_hash": item.doc_hash,
         "component": item.component,
@@ -203,7 +210,7 @@ def item_record(item: ScoredItem) -> dict[str, Any]:
 
 
 # The item's own fields that hold text, in the order ``redacted`` names them (then details.<key>, in details order).
-_TEXT_FIELDS = ("prompt", "reply", "choices", "gold", "pred", "parse_step", "invalid_reason")
+_TEXT_FIELDS = ("prompt", "reply", "choices", "gold", "pred", "parse_step", "invalid_reason", "item_id")
 
 
 class _Masker:
@@ -283,7 +290,8 @@ def score_items(run: Run, spec: BenchmarkSpec) -> list[ScoredItem]:
     for task in sorted(t for t in run.samples if spec.owns(t)):
         for number, sample in enumerate(run.samples[task], start=1):
             try:
-                items.append(_redacted(spec.score_sample(task, sample), masker))
+                scored = replace(spec.score_sample(task, sample), item_id=spec.item_id_of(sample))
+                items.append(_redacted(scored, masker))
             except (KeyError, TypeError, ValueError, IndexError) as exc:
                 raise DataError(f"{run.sample_files[task]}, line {number}: cannot score this sample ({exc!r})") from exc
     return sorted(items, key=lambda item: (item.task, item.doc_id))
@@ -447,6 +455,22 @@ def _coverage(by_component: Mapping[str, Sequence[ScoredItem]], spec: BenchmarkS
             "complete": expected is not None and scored == expected,
         }
     return coverage
+
+
+def subset(coverage: Mapping[str, Mapping[str, Any]], spec: BenchmarkSpec) -> str | None:
+    """The set a section's numbers are over, in words, when it is not the set the published numbers are over
+    ("2 of 5 specialties, 355 of 935 items", "100 of 500 items"): a figure marks such a number among published
+    full-set ones. None: every published item was scored."""
+    expected = [entry for name, entry in coverage.items() if name in spec.expected_counts]
+    published = spec.published_items or sum(spec.expected_counts.values())
+    if spec.published_items is None and all(entry["complete"] for entry in coverage.values()):
+        return None
+    parts = []
+    present = sum(entry["scored"] > 0 for entry in expected)
+    if present < len(expected):
+        parts.append(f"{present} of {len(expected)} {spec.component_noun}")
+    parts.append(f"{sum(entry['scored'] for entry in coverage.values()):,} of {published:,} items")
+    return ", ".join(parts)
 
 
 def protocol_differences(
@@ -779,6 +803,7 @@ def score_section(
         "components": _components(by_component, spec, extras_names),
         "coverage": coverage,
         "full_coverage": all(entry["complete"] for entry in coverage.values()),
+        "subset": subset(coverage, spec),
         "paper_comparable": None,
         "reference": {model: dict(values) for model, values in spec.reference.items()},
         "published_headlines": spec.published_headlines(),

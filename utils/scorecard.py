@@ -269,12 +269,30 @@ def _run_value(bench: Mapping[str, Any], key: str) -> float | None:
     return number(bench[key]["value"]) if is_estimate(bench.get(key)) else None
 
 
+def _subset(bench: Mapping[str, Any]) -> str | None:
+    """A section's item set in words where it is not the published one (report.json's "subset")."""
+    return bench["subset"] if isinstance(bench.get("subset"), str) else None
+
+
+def _component_subset(coverage: Any) -> str | None:
+    """A component's scored items against its published count where the report found it incomplete."""
+    if not isinstance(coverage, Mapping) or coverage.get("complete") is not False:
+        return None
+    scored, expected = coverage.get("scored"), coverage.get("expected")
+    return f"{scored} of {expected} items" if isinstance(expected, int) else f"{scored} items, no published count"
+
+
 def _component_plot(bench: Mapping[str, Any], published: Mapping[str, Mapping[str, Any]]) -> Html:
     metric = bench.get("headline_metric")
     components = bench.get("components") or {}
     estimate = bench.get(metric) if isinstance(metric, str) else None
-    rows = [plots.Row(f"overall ({metric})", *interval(estimate))] + [
-        plots.Row(str(c), *interval(entry.get("accuracy") if isinstance(entry, Mapping) else None))
+    coverage = bench.get("coverage") if isinstance(bench.get("coverage"), Mapping) else {}
+    rows = [plots.Row(f"overall ({metric})", *interval(estimate), subset=_subset(bench))] + [
+        plots.Row(
+            str(c),
+            *interval(entry.get("accuracy") if isinstance(entry, Mapping) else None),
+            subset=_component_subset(coverage.get(c)),
+        )
         for c, entry in components.items()
     ]
     headlines = bench.get("published_headlines") or {}

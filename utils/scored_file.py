@@ -174,9 +174,18 @@ def read(results_path: Path, folder: Path) -> ScoredRun | None:
 
 
 def report_folders(results_path: Path) -> list[Path]:
-    """Where ``report`` writes a run's report by default, then beside the run's folder (the README's ``run/`` and
-    ``report/`` side by side)."""
-    return [results_path.parent / "report", *(parent.parent / "report" for parent in results_path.parents[:3])]
+    """Where a report of the run at ``results_path`` (lm-eval's ``OUTPUT_PATH/<model folder>/results_*.json``) is
+    written, first to last: ``report``'s default, ``report/`` beside the results file; ``report --each``'s,
+    ``report_<timestamp>/`` there; ``report/`` inside OUTPUT_PATH; and ``report/`` beside OUTPUT_PATH (the README's
+    and the quickstart's ``out/NAME/run`` with ``--out out/NAME/report``)."""
+    model_folder = results_path.parent
+    found = [
+        model_folder / "report",
+        model_folder / f"report_{run_timestamp(results_path)}",
+        model_folder.parent / "report",
+        model_folder.parent.parent / "report",
+    ]
+    return list(dict.fromkeys(found))
 
 
 def score_or_read(path: str | os.PathLike) -> ScoredRun:

@@ -70,6 +70,9 @@ class ScoredItem:
     correct: float  # 0 or 1
     extras: Mapping[str, float] = field(default_factory=dict)  # per-item rates/scores, reported as means
     details: Mapping[str, Any] = field(default_factory=dict)  # per-item record for items_<benchmark>.jsonl
+    # The item's own id in its source data (BenchmarkSpec.item_id_fields of the logged doc, e.g. a PubMedQA pubid);
+    # None when the logged doc does not carry it (lm-eval's doc_id is only the item's position in the task).
+    item_id: str | None = None
     prompt_hash: str = ""  # lm-eval's hash of the item's first request (two runs with another prompt differ here)
     # The evidence behind the verdict, for items_<section>.jsonl and the item explorer (scored_item fills the
     # logged ones from the sample; the spec says which parse step decided and, for INVALID, why).
@@ -89,6 +92,26 @@ class ScoredItem:
         return CORRECT if self.correct else WRONG
 
     forecast: Forecast | None = None  # confidence in the answer, for calibration; None: no answer or no confidence
+
+
+# An id field's integer beyond this many digits is no id (and str() of a huge int raises).
+_ID_DIGITS = 18
+
+
+def source_item_id(doc: Any, fields: Sequence[str]) -> str | None:
+    """The item's own id from a logged doc: the values of ``fields``, joined by "/"; None when there are no
+    fields, the doc is no object, or a value is missing or neither text nor an integer (a hostile or older doc)."""
+    if not fields or not isinstance(doc, Mapping):
+        return None
+    parts = []
+    for name in fields:
+        value = doc.get(name)
+        if isinstance(value, int) and not isinstance(value, bool) and abs(value) < 10**_ID_DIGITS:
+            value = str(value)
+        if not isinstance(value, str) or not value:
+            return None
+        parts.append(value)
+    return "/".join(parts)
 
 
 def default_item_key(item: ScoredItem) -> tuple:
@@ -131,6 +154,13 @@ class BenchmarkSpec:
     # What pairs an item of one run with the same item of another (e.g. MillerQA's item id, since its doc
     # and doc hash change with the model label).
     item_key: Callable[[ScoredItem], tuple] = default_item_key
+    # The logged doc's fields that name an item in the benchmark's source data (its ScoredItem.item_id, the values
+    # joined by "/"), e.g. ("pubid",); empty: the source has no id.
+    item_id_fields: Sequence[str] = ()
+    # What its components are, in a reader's words ("2 of 5 specialties"), and how many items the published numbers
+    # are over when that is not the sum of expected_counts (a frozen subset of a published set: PubMedQA's 100 of 500).
+    component_noun: str = "components"
+    published_items: int | None = None
     # The paper's protocol, for paper_comparable: its number of shots, and the values of settings_of that it uses
     # (e.g. MedExQA's {"shuffle": False}); a run with anything else is not paper-comparable.
     num_fewshot: int = 0
@@ -178,6 +208,10 @@ class BenchmarkSpec:
         if self.task_names is not None:
             return task in self.task_names
         return task == self.task_prefix or task.startswith(self.task_prefix + "_")
+
+    def item_id_of(self, sample: Mapping[str, Any]) -> str | None:
+        """The item id of a logged sample (:func:`source_item_id` of its doc)."""
+        return source_item_id(sample.get("doc"), self.item_id_fields)
 
     def stratum_of(self, item: ScoredItem) -> str:
         return item.gold if self.stratify_by is Stratum.GOLD else item.component

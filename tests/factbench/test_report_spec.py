@@ -62,6 +62,17 @@ def run_dir(demo_data_dir, tmp_path):
     return folder, replies
 
 
+def test_every_factbench_item_by_its_source_id(run_dir, demo_data_dir):
+    folder, _ = run_dir
+    section = results.score(load_run(folder)).sections["factbench"]
+    expected = {
+        (constants.TASK_NAMES[task], doc["id"])
+        for task in constants.TASKS
+        for doc in loader.load(task, str(demo_data_dir))[:ITEMS]
+    }
+    assert {(item.task, item.item_id) for item in section.items} == expected and len(expected) == 4 * ITEMS
+
+
 def test_the_report_covers_a_factbench_run(run_dir):
     folder, replies = run_dir
     report = results.score(load_run(folder)).report()

@@ -176,6 +176,8 @@ REPORT_SPECS = (
         ),
         task_names=frozenset(TASK_NAMES.values()),
         settings_of=settings_of,
+        component_noun="tasks",
+        item_id_fields=("id",),  # the source's id (a summarisation row's, a BioASQ question's), unique per task
         extra_section=factcheck_section,
         extra_markdown=factcheck_markdown,
     ),

@@ -29,6 +29,9 @@ def _component(doc: Mapping[str, Any]) -> str:
     return specialty(doc["specialty"]).code
 
 
+# The published files have no id column: an item is its specialty's file (specialty and split) and its 1-based line.
+ITEM_ID_FIELDS = ("specialty", "split", "row")
+
 # The paper scores the test split with the options in their original order.
 PAPER_SETTINGS = {"split": "test", "shuffle": False}
 
@@ -105,6 +108,8 @@ REPORT_SPECS = (
         notes=_COMMON_NOTES + ("The answer is the letter with the highest log-likelihood after 'Answer:'.",),
         settings_of=settings_of,
         paper_settings=PAPER_SETTINGS,
+        item_id_fields=ITEM_ID_FIELDS,
+        component_noun="specialties",
         confidence_source=ConfidenceSource.CHOICE_PROBABILITIES,
     ),
     BenchmarkSpec(
@@ -129,5 +134,7 @@ REPORT_SPECS = (
         ),
         settings_of=settings_of,
         paper_settings=PAPER_SETTINGS,
+        item_id_fields=ITEM_ID_FIELDS,
+        component_noun="specialties",
     ),
 )

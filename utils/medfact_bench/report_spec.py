@@ -71,5 +71,7 @@ REPORT_SPECS = (
         settings_of=generation_settings,
         paper_settings={"paper_generation": True},
         caveat_of=lambda doc: demo_label_note(doc),
+        # The hub file has no id column: an item is its component and its 0-based row in the file (loader.py).
+        item_id_fields=("dataset", "row"),
     ),
 )

@@ -139,6 +139,8 @@ def _spec(family: Family) -> BenchmarkSpec:
         notes=tuple(notes),
         settings_of=settings_of,
         item_key=item_key,
+        item_id_fields=("id",),
+        component_noun="benchmarks",
         per_model_settings=frozenset({"model_label", "model_label_derived"}),
         confidence_source=ConfidenceSource.STATED if generative else ConfidenceSource.CHOICE_PROBABILITIES,
         subgroup_of=kind_subgroup,

@@ -83,6 +83,7 @@ def _spec(
     score: ScoreSample,
     notes: Sequence[str],
     separate_ranking: str | None = None,
+    published_items: int | None = None,
     confidence_source: ConfidenceSource | None = ConfidenceSource.CHOICE_PROBABILITIES,
 ) -> BenchmarkSpec:
     return BenchmarkSpec(
@@ -98,8 +99,10 @@ def _spec(
         reference={model: dict(numbers) for model, numbers in PUBLISHED_NUMBERS.items()},
         notes=(*notes, *_COMMON_NOTES),
         separate_ranking=separate_ranking,
+        published_items=published_items,
         confidence_source=confidence_source,
         subgroup_of=_gold_answer,
+        item_id_fields=("pubid",),
     )
 
 
@@ -123,6 +126,7 @@ REPORT_SPECS = (
         (_CHOICE_NOTE, "atlas-n100-v1 is a separate ranking: never compare it with full-set numbers."),
         separate_ranking="the frozen stratified 100 (atlas-n100-v1) is a ranking of its own, never comparable with "
         "the published full-set numbers",
+        published_items=SUBSET_SIZES["full"],  # the published numbers are over the whole official test set
     ),
     _spec(
         "pubmedqa_atlas_gen",
