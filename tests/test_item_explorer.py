@@ -512,28 +512,44 @@ def test_the_leaderboard_shows_both_replies_of_every_discordant_item(two_runs, t
     replies_b = [i["reply"] for i in items_of(b / "report", "medfact_bench")]
     # A right, B wrong: item 0; B right, A wrong: items 1 (NEI) and 2 (CONTRADICT); 3 and 4 both wrong.
     (line,) = [json.loads(x) for x in (tmp_path / "board" / leaderboard.DISCORDANT_FILE).read_text().splitlines()]
-    # Each discordant item stands alone: the question and both runs' answers and outcomes, from the runs.
+    # Each discordant item stands alone on the page: the question and both runs' answers and outcomes, from the
+    # runs; the file lists it by its ids with both predictions and outcomes.
     assert line["a_only_correct"] == [
         {
             "task": "medfact_bench_scifact",
             "item_id": "scifact/0",
             "doc_id_a": 0,
             "doc_id_b": 0,
-            "component": "scifact",
-            "gold": "SUPPORT",
-            "prompt_a": "Claim 0",
-            "prompt_b": None,  # the same prompt as A's
             "pred_a": "SUPPORT",
             "pred_b": "NEI",
             "outcome_a": "correct",
             "outcome_b": "wrong",
-            "answer_a": replies_a[0],
-            "answer_b": replies_b[0],
         }
     ]
+    data = page_data(
+        (tmp_path / "board" / "leaderboard.html").read_text(encoding="utf-8"), "pairs-medfact_bench-run-1-run-2-data"
+    )
+    records = [dict(zip(data["columns"], row)) for row in data["rows"]]
+    assert records[0] | {"which": None} == {
+        "which": None,
+        "task": "medfact_bench_scifact",
+        "item_id": "scifact/0",
+        "doc_id_a": 0,
+        "doc_id_b": 0,
+        "component": "scifact",
+        "gold": "SUPPORT",
+        "prompt_a": "Claim 0",
+        "prompt_b": None,  # the same prompt as A's
+        "pred_a": "SUPPORT",
+        "pred_b": "NEI",
+        "outcome_a": "correct",
+        "outcome_b": "wrong",
+        "answer_a": replies_a[0],
+        "answer_b": replies_b[0],
+    }
     assert [
         (e["item_id"], e["doc_id_a"], e["prompt_a"], e["outcome_a"], e["outcome_b"], e["answer_a"], e["answer_b"])
-        for e in line["b_only_correct"]
+        for e in records[1:]
     ] == [
         ("scifact/1", 1, "Claim 1", "INVALID", "correct", replies_a[1], replies_b[1]),
         ("scifact/2", 2, "Claim 2", "INVALID", "correct", replies_a[2], replies_b[2]),

@@ -15,6 +15,7 @@ from lm_eval_tasks.utils.runs import find_all_results
 
 from tests import browser
 from tests.conftest import REPO, build_report
+from tests.test_item_explorer import page_data
 from tests.test_report import STAMP, STRICT, write_run
 
 # The 7 MedFact-Bench items of test_report; a run is a string of 1 (the right score) / 0 (no answer, INVALID) per item.
@@ -222,21 +223,28 @@ def test_discordant_items_of_every_pair_hand_worked(written):
         ("run-1", "run-3"): ([[h, 1, 1], [s, 0, 0]], [[s, 3, 3]]),
         ("run-2", "run-3"): ([[h, 0, 0], [h, 1, 1], [s, 0, 0], [s, 2, 2]], []),
     }
-    # Each on its own: run-1 (A) gave no answer on healthver's first item (gold NEI), run-2 (B) the right score.
+    # By its ids, with both runs' predictions and outcomes: run-1 (A) gave no answer on healthver's first item
+    # (gold NEI), run-2 (B) the right score. No texts: the page shows them.
     first = next(line for line in lines if (line["a"], line["b"]) == ("run-1", "run-2"))["b_only_correct"][0]
     assert first == {
         "task": h,
         "item_id": "healthver/0",  # the doc's component and row
         "doc_id_a": 0,
         "doc_id_b": 0,
-        "component": "healthver",
-        "gold": "NEI",
-        "prompt_a": "prompt 0",
-        "prompt_b": None,
         "pred_a": "INVALID",
         "pred_b": "NEI",
         "outcome_a": "INVALID",
         "outcome_b": "correct",
+    }
+    # The page's own record of it stands alone: the question and both answers, from the scored runs.
+    page = (out / "leaderboard.html").read_text(encoding="utf-8")
+    data = page_data(page, "pairs-medfact_bench-run-1-run-2-data")
+    shown = dict(zip(data["columns"], next(row for row in data["rows"] if row[0] == "B right, A wrong")))
+    assert {key: shown[key] for key in ("item_id", "gold", "prompt_a", "prompt_b", "answer_a", "answer_b")} == {
+        "item_id": "healthver/0",
+        "gold": "NEI",
+        "prompt_a": "prompt 0",
+        "prompt_b": None,
         "answer_a": "I cannot decide.",
         "answer_b": STRICT.format(0),
     }

@@ -7,9 +7,10 @@ per section, and per pair of runs the items where they disagree). Each run folde
 
 Disagreements: for every pair and section, the shared items A got right and B wrong and the reverse (the
 discordant pairs behind the McNemar counts, :func:`.comparison.discordant_items`). leaderboard.json gives
-their counts; ``leaderboard_discordant.jsonl`` lists them, one line per pair and section (each item on its own:
-its ids, the question, both runs' predictions, outcomes and answers, :func:`discordant_lines`; at most
-:data:`DISCORDANT_PER_PAIR` of each kind per pair); leaderboard.html shows them with both answers side by side and
+their counts; ``leaderboard_discordant.jsonl`` lists them, one line per pair and section (each item by its ids
+with both runs' predictions and outcomes, :func:`discordant_lines`; at most :data:`DISCORDANT_PER_PAIR` of each
+kind per pair); leaderboard.html shows each on its own (the question, both answers side by side, from the scored
+runs, :func:`.explorer.pair_record`) and
 links to each run's report (its item explorer opens the item) and items file where ``report`` wrote them
 (:func:`.scored_file.report_folders`), as far as its row budget (:data:`PAGE_PAIR_ROWS`) goes.
 
@@ -45,6 +46,7 @@ from .results import ScoredRun, Section, item_record, items_file
 from .runs import find_all_results, model_name
 from .scorecard import Html, attrs, esc, estimate_attrs, generic, interval, page, table
 from .scored_file import report_folders, score_or_read
+from .scoring import ScoredItem
 from .stats import format_estimate
 
 # 2.0: one table per section (runs ranked by the headline, that section's published models); each pair carries
@@ -53,7 +55,7 @@ from .stats import format_estimate
 # 2.1: discordant_file (leaderboard_discordant.jsonl: every pair's discordant items); each run's report folder.
 # 2.2: each run's entry carries its section's ECE (calibration), shown beside the headline and in the CSV.
 # 2.3: see CHANGELOG.md (tie ranges, detectable differences, exact tests at small n, precision in comparability).
-# 2.4: each discordant item in DISCORDANT_FILE on its own (explorer.PAIR_FIELDS); report_folder found wherever the
+# 2.4: each discordant item in DISCORDANT_FILE by its ids, predictions and outcomes; report_folder found wherever the
 # README's flow writes a report (scored_file.report_folders); each run's entry carries its section's "subset".
 SCHEMA_VERSION = "2.4"
 DISCORDANT_FILE = "leaderboard_discordant.jsonl"
@@ -272,25 +274,31 @@ def report_folder(results_path: Path, provenance: Mapping[str, Any]) -> str | No
 _DISCORDANT_KINDS = ("a_only_correct", "b_only_correct")
 
 
+def _discordant_entry(a: ScoredItem, b: ScoredItem) -> dict[str, Any]:
+    return {
+        "task": a.task,
+        "item_id": a.item_id,
+        "doc_id_a": a.doc_id,
+        "doc_id_b": b.doc_id,
+        "pred_a": a.pred,
+        "pred_b": b.pred,
+        "outcome_a": a.outcome,
+        "outcome_b": b.outcome,
+    }
+
+
 def discordant_lines(disagreements: Disagreements) -> list[dict[str, Any]]:
-    """leaderboard_discordant.jsonl: per section and pair, the discordant items, each on its own
-    (:func:`.explorer.pair_record`: its ids, the question, both predictions, outcomes and answers, from the scored
-    runs, so no report is needed), at most :data:`DISCORDANT_PER_PAIR` of each kind (``n_*`` counts them all;
-    ``cut``: some were left out). The file's texts share :data:`.explorer.TEXT_BUDGET` as an explorer's do
-    (``text_limit``: the characters kept of each; a shortened text is [head, tail, length])."""
-    listed = sum(
-        min(len(getattr(found, key).a), DISCORDANT_PER_PAIR)
-        for _, _, found in disagreements.values()
-        for key in _DISCORDANT_KINDS
-    )
-    limit = explorer.text_limit(explorer.PAIR_TEXTS * listed)
+    """leaderboard_discordant.jsonl: per section and pair, the discordant items by their ids (task, item id, each
+    run's doc_id) with both runs' predictions and outcomes, at most :data:`DISCORDANT_PER_PAIR` of each kind (``n_*``
+    counts them all; ``cut``: some were left out). No texts: the page shows the question and both answers, and each
+    run's items file holds them whole, so the file stays small however many pairs there are."""
     lines = []
     for (name, id_a, id_b), (sa, sb, found) in disagreements.items():
-        line: dict[str, Any] = {"section": name, "a": id_a, "b": id_b, "text_limit": limit}
+        line: dict[str, Any] = {"section": name, "a": id_a, "b": id_b}
         for key in _DISCORDANT_KINDS:
             chosen = getattr(found, key)
             line[key] = [
-                explorer.pair_record(item_record(sa.items[i]), item_record(sb.items[j]), limit)
+                _discordant_entry(sa.items[i], sb.items[j])
                 for i, j in zip(chosen.a[:DISCORDANT_PER_PAIR].tolist(), chosen.b[:DISCORDANT_PER_PAIR].tolist())
             ]
             line[f"n_{key}"] = len(chosen.a)
