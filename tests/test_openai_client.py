@@ -1,6 +1,5 @@
 """The shared judge client: against the real local llama.cpp server (slow) and a fake one that misbehaves."""
 
-import logging
 import os
 import sqlite3
 import subprocess
@@ -221,7 +220,7 @@ def test_a_malformed_200_is_retried_once(fake_server, tmp_path, malformed):
     assert result.error.startswith("malformed reply (")
 
 
-def test_the_connection_pool_holds_one_connection_per_worker(fake_server, tmp_path, caplog):
+def test_each_worker_has_its_own_connection(fake_server, tmp_path):
     workers = 16
     all_in_flight = threading.Barrier(workers, timeout=30)
 
@@ -232,10 +231,9 @@ def test_the_connection_pool_holds_one_connection_per_worker(fake_server, tmp_pa
     server = fake_server(respond)
     client = client_for(server, tmp_path, concurrency=workers)
     prompts = [[{"role": "user", "content": f"prompt {i}"}] for i in range(workers)]
-    with caplog.at_level(logging.WARNING, logger="urllib3"):
-        results = client.complete_many(prompts)
+    results = client.complete_many(prompts)
     assert [r.text for r in results] == [f"PROMPT {i}" for i in range(workers)]
-    assert not [r for r in caplog.records if "Connection pool is full" in r.getMessage()]
+    assert len(set(server.ports)) == workers
 
 
 def test_credentials_in_the_url_reach_no_file(fake_server, tmp_path, monkeypatch):
@@ -480,6 +478,7 @@ def test_a_connection_is_reused_after_a_deadline_passed_elsewhere(fake_server, t
     assert [client.complete([{"role": "user", "content": f"q{i}"}]).text for i in range(3)] == ["True"] * 3
     time.sleep(0.7)  # past every earlier request's deadline
     assert client.complete([{"role": "user", "content": "late"}]).text == "True"
+    assert len(server.ports) == 4 and len(set(server.ports)) == 1  # all on the one kept-alive connection
 
 
 def test_a_50_mb_body_is_refused_without_being_read(fake_server, tmp_path):
@@ -537,7 +536,9 @@ def test_gzip_and_deflate_replies_under_the_cap_are_read(fake_server, tmp_path):
 # ----------------------------------------------------------------------------- proxies
 
 
-def test_the_client_goes_through_http_proxy_unless_no_proxy_names_the_host(fake_server, tmp_path, monkeypatch):
+def test_the_client_goes_through_the_proxies_the_environment_names_unless_no_proxy_names_the_host(
+    fake_server, tmp_path, monkeypatch
+):
     from tests.fake_openai import ForwardProxy
 
     server = fake_server(lambda messages, model: "True")
@@ -549,16 +550,23 @@ def test_the_client_goes_through_http_proxy_unless_no_proxy_names_the_host(fake_
         client = ChatClient(ChatEndpoint(server.base_url, "fake-judge", api_key_env=None))
         assert client.complete(QUESTION).text == "True"
         assert proxy.urls == [server.base_url + "/chat/completions"] and server.calls == 1
-        monkeypatch.setenv("NO_PROXY", "127.0.0.1")
+        monkeypatch.setenv("NO_PROXY", "localhost,127.0.0.1")
         assert client.complete([{"role": "user", "content": "again"}]).text == "True"
-        assert len(proxy.urls) == 1 and server.calls == 2  # straight to the server
-        # an https judge goes through HTTPS_PROXY (a CONNECT tunnel), unless NO_PROXY names it
-        monkeypatch.setenv("HTTPS_PROXY", "http://127.0.0.1:3128")
-        judge = "https://api.openai.com/v1/chat/completions"
-        settings = client._session.merge_environment_settings(judge, {}, None, None, None)
-        assert settings["proxies"].get("https") == "http://127.0.0.1:3128"
-        monkeypatch.setenv("NO_PROXY", "127.0.0.1,.openai.com")
-        assert "https" not in client._session.merge_environment_settings(judge, {}, None, None, None)["proxies"]
+        assert len(proxy.urls) == 2  # a client reads the environment when it is made
+        client = ChatClient(ChatEndpoint(server.base_url, "fake-judge", api_key_env=None))
+        assert client.complete([{"role": "user", "content": "direct"}]).text == "True"
+        assert len(proxy.urls) == 2 and server.calls == 3  # straight to the server
+        # an https judge goes through HTTPS_PROXY (a CONNECT tunnel, which this proxy refuses)
+        monkeypatch.delenv("NO_PROXY")
+        monkeypatch.setenv("HTTPS_PROXY", proxy.url)
+        host = server.base_url.removeprefix("http://").removesuffix("/v1")
+        judge = ChatEndpoint(f"https://{host}/v1", "fake-judge", api_key_env=None, max_retries=0)
+        refused = ChatClient(judge).complete(QUESTION)
+        assert proxy.tunnels == [host] and refused.error.startswith("ProxyError: ")
+        # unless NO_PROXY names it: then TLS is tried with the (plain HTTP) server itself
+        monkeypatch.setenv("NO_PROXY", "127.0.0.1")
+        direct = ChatClient(judge).complete(QUESTION)
+        assert proxy.tunnels == [host] and direct.error.startswith("ConnectError: ") and server.calls == 3
     finally:
         proxy.close()
 
