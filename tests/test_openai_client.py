@@ -145,6 +145,16 @@ def test_an_error_body_echoing_the_key_in_json_is_scrubbed(fake_server, tmp_path
     assert result.error == 'HTTP 400: {"error": {"message": "bad request from key ***", "code": "invalid_request"}}'
 
 
+@pytest.mark.parametrize("key", [f"{KEY}\n", f"sk-{KEY}é", f"{KEY[:10]}\r{KEY[10:]}"])
+def test_a_key_that_cannot_be_a_header_value_fails_unsent_and_unnamed(fake_server, tmp_path, monkeypatch, key):
+    monkeypatch.setenv("JUDGE_KEY", key)
+    server = fake_server(lambda messages, model: "True")
+    client = client_for(server, tmp_path, max_retries=3)
+    result = client.complete(QUESTION)
+    assert (result.ok, result.attempts, server.calls) == (False, 1, 0)  # not sent, and not retried
+    assert all(part not in result.error for part in (KEY[:10], KEY[10:]))
+
+
 @pytest.mark.parametrize(
     "content, kind",
     [(None, "null"), (7, "a number"), ({"text": "True"}, "an object"), ([{"type": "text", "text": "True"}], "a list")],
@@ -460,9 +470,13 @@ def test_a_reply_dripped_slowly_is_cut_off_at_the_deadline(fake_server, tmp_path
 
 def test_headers_dripped_slowly_are_cut_off_at_the_deadline_too(fake_server, tmp_path):
     reply = FakeReply.chat("True")
-    server = fake_server(lambda messages, model: FakeReply(200, reply.body, drip=0.05, drip_headers=True))
-    result = client_for(server, tmp_path, max_retries=0, timeout=1).complete(QUESTION)
+    server = fake_server(scripted(FakeReply(200, reply.body, drip=0.05, drip_headers=True), "True"))
+    client = client_for(server, tmp_path, max_retries=0, timeout=1)
+    result = client.complete(QUESTION)
     assert result.error == "no complete reply within timeout=1 s"
+    # the connection cut is not used again: the next request gets a new one, and its answer
+    assert client.complete([{"role": "user", "content": "next"}]).text == "True"
+    assert len(set(server.ports)) == 2
     for _ in range(200):
         if server.bytes_sent:
             break

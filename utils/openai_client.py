@@ -450,15 +450,16 @@ class _Lane:
         self.expired = False  # the deadline of the request under way (or the last one) passed
         self._lock = threading.Lock()
         self._socket: socket.socket | None = None
-        self._active = False
+        self._request: object | None = None  # the request under way: a late timer of an earlier one does nothing
 
     @contextmanager
     def deadline(self, seconds: float) -> Iterator[None]:
         """Shuts the connection's socket down ``seconds`` from now if the request is still under way then: that
         ends a read or write blocked at any point. A socket the lane has moved on from is never touched."""
+        request = object()
         with self._lock:
-            self.expired, self._active = False, True
-        timer = threading.Timer(seconds, self._expire)
+            self.expired, self._request = False, request
+        timer = threading.Timer(seconds, self._expire, (request,))
         timer.daemon = True
         timer.start()
         try:
@@ -466,7 +467,7 @@ class _Lane:
         finally:
             timer.cancel()
             with self._lock:
-                self._active = False
+                self._request = None
 
     def trace(self, event: str, info: dict[str, Any]) -> None:
         """httpx's ``trace`` extension: the socket of each new connection (TCP, then TLS over it, to the host or
@@ -477,9 +478,9 @@ class _Lane:
                 if self.expired:
                     self._shut()
 
-    def _expire(self) -> None:
+    def _expire(self, request: object) -> None:
         with self._lock:
-            if self._active:
+            if self._request is request:
                 self.expired = True
                 self._shut()
 
@@ -608,12 +609,16 @@ class ChatClient:
             if lane.expired:
                 return late
             return _Attempt(error=f"HTTP {response.status_code}: {self._clean(str(exc))}", retryable=exc.retryable)
-        except (httpx.TimeoutException, httpx.NetworkError, httpx.RemoteProtocolError, httpx.ProxyError) as exc:
+        except (httpx.HTTPError, httpx.InvalidURL, ValueError) as exc:
             if lane.expired:
                 return late
-            return _Attempt(error=self._clean(f"{exc.__class__.__name__}: {exc}"), retryable=True)
-        except (httpx.HTTPError, httpx.InvalidURL, ValueError) as exc:  # a bad URL, header or body: not retried
-            return _Attempt(error=self._clean(f"{exc.__class__.__name__}: {exc}"))
+            # a bad URL, header or body (httpx's LocalProtocolError, UnsupportedProtocol, ...): not retried
+            retryable = isinstance(
+                exc, (httpx.TimeoutException, httpx.NetworkError, httpx.RemoteProtocolError, httpx.ProxyError)
+            )
+            return _Attempt(
+                error=self._clean(f"{exc.__class__.__name__}: {exc} (POST {self.endpoint.url})"), retryable=retryable
+            )
         if lane.expired:  # a reply cut by the deadline can look complete (even its status line); it is late anyway
             return late
         text = raw.decode("utf-8", errors="replace")
