@@ -585,6 +585,16 @@ def test_the_client_goes_through_the_proxies_the_environment_names_unless_no_pro
         proxy.close()
 
 
+def test_a_proxy_that_cannot_be_used_is_a_data_error_naming_no_password(monkeypatch):
+    from lm_eval_tasks.utils.data import DataError
+
+    monkeypatch.setenv("ALL_PROXY", "ftp://judge:pw-9f8e7d6c@127.0.0.1:21")  # httpx knows no ftp proxy
+    with pytest.raises(DataError) as caught:
+        ChatClient(ChatEndpoint("https://api.openai.com/v1", "m"))
+    assert str(caught.value).startswith("the proxy named by the environment cannot be used: ")
+    assert "pw-9f8e7d6c" not in str(caught.value)
+
+
 # ----------------------------------------------------------------------------- usage and cost
 
 

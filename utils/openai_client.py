@@ -485,10 +485,12 @@ class _Lane:
                 self._shut()
 
     def _shut(self) -> None:
+        if self._socket is None:
+            return
         try:  # socket.socket's own: an SSLSocket's would also drop the TLS state the request's thread is reading
             socket.socket.shutdown(self._socket, socket.SHUT_RDWR)
-        except (OSError, TypeError):
-            pass  # no connection yet, or already closed
+        except OSError:
+            pass  # already closed
 
 
 class ChatClient:
