@@ -108,8 +108,9 @@ class _Server(ThreadingHTTPServer):
 
 
 class FakeChatServer:
-    """``respond(messages, model) -> text | FakeReply``; every request body, path (with its query) and
-    Authorization header is kept, and how many body bytes each reply got out before the client left."""
+    """``respond(messages, model) -> text | FakeReply``; every request body, path (with its query),
+    Authorization header and client port (one per connection) is kept, and how many body bytes each reply
+    got out before the client left."""
 
     def __init__(self, respond: Callable[[list[dict], str], str | FakeReply]):
         self.respond = respond
@@ -117,6 +118,7 @@ class FakeChatServer:
         self.paths: list[str] = []
         self.authorizations: list[str | None] = []
         self.api_keys: list[str | None] = []  # the api-key header (Azure OpenAI's)
+        self.ports: list[int] = []  # the client's port: requests on one kept-alive connection share it
         self.bytes_sent: list[int] = []
         self._lock = threading.Lock()
         server = self
@@ -131,6 +133,7 @@ class FakeChatServer:
                     server.paths.append(self.path)
                     server.authorizations.append(self.headers.get("Authorization"))
                     server.api_keys.append(self.headers.get("api-key"))
+                    server.ports.append(self.client_address[1])
                 reply = refusal(body)
                 if reply is None:
                     reply = server.respond(body["messages"], body["model"])
@@ -189,17 +192,23 @@ class FakeChatServer:
 
 
 class ForwardProxy:
-    """A plain-HTTP forward proxy on 127.0.0.1 that relays POSTs and keeps every URL it was asked for."""
+    """A plain-HTTP forward proxy on 127.0.0.1 that relays POSTs and keeps every URL it was asked for; it keeps
+    the ``host:port`` of each CONNECT (an https request's tunnel) too, and refuses it with a 403."""
 
     def __init__(self):
         import http.client
         from urllib.parse import urlsplit
 
         self.urls: list[str] = []
+        self.tunnels: list[str] = []
         proxy = self
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+
+            def do_CONNECT(self):  # noqa: N802 (http.server naming)
+                proxy.tunnels.append(self.path)
+                self.send_error(403)
 
             def do_POST(self):  # noqa: N802 (http.server naming)
                 proxy.urls.append(self.path)  # a proxy is sent the absolute URL

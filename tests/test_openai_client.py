@@ -1,6 +1,5 @@
 """The shared judge client: against the real local llama.cpp server (slow) and a fake one that misbehaves."""
 
-import logging
 import os
 import sqlite3
 import subprocess
@@ -146,6 +145,16 @@ def test_an_error_body_echoing_the_key_in_json_is_scrubbed(fake_server, tmp_path
     assert result.error == 'HTTP 400: {"error": {"message": "bad request from key ***", "code": "invalid_request"}}'
 
 
+@pytest.mark.parametrize("key", [f"{KEY}\n", f"sk-{KEY}é", f"{KEY[:10]}\r{KEY[10:]}"])
+def test_a_key_that_cannot_be_a_header_value_fails_unsent_and_unnamed(fake_server, tmp_path, monkeypatch, key):
+    monkeypatch.setenv("JUDGE_KEY", key)
+    server = fake_server(lambda messages, model: "True")
+    client = client_for(server, tmp_path, max_retries=3)
+    result = client.complete(QUESTION)
+    assert (result.ok, result.attempts, server.calls) == (False, 1, 0)  # not sent, and not retried
+    assert all(part not in result.error for part in (KEY[:10], KEY[10:]))
+
+
 @pytest.mark.parametrize(
     "content, kind",
     [(None, "null"), (7, "a number"), ({"text": "True"}, "an object"), ([{"type": "text", "text": "True"}], "a list")],
@@ -221,7 +230,7 @@ def test_a_malformed_200_is_retried_once(fake_server, tmp_path, malformed):
     assert result.error.startswith("malformed reply (")
 
 
-def test_the_connection_pool_holds_one_connection_per_worker(fake_server, tmp_path, caplog):
+def test_each_worker_has_its_own_connection(fake_server, tmp_path):
     workers = 16
     all_in_flight = threading.Barrier(workers, timeout=30)
 
@@ -232,10 +241,9 @@ def test_the_connection_pool_holds_one_connection_per_worker(fake_server, tmp_pa
     server = fake_server(respond)
     client = client_for(server, tmp_path, concurrency=workers)
     prompts = [[{"role": "user", "content": f"prompt {i}"}] for i in range(workers)]
-    with caplog.at_level(logging.WARNING, logger="urllib3"):
-        results = client.complete_many(prompts)
+    results = client.complete_many(prompts)
     assert [r.text for r in results] == [f"PROMPT {i}" for i in range(workers)]
-    assert not [r for r in caplog.records if "Connection pool is full" in r.getMessage()]
+    assert len(set(server.ports)) == workers
 
 
 def test_credentials_in_the_url_reach_no_file(fake_server, tmp_path, monkeypatch):
@@ -462,8 +470,9 @@ def test_a_reply_dripped_slowly_is_cut_off_at_the_deadline(fake_server, tmp_path
 
 def test_headers_dripped_slowly_are_cut_off_at_the_deadline_too(fake_server, tmp_path):
     reply = FakeReply.chat("True")
-    server = fake_server(lambda messages, model: FakeReply(200, reply.body, drip=0.05, drip_headers=True))
-    result = client_for(server, tmp_path, max_retries=0, timeout=1).complete(QUESTION)
+    server = fake_server(scripted(FakeReply(200, reply.body, drip=0.05, drip_headers=True), "True"))
+    client = client_for(server, tmp_path, max_retries=0, timeout=1)
+    result = client.complete(QUESTION)
     assert result.error == "no complete reply within timeout=1 s"
     for _ in range(200):
         if server.bytes_sent:
@@ -471,6 +480,9 @@ def test_headers_dripped_slowly_are_cut_off_at_the_deadline_too(fake_server, tmp
         time.sleep(0.05)
     headers = len("HTTP/1.1 200 Whatever\r\nContent-Type: application/json\r\nContent-Length: 99\r\n\r\n")
     assert 0 < server.bytes_sent[0] < headers  # still in the headers when the client hung up
+    # the connection cut is not used again: the next request gets a new one, and its answer
+    assert client.complete([{"role": "user", "content": "next"}]).text == "True"
+    assert len(set(server.ports)) == 2
 
 
 def test_a_connection_is_reused_after_a_deadline_passed_elsewhere(fake_server, tmp_path):
@@ -480,6 +492,7 @@ def test_a_connection_is_reused_after_a_deadline_passed_elsewhere(fake_server, t
     assert [client.complete([{"role": "user", "content": f"q{i}"}]).text for i in range(3)] == ["True"] * 3
     time.sleep(0.7)  # past every earlier request's deadline
     assert client.complete([{"role": "user", "content": "late"}]).text == "True"
+    assert len(server.ports) == 4 and len(set(server.ports)) == 1  # all on the one kept-alive connection
 
 
 def test_a_50_mb_body_is_refused_without_being_read(fake_server, tmp_path):
@@ -537,7 +550,9 @@ def test_gzip_and_deflate_replies_under_the_cap_are_read(fake_server, tmp_path):
 # ----------------------------------------------------------------------------- proxies
 
 
-def test_the_client_goes_through_http_proxy_unless_no_proxy_names_the_host(fake_server, tmp_path, monkeypatch):
+def test_the_client_goes_through_the_proxies_the_environment_names_unless_no_proxy_names_the_host(
+    fake_server, tmp_path, monkeypatch
+):
     from tests.fake_openai import ForwardProxy
 
     server = fake_server(lambda messages, model: "True")
@@ -549,18 +564,35 @@ def test_the_client_goes_through_http_proxy_unless_no_proxy_names_the_host(fake_
         client = ChatClient(ChatEndpoint(server.base_url, "fake-judge", api_key_env=None))
         assert client.complete(QUESTION).text == "True"
         assert proxy.urls == [server.base_url + "/chat/completions"] and server.calls == 1
-        monkeypatch.setenv("NO_PROXY", "127.0.0.1")
+        monkeypatch.setenv("NO_PROXY", "localhost,127.0.0.1")
         assert client.complete([{"role": "user", "content": "again"}]).text == "True"
-        assert len(proxy.urls) == 1 and server.calls == 2  # straight to the server
-        # an https judge goes through HTTPS_PROXY (a CONNECT tunnel), unless NO_PROXY names it
-        monkeypatch.setenv("HTTPS_PROXY", "http://127.0.0.1:3128")
-        judge = "https://api.openai.com/v1/chat/completions"
-        settings = client._session.merge_environment_settings(judge, {}, None, None, None)
-        assert settings["proxies"].get("https") == "http://127.0.0.1:3128"
-        monkeypatch.setenv("NO_PROXY", "127.0.0.1,.openai.com")
-        assert "https" not in client._session.merge_environment_settings(judge, {}, None, None, None)["proxies"]
+        assert len(proxy.urls) == 2  # a client reads the environment when it is made
+        client = ChatClient(ChatEndpoint(server.base_url, "fake-judge", api_key_env=None))
+        assert client.complete([{"role": "user", "content": "direct"}]).text == "True"
+        assert len(proxy.urls) == 2 and server.calls == 3  # straight to the server
+        # an https judge goes through HTTPS_PROXY (a CONNECT tunnel, which this proxy refuses)
+        monkeypatch.delenv("NO_PROXY")
+        monkeypatch.setenv("HTTPS_PROXY", proxy.url)
+        host = server.base_url.removeprefix("http://").removesuffix("/v1")
+        judge = ChatEndpoint(f"https://{host}/v1", "fake-judge", api_key_env=None, max_retries=0)
+        refused = ChatClient(judge).complete(QUESTION)
+        assert proxy.tunnels == [host] and refused.error.startswith("ProxyError: ")
+        # unless NO_PROXY names it: then TLS is tried with the (plain HTTP) server itself
+        monkeypatch.setenv("NO_PROXY", "127.0.0.1")
+        direct = ChatClient(judge).complete(QUESTION)
+        assert proxy.tunnels == [host] and direct.error.startswith("ConnectError: ") and server.calls == 3
     finally:
         proxy.close()
+
+
+def test_a_proxy_that_cannot_be_used_is_a_data_error_naming_no_password(monkeypatch):
+    from lm_eval_tasks.utils.data import DataError
+
+    monkeypatch.setenv("ALL_PROXY", "ftp://judge:pw-9f8e7d6c@127.0.0.1:21")  # httpx knows no ftp proxy
+    with pytest.raises(DataError) as caught:
+        ChatClient(ChatEndpoint("https://api.openai.com/v1", "m"))
+    assert str(caught.value).startswith("the proxy named by the environment cannot be used: ")
+    assert "pw-9f8e7d6c" not in str(caught.value)
 
 
 # ----------------------------------------------------------------------------- usage and cost

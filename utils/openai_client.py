@@ -7,14 +7,15 @@
   re-run makes no new calls. The server URL is not part of the key (local servers change port).
 - Resumable: each answer is committed to the cache as it arrives, so a run that crashes or is
   killed part-way resumes on re-run with only the missing calls.
-- Concurrent, with retries: ``complete_many`` runs requests in a thread pool (one pooled connection
-  per worker); connection errors, timeouts, 408/409/429 and 5xx are retried with exponential backoff,
-  or after the server's ``Retry-After`` (seconds or an HTTP date), and a malformed 200 reply (not
-  JSON, no ``choices``) once; no retry starts later than ``max_retry_seconds`` after the first
-  attempt. A request that still fails comes back as a :class:`ChatResult` with ``error`` set:
-  callers report it, never score it. A reply whose ``content`` is not text (null, a number, a
-  list), is empty (or only whitespace), or was withheld (``finish_reason`` ``content_filter``) is
-  such a failure, never an answer, and is not retried: the same request gets the same reply.
+- Concurrent, with retries: ``complete_many`` runs requests in a thread pool, each worker on its own
+  ``httpx.Client`` with one pooled connection; connection errors, timeouts, 408/409/429 and 5xx are
+  retried with exponential backoff, or after the server's ``Retry-After`` (seconds or an HTTP date), and
+  a malformed 200 reply (not JSON, no ``choices``) once; no retry starts later than
+  ``max_retry_seconds`` after the first attempt. A request that still fails comes back as a
+  :class:`ChatResult` with ``error`` set: callers report it, never score it. A reply whose ``content``
+  is not text (null, a number, a list), is empty (or only whitespace), or was withheld (``finish_reason``
+  ``content_filter``) is such a failure, never an answer, and is not retried: the same request gets
+  the same reply.
 - Cut answers: each answer keeps its ``finish_reason`` (also in the cache); one cut at the token
   limit (``length``) is still an answer, for the caller's parser to judge, and is counted
   (``length_cut`` in :func:`usage_summary`).
@@ -27,10 +28,10 @@
   sends the key the way Azure OpenAI takes it.
 - Bounded: every HTTP request ends within ``timeout`` seconds (its connection is shut down then,
   so a server that drips its headers or its body is cut off), and a reply larger than
-  ``max_response_bytes`` after decompression is a failed call; the body is read one socket read at
-  a time and decompressed here, never more than the cap (a gzip bomb costs the cap, not its
-  expanded size). Proxies come from the environment (``HTTPS_PROXY``, ``HTTP_PROXY``,
-  ``NO_PROXY``), as ``requests`` reads them.
+  ``max_response_bytes`` after decompression is a failed call; the raw body is streamed and
+  decompressed here, never more than the cap (a gzip bomb costs the cap, not its expanded size).
+  Proxies come from the environment (``HTTPS_PROXY``, ``HTTP_PROXY``, ``ALL_PROXY``, ``NO_PROXY``),
+  read by httpx when the client is made.
 - Usage: each answer keeps the server's token counts (prompt, completion and reasoning tokens),
   also in the cache, so a cached answer still says what it cost; :func:`usage_summary` totals a
   client's answers and prices them with a ``--prices`` file (:func:`read_prices`).
@@ -42,27 +43,33 @@ import hashlib
 import json
 import math
 import os
+import queue
 import socket
 import sqlite3
 import threading
 import time
 import zlib
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from datetime import timezone
 from email.utils import parsedate_to_datetime
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 from urllib.parse import urlsplit, urlunsplit
 
 from .redaction import mask, redact
+
+if TYPE_CHECKING:  # imported where used: a task that never calls a judge does not pay for httpx
+    import ssl
+
+    import httpx
 
 Messages = Sequence[dict[str, str]]
 _RETRYABLE_STATUS = {408, 409, 429, 500, 502, 503, 504}
 _ERROR_CHARS = 300  # of an error body kept in a ChatResult (after scrubbing)
 MAX_RESPONSE_BYTES = 8 * 2**20  # a chat completion is kilobytes; a reply over this is refused
-_READ_BYTES = 64 * 1024  # of the (compressed) body per socket read
 # Content-Encoding -> zlib window bits; anything else is refused (we ask only for these two)
 _DECODERS = {"gzip": 16 + zlib.MAX_WBITS, "x-gzip": 16 + zlib.MAX_WBITS, "deflate": zlib.MAX_WBITS}
 _JSON_TYPE_NAMES = {
@@ -379,17 +386,19 @@ class _Attempt:
 
 
 class _CallFailed(Exception):
-    """The reply could not be read in time or within the size cap (``retryable`` if trying again may help)."""
+    """The reply could not be read whole or within the size cap (``retryable`` if trying again may help)."""
 
     def __init__(self, message: str, retryable: bool):
         super().__init__(message)
         self.retryable = retryable
 
 
-def _read_body(response: Any, deadline: float, cap: int) -> bytes:
-    """The body, decompressed, read one socket read at a time until ``deadline`` (``time.monotonic``; a read
-    that blocks past it is ended by the request's :class:`_Watch`) and never more than ``cap`` bytes after
-    decompression, whatever the server sends."""
+def _read_body(response: httpx.Response, cap: int) -> bytes:
+    """The body, decompressed here and never more than ``cap`` bytes after decompression, whatever the server
+    sends. The raw stream is read, not ``iter_bytes``: httpx inflates each network read whole, so one 64 KiB read
+    of a gzip bomb would already be 64 MB."""
+    import httpx
+
     encoding = response.headers.get("Content-Encoding", "").strip().lower()
     if encoding not in ("", "identity", *_DECODERS):
         raise _CallFailed(f"reply in an unsupported Content-Encoding {encoding!r}", retryable=False)
@@ -399,104 +408,94 @@ def _read_body(response: Any, deadline: float, cap: int) -> bytes:
         raise _CallFailed(f"reply of {int(length)} bytes is over max_response_bytes={cap}", retryable=False)
     decoder = zlib.decompressobj(wbits) if wbits is not None else None
     body = bytearray()
-    while True:
-        if time.monotonic() > deadline:
-            raise _CallFailed(f"no complete reply by the deadline ({len(body)} bytes so far)", retryable=True)
-        try:
-            chunk = response.raw.read1(_READ_BYTES, decode_content=False)
-        except Exception as exc:  # urllib3 wraps socket errors (and the watch's shutdown) in several types
-            raise _CallFailed(f"reply cut off ({exc.__class__.__name__}: {exc})", retryable=True) from None
-        if not chunk:
-            break
-        while chunk:
-            if decoder is None:
-                body += chunk
-                chunk = b""
-            else:
-                try:
-                    body += decoder.decompress(chunk, cap + 1 - len(body))
-                except zlib.error as exc:
-                    raise _CallFailed(f"reply is not valid {encoding} ({exc})", retryable=False) from None
-                chunk = decoder.unconsumed_tail
-                if decoder.eof and decoder.unused_data:  # the next member of a multi-member gzip body
-                    chunk, decoder = decoder.unused_data, zlib.decompressobj(wbits)
-            if len(body) > cap:
-                raise _CallFailed(f"reply is over max_response_bytes={cap} (after decompression)", retryable=False)
+    try:
+        for chunk in response.iter_raw():
+            while chunk:
+                if decoder is None:
+                    body += chunk
+                    chunk = b""
+                else:
+                    try:
+                        body += decoder.decompress(chunk, cap + 1 - len(body))
+                    except zlib.error as exc:
+                        raise _CallFailed(f"reply is not valid {encoding} ({exc})", retryable=False) from None
+                    chunk = decoder.unconsumed_tail
+                    if decoder.eof and decoder.unused_data:  # the next member of a multi-member gzip body
+                        chunk, decoder = decoder.unused_data, zlib.decompressobj(wbits)
+                if len(body) > cap:
+                    raise _CallFailed(f"reply is over max_response_bytes={cap} (after decompression)", retryable=False)
+    except httpx.TransportError as exc:
+        raise _CallFailed(f"reply cut off ({exc.__class__.__name__}: {exc})", retryable=True) from None
     if decoder is not None and not decoder.eof:
         raise _CallFailed(f"reply's {encoding} body ends early", retryable=True)
     return bytes(body)
 
 
-_WATCH_LOCK = threading.Lock()
-_current_watch = threading.local()  # the deadline of the request this thread is making
+class _Lane:
+    """One worker's ``httpx.Client``, held to one connection so that a request's deadline knows whose socket to
+    shut down. httpx's timeouts bound each network operation, not a request: a server dripping its headers or
+    its body a byte at a time would hold the call for as long as it likes."""
 
+    def __init__(self, ssl_context: ssl.SSLContext):
+        import httpx
 
-class _Watch:
-    """One HTTP request's deadline: when it fires, the socket of the connection the request is on is shut
-    down, which ends a read blocked at any point (connecting aside): a server dripping its headers or its
-    body cannot hold the call. A connection already serving another request is never touched."""
+        from .data import DataError
 
-    def __init__(self):
-        self.fired = False
-        self.connection: Any = None
+        try:  # trust_env: HTTPS_PROXY, HTTP_PROXY, ALL_PROXY and NO_PROXY, as they are now
+            self.client = httpx.Client(
+                verify=ssl_context, limits=httpx.Limits(max_connections=1, max_keepalive_connections=1)
+            )
+        except (ImportError, ValueError) as exc:  # a SOCKS proxy without socksio, a proxy URL of no known scheme
+            raise DataError(f"the proxy named by the environment cannot be used: {redact(str(exc))}") from None
+        self.expired = False  # the deadline of the request under way (or the last one) passed
+        self._lock = threading.Lock()
+        self._socket: socket.socket | None = None
+        self._request: object | None = None  # the request under way: a late timer of an earlier one does nothing
 
-    def register(self, connection: Any) -> None:
-        with _WATCH_LOCK:
-            if self.fired:
-                raise TimeoutError("the deadline passed before the request was sent")
-            self.connection = connection
-            connection.medeval_watch = self
+    @contextmanager
+    def deadline(self, seconds: float) -> Iterator[None]:
+        """Shuts the connection's socket down ``seconds`` from now if the request is still under way then: that
+        ends a read or write blocked at any point. A socket the lane has moved on from is never touched."""
+        request = object()
+        with self._lock:
+            self.expired, self._request = False, request
+        timer = threading.Timer(seconds, self._expire, (request,))
+        timer.daemon = True
+        timer.start()
+        try:
+            yield
+        finally:
+            timer.cancel()
+            with self._lock:
+                self._request = None
 
-    def fire(self) -> None:
-        with _WATCH_LOCK:
-            self.fired = True
-            connection = self.connection
-            if connection is None or getattr(connection, "medeval_watch", None) is not self:
-                return
-            sock = getattr(connection, "sock", None)
-        if sock is not None:
-            try:
-                sock.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass  # already closed
+    def trace(self, event: str, info: dict[str, Any]) -> None:
+        """httpx's ``trace`` extension: the socket of each new connection (TCP, then TLS over it, to the host or
+        through a proxy); a connection made after the deadline passed is shut down at once."""
+        if event.endswith((".connect_tcp.complete", ".start_tls.complete")):
+            with self._lock:
+                self._socket = info["return_value"].get_extra_info("socket")
+                if self.expired:
+                    self._shut()
 
+    def _expire(self, request: object) -> None:
+        with self._lock:
+            if self._request is request:
+                self.expired = True
+                self._shut()
 
-class _Watched:
-    """Mixed into urllib3's connection classes: each request puts its connection under this thread's watch."""
-
-    def request(self, *args: Any, **kwargs: Any) -> Any:
-        if (watch := getattr(_current_watch, "watch", None)) is not None:
-            watch.register(self)
-        return super().request(*args, **kwargs)
-
-
-_WATCHED_CLASSES: dict[type, type] = {}
-
-
-def _watched(cls: type) -> type:
-    with _WATCH_LOCK:
-        if cls not in _WATCHED_CLASSES:
-            _WATCHED_CLASSES[cls] = type(f"Watched{cls.__name__}", (_Watched, cls), {})
-        return _WATCHED_CLASSES[cls]
-
-
-def _adapter(pool_maxsize: int) -> Any:
-    """requests' adapter whose connections (direct or through any proxy) are watched by :class:`_Watch`."""
-    from requests.adapters import HTTPAdapter
-
-    class WatchedAdapter(HTTPAdapter):
-        def get_connection_with_tls_context(self, *args: Any, **kwargs: Any) -> Any:
-            pool = super().get_connection_with_tls_context(*args, **kwargs)
-            if not issubclass(pool.ConnectionCls, _Watched):  # before the pool makes a connection of its own
-                pool.ConnectionCls = _watched(pool.ConnectionCls)
-            return pool
-
-    return WatchedAdapter(pool_maxsize=pool_maxsize)
+    def _shut(self) -> None:
+        if self._socket is None:
+            return
+        try:  # socket.socket's own: an SSLSocket's would also drop the TLS state the request's thread is reading
+            socket.socket.shutdown(self._socket, socket.SHUT_RDWR)
+        except OSError:
+            pass  # already closed
 
 
 class ChatClient:
     """Sends chat requests to ``endpoint``. ``sleep`` waits between retries and ``clock`` measures the
-    retry budget (tests pass a fake clock)."""
+    retry budget (tests pass a fake clock). Proxies are read from the environment when the client is made."""
 
     def __init__(
         self,
@@ -507,16 +506,15 @@ class ChatClient:
         sleep: Callable[[float], None] = time.sleep,
         clock: Callable[[], float] = time.monotonic,
     ):
-        import requests
+        import httpx
 
         self.endpoint = endpoint
         self.cache = cache
         self.concurrency = max(1, concurrency)
-        self._session = requests.Session()  # trust_env (the default): HTTPS_PROXY, HTTP_PROXY and NO_PROXY apply
-        # One pooled connection per worker; urllib3's default of 10 discards the rest ("Connection pool is full").
-        adapter = _adapter(self.concurrency)
-        self._session.mount("http://", adapter)
-        self._session.mount("https://", adapter)
+        ssl_context = httpx.create_ssl_context()  # one for all lanes (SSL_CERT_FILE and SSL_CERT_DIR apply)
+        self._lanes: queue.SimpleQueue[_Lane] = queue.SimpleQueue()  # one per worker: a request waits for a free one
+        for _ in range(self.concurrency):
+            self._lanes.put(_Lane(ssl_context))
         self._sleep, self._clock = sleep, clock
         self._lock = threading.Lock()
         self.calls = 0  # HTTP requests actually sent (retries included)
@@ -531,7 +529,6 @@ class ChatClient:
     def _headers(self) -> dict[str, str]:
         key = self._api_key()
         return {
-            "Content-Type": "application/json",
             "Accept-Encoding": "gzip, deflate",  # the encodings _read_body decodes within the size cap
             **({self.endpoint.api_key_header: self._key_value(key)} if key else {}),
         }
@@ -560,7 +557,11 @@ class ChatClient:
             attempt += 1
             with self._lock:
                 self.calls += 1
-            outcome = self._attempt(body)
+            lane = self._lanes.get()
+            try:
+                outcome = self._send(lane, body)
+            finally:
+                self._lanes.put(lane)
             if outcome.completion:
                 with self._lock:
                     self.replies.append(("call", outcome.usage))
@@ -588,44 +589,40 @@ class ChatClient:
             self.failures += 1
         return ChatResult(None, error=error, attempts=attempt)
 
-    def _attempt(self, body: dict[str, Any]) -> _Attempt:
-        timeout = self.endpoint.timeout
-        watch = _Watch()
-        timer = threading.Timer(timeout, watch.fire)
-        timer.daemon = True
-        _current_watch.watch = watch
-        timer.start()
-        try:
-            return self._send(body, watch)
-        finally:
-            timer.cancel()
-            _current_watch.watch = None
-
-    def _send(self, body: dict[str, Any], watch: _Watch) -> _Attempt:
-        import requests
+    def _send(self, lane: _Lane, body: dict[str, Any]) -> _Attempt:
+        import httpx
 
         timeout = self.endpoint.timeout
-        deadline = time.monotonic() + timeout  # real time, whatever clock measures the retry budget
-        late = f"no complete reply within timeout={timeout:g} s"
+        late = _Attempt(error=f"no complete reply within timeout={timeout:g} s", retryable=True)
         try:
-            response = self._session.post(
-                self.endpoint.url, json=body, headers=self._headers(), timeout=(timeout, timeout), stream=True
+            with (
+                lane.deadline(timeout),
+                lane.client.stream(
+                    "POST",
+                    self.endpoint.url,
+                    json=body,
+                    headers=self._headers(),
+                    timeout=httpx.Timeout(connect=timeout, read=timeout, write=timeout, pool=timeout),
+                    extensions={"trace": lane.trace},
+                ) as response,
+            ):
+                raw = _read_body(response, self.endpoint.max_response_bytes)
+        except _CallFailed as exc:
+            if lane.expired:
+                return late
+            return _Attempt(error=f"HTTP {response.status_code}: {self._clean(str(exc))}", retryable=exc.retryable)
+        except (httpx.HTTPError, httpx.InvalidURL, ValueError) as exc:
+            if lane.expired:
+                return late
+            # a bad URL, header or body (httpx's LocalProtocolError, UnsupportedProtocol, ...): not retried
+            retryable = isinstance(
+                exc, (httpx.TimeoutException, httpx.NetworkError, httpx.RemoteProtocolError, httpx.ProxyError)
             )
-        except (requests.ConnectionError, requests.Timeout, requests.exceptions.ChunkedEncodingError) as exc:
-            if watch.fired:
-                return _Attempt(error=late, retryable=True)
-            return _Attempt(error=self._clean(f"{exc.__class__.__name__}: {exc}"), retryable=True)
-        except requests.RequestException as exc:  # a bad URL or header: trying again cannot help
-            return _Attempt(error=self._clean(f"{exc.__class__.__name__}: {exc}"))
-        with response:
-            try:
-                raw = _read_body(response, deadline, self.endpoint.max_response_bytes)
-            except _CallFailed as exc:
-                if watch.fired:
-                    return _Attempt(error=late, retryable=True)
-                return _Attempt(error=f"HTTP {response.status_code}: {self._clean(str(exc))}", retryable=exc.retryable)
-        if watch.fired:  # a reply cut by the watch can look complete (even its status line); it is late anyway
-            return _Attempt(error=late, retryable=True)
+            return _Attempt(
+                error=self._clean(f"{exc.__class__.__name__}: {exc} (POST {self.endpoint.url})"), retryable=retryable
+            )
+        if lane.expired:  # a reply cut by the deadline can look complete (even its status line); it is late anyway
+            return late
         text = raw.decode("utf-8", errors="replace")
         if response.status_code != 200:
             retryable = response.status_code in _RETRYABLE_STATUS
