@@ -16,6 +16,12 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
+
+# No property test is timed: on a loaded 2-core machine a first example can take seconds (timing goals live in
+# scripts under examples/, never in tests).
+settings.register_profile("untimed", deadline=None)
+settings.load_profile("untimed")
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("MEDEVAL_SHARED_DIR", REPO.parent / "shared")).resolve()
