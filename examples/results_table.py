@@ -29,24 +29,28 @@ def _short(number_text: str) -> str:
 
 
 def section_figure(section: dict) -> str:
-    """One section's headline with its CI, or, when no reply gave an answer, how many did (an accuracy of 0 over
-    unanswered items would be printed as if it measured something)."""
+    """One section's headline with its CI; when no reply gave an answer, how many did (an accuracy of 0 over
+    unanswered items would read as if it measured something); a section without an accuracy headline says so."""
     answered = section["n_items"] - section["n_invalid"]
-    components = " + ".join(section["components"])
     if answered == 0:
         return f"{section['title']}: {answered}/{section['n_items']} replies gave an answer"
+    estimate = section.get(section["headline_metric"])
+    if not isinstance(estimate, dict):
+        return f"{section['title']}: {section['n_items']} items, no accuracy headline (its scores are in report.md)"
     metric = "macro accuracy" if section["headline_metric"] == "accuracy_macro" else "accuracy"
-    return f"{section['title']}, {components}: {metric} {_short(format_estimate(section[section['headline_metric']]))}"
+    return f"{section['title']}, {' + '.join(section['components'])}: {metric} {_short(format_estimate(estimate))}"
+
+
+def _order(name: str) -> int:
+    return next((i for i, prefix in enumerate(ORDER) if name.startswith(prefix)), len(ORDER))
 
 
 def row(manifest: dict, report: dict) -> str:
-    sections = sorted(
-        report["benchmarks"].items(), key=lambda item: next(i for i, p in enumerate(ORDER) if item[0].startswith(p))
-    )
-    benchmark = COUNTS.get(len(sections), sections[0][1]["title"] if len(sections) == 1 else str(len(sections)))
+    sections = [section for _, section in sorted(report["benchmarks"].items(), key=lambda item: _order(item[0]))]
+    benchmark = sections[0]["title"] if len(sections) == 1 else COUNTS.get(len(sections), str(len(sections)))
     prompts = "chat template" if manifest["chat_template_applied"] else "plain prompts"
     run = f"`{manifest['command']}`, {manifest['dtype']}, {prompts}"
-    return f"| {benchmark} | {run} | {'; '.join(section_figure(s) for _, s in sections)} |\n"
+    return f"| {benchmark} | {run} | {'; '.join(section_figure(s) for s in sections)} |\n"
 
 
 def table(results: Path = RESULTS) -> str:

@@ -10,7 +10,6 @@ import email.parser
 import importlib.metadata
 import json
 import os
-import shutil
 import subprocess
 import sys
 import tarfile
@@ -209,4 +208,3 @@ def test_the_wheel_installs_with_its_declared_dependencies_and_runs_a_task(share
     # the report re-scores the logged log-likelihoods and agrees with lm-eval's own accuracy
     accuracy = read_results(out)["results"]["medexqa_logit_cp"]["acc,none"]
     assert section["components"]["CP"]["accuracy"]["value"] == pytest.approx(accuracy)
-    shutil.rmtree(venv)

@@ -44,6 +44,13 @@ def test_the_table_prints_each_artifacts_figures(tmp_path):
     report = {
         "benchmarks": {
             "medfact_bench": {"title": "MedFact-Bench", "components": {"scifact": {}}, "n_items": 4, "n_invalid": 4},
+            "factbench": {
+                "title": "FActBench",
+                "components": {"summ": {}},
+                "n_items": 5,
+                "n_invalid": 0,
+                "headline_metric": "none",
+            },
             "pubmedqa_atlas_n100": {
                 "title": "PubMedQA",
                 "components": {"atlas-n100-v1": {}},
@@ -67,9 +74,9 @@ def test_the_table_prints_each_artifacts_figures(tmp_path):
     (tmp_path / "notes").mkdir()  # a folder without a manifest is no artifact
     assert example("results_table").table(tmp_path) == (
         "| benchmark | run | headline [95% CI] |\n|---|---|---|\n"
-        "| three | `bash examples/quickstart.sh`, float32, plain prompts | PubMedQA, atlas-n100-v1: accuracy .450 "
+        "| four | `bash examples/quickstart.sh`, float32, plain prompts | PubMedQA, atlas-n100-v1: accuracy .450 "
         "[.360, .550]; MedExQA, CP + SLP: macro accuracy .271 [.216, .327]; MedFact-Bench: 0/4 replies gave an "
-        "answer |\n"
+        "answer; FActBench: 5 items, no accuracy headline (its scores are in report.md) |\n"
     )
 
 
