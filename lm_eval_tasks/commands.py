@@ -128,7 +128,7 @@ def _assets(args: argparse.Namespace) -> int:
 def _demo_data(args: argparse.Namespace) -> int:
     from lm_eval_tasks.utils.benchmarks import build_demo_data_dir
 
-    print(build_demo_data_dir(args.shared, args.out))
+    print(build_demo_data_dir(args.shared, args.out).resolve())  # a path to use from any folder
     return 0
 
 

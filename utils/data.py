@@ -7,8 +7,9 @@ Source order (the same for every benchmark):
 3. the Hugging Face hub at the benchmark's pinned revision.
 
 ``DIR`` is laid out like ``shared/data``: one folder per benchmark (``DIR/medfact_bench``,
-``DIR/pubmedqa``, ...). Offline with neither 1 nor 2, loading fails at once with a message that
-says how to supply the data.
+``DIR/pubmedqa``, ...). Offline (the hub flags, or no connection), 3 is the pinned revision in the local
+Hugging Face cache (``HF_HUB_CACHE``), where a run online left it; when the cache has no copy either,
+loading fails at once with a message that says how to supply the data.
 
 Readers return rows as plain dicts of the file's own values (CSV/TSV cells stay strings: no NA
 guessing, no dropped first row). Every check raises :class:`DataError` naming file, row and field.
@@ -147,16 +148,35 @@ def no_data_error(benchmark: str, hub: str, expected_layout: str, reason: str) -
     )
 
 
+def not_in_hub_cache(reason: str) -> str:
+    """Why an offline load found nothing: ``reason``, and the cache that holds no copy."""
+    from huggingface_hub import constants
+
+    return f"{reason}, and the local Hugging Face cache ({constants.HF_HUB_CACHE}) holds no copy of this revision"
+
+
 def load_hub_rows(hub: HubDataset, benchmark: str, expected_layout: str) -> tuple[list[dict[str, Any]], str]:
-    """Rows of a pinned hub dataset split, and the label naming it in errors."""
+    """Rows of a pinned hub dataset split, and the label naming it in errors.
+
+    Offline they come from the pinned commit's snapshot in the local hub cache: ``datasets`` offline would
+    serve whichever revision it prepared last, not necessarily the pinned one.
+    """
+    folder = {"data_dir": hub.data_dir} if hub.data_dir else {}
     reason = hub_unreachable_reason()
     if reason:
-        raise no_data_error(benchmark, hub.label, expected_layout, reason)
+        from huggingface_hub import snapshot_download
+
+        try:
+            snapshot = snapshot_download(hub.repo_id, repo_type="dataset", revision=hub.revision, local_files_only=True)
+        except Exception as exc:  # not cached, or cached in part: either way no pinned copy to read
+            raise no_data_error(benchmark, hub.label, expected_layout, not_in_hub_cache(reason)) from exc
+        source, pin = str(snapshot), {}
+    else:
+        source, pin = hub.repo_id, {"revision": hub.revision}
     import datasets  # heavy; only on the hub route
 
     try:
-        folder = {"data_dir": hub.data_dir} if hub.data_dir else {}
-        ds = datasets.load_dataset(hub.repo_id, hub.config, revision=hub.revision, split=hub.split, **folder)
+        ds = datasets.load_dataset(source, hub.config, split=hub.split, **pin, **folder)
     except Exception as exc:  # the hub client raises many types; all mean "no data"
         raise no_data_error(benchmark, hub.label, expected_layout, f"{exc.__class__.__name__}: {exc}") from exc
     return [dict(row) for row in ds], hub.label
@@ -165,17 +185,17 @@ def load_hub_rows(hub: HubDataset, benchmark: str, expected_layout: str) -> tupl
 def download_hub_file(
     repo_id: str, filename: str, revision: str, benchmark: str, expected_layout: str, repo_type: str = "dataset"
 ) -> Path:
-    """One file of a pinned hub repository, through the local hub cache."""
+    """One file of a pinned hub repository, through the local hub cache (the only place looked offline)."""
     label = f"hf://{repo_type}s/{repo_id}@{revision}/{filename}"
     reason = hub_unreachable_reason()
-    if reason:
-        raise no_data_error(benchmark, label, expected_layout, reason)
     from huggingface_hub import hf_hub_download
 
     try:
-        return Path(hf_hub_download(repo_id, filename, repo_type=repo_type, revision=revision))
+        path = hf_hub_download(repo_id, filename, repo_type=repo_type, revision=revision, local_files_only=bool(reason))
     except Exception as exc:
-        raise no_data_error(benchmark, label, expected_layout, f"{exc.__class__.__name__}: {exc}") from exc
+        problem = not_in_hub_cache(reason) if reason else f"{exc.__class__.__name__}: {exc}"
+        raise no_data_error(benchmark, label, expected_layout, problem) from exc
+    return Path(path)
 
 
 def download_pinned_file(
