@@ -59,6 +59,7 @@ SECTION_PARTS: dict[str, tuple[str, ...]] = {
     "calibration": ("calibration",),
     "reply_lengths": ("reply_lengths",),
     "published": ("reference", "published_headlines", "compared_metric"),
+    "extra": ("extra",),
     "notes": ("notes",),
     "items": ("items",),
 }
@@ -187,6 +188,7 @@ def _headline(name: str, bench: Mapping[str, Any]) -> dict[str, Any]:
         "tasks": "tasks: {}",
     }
     ties = bench.get("ties")
+    untied = isinstance(ties, Mapping) and not ties.get("n_tied")
     detectable = bench.get("detectable")
     return {
         "metric": metric,
@@ -195,9 +197,13 @@ def _headline(name: str, bench: Mapping[str, Any]) -> dict[str, Any]:
         "verdict": "yes" if comparable.get("value") is not None else "no",
         "reason": comparable.get("reason"),
         "facts": "; ".join(
-            text.format(", ".join(map(str, bench[key])) if key == "tasks" else bench[key])
-            for key, text in known.items()
-            if key in bench
+            [
+                text.format(", ".join(map(str, bench[key])) if key == "tasks" else bench[key])
+                for key, text in known.items()
+                if key in bench
+            ]
+            # No tie: the rule that would have broken one (format_ties has lines for tied items only).
+            + ([f"tied best log-likelihoods: 0 ({ties.get('rule')})"] if untied else [])
         ),
         "ties": format_ties(ties),
         # The last line is the warning when the ties could move the headline: shown as a caveat, never muted.
