@@ -264,7 +264,7 @@ def test_the_page_shows_discordant_items_up_to_its_budget(tmp_path, monkeypatch)
     board, disagreements = lb.build(paths)
     page = lb.to_html(board, disagreements, tmp_path)
     assert page.count('<details class="disagreements"') == 3 and "too many to show" not in page
-    monkeypatch.setattr(lb.explorer, "PAGE_BUDGET", 1)  # no pair's share holds one row
+    monkeypatch.setattr(lb.explorer, "PAGE_LIMIT", 1)  # no room for any pair's rows
     page = lb.to_html(board, disagreements, tmp_path)
     assert page.count('<details class="disagreements"') == 0
     assert page.count("too many to show in this page: leaderboard_discordant.jsonl lists them") == 3

@@ -6,10 +6,11 @@ escapes; control characters and lone surrogates already are), and one inline van
 renders it lazily, one page of rows at a time: no network, works from ``file://``. Every text from a run is
 inserted with ``textContent``; the script never builds HTML from strings.
 
-Every page is bounded (:data:`PAGE_BUDGET` bytes of explorer data, shared by its explorers): long texts are
-shortened, each as long as the budget allows but never below :data:`MIN_SHOWN` characters (:func:`text_limit`); a
-shortened text keeps its head and its tail (where a final answer usually stands), and the page says how many
-characters it left out and which line of the items file holds the whole text. When the budget cannot hold every
+Every page is bounded (:data:`PAGE_LIMIT` bytes): its explorers share what the rest of the page leaves
+(:func:`budget_left`). Long texts are shortened, each as long as that budget allows but never below
+:data:`MIN_SHOWN` characters (:func:`text_limit`); a shortened text keeps its head and its tail (where a final
+answer usually stands), and the page says how many characters it left out and which line of the items file
+holds the whole text. When the budget cannot hold every
 row at that length, the page holds the first rows that fit and says so (the items file holds every item).
 """
 
@@ -24,9 +25,11 @@ from markupsafe import escape
 
 from .pages import Html, fragment, static
 
-# Bytes of explorer data one page embeds, over all its explorers: with its tables and figures a page stays under
-# 25 MB whatever its item and run counts.
-PAGE_BUDGET = 20_000_000
+# Bytes a page (report.html, leaderboard.html) may take: its explorers' data get what its tables and figures leave,
+# less PAGE_MARGIN (their placeholders and headings, the script), so that it stays under 25 MB.
+PAGE_LIMIT = 25_000_000
+PAGE_MARGIN = 1_000_000
+PAGE_BUDGET = PAGE_LIMIT - PAGE_MARGIN  # an explorer alone on its page
 # The fewest characters a shortened text keeps: below it a text says too little, and the page holds fewer rows.
 MIN_SHOWN = 600
 # Escapes (a newline, <, >, &) and multi-byte characters take more bytes in the page than the characters they
@@ -52,6 +55,11 @@ def script_json(element_id: str, data: Any) -> Html:
 def _size(row: Any) -> int:
     """Bytes of a row in the page's data block (and its comma)."""
     return len(_json(row).encode("utf-8")) + 1
+
+
+def budget_left(rest: str) -> int:
+    """Bytes of explorer data a page holds beside ``rest``, the page rendered without its explorers."""
+    return max(0, PAGE_LIMIT - PAGE_MARGIN - len(rest.encode("utf-8", "surrogatepass")))
 
 
 def text_limit(n_texts: int, budget: int) -> int:

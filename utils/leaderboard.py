@@ -10,7 +10,7 @@ discordant pairs behind the McNemar counts, :func:`.comparison.discordant_items`
 their counts; ``leaderboard_discordant.jsonl`` lists them, one line per pair and section
 (``[task, A's doc_id, B's doc_id]`` each, at most :data:`DISCORDANT_PER_PAIR` of each kind per pair); leaderboard.html shows them with both answers side by side and
 links to each run's report (its item explorer opens the item) and items file where ``report`` wrote them beside
-the run, each pair as far as its share of the page's budget (:data:`.explorer.PAGE_BUDGET`) goes.
+the run, each pair as far as its share of the page's budget (:func:`.explorer.budget_left`) goes.
 
 Each run is scored once (:func:`.results.score`): the headline numbers are its report's. Every pair of runs
 is compared per section by :func:`.comparison.compare_section`, the comparison ``compare`` prints, with
@@ -603,7 +603,8 @@ def _disagreements(
                 "links to each run's report (written by python -m lm_eval_tasks report RUN) and items file."
             )
             part["explorer"] = explorer.explorer(f"pairs-{name}-{c['a']}-{c['b']}", data, heading)
-            budget[0] -= len(part["explorer"].encode("utf-8", "surrogatepass"))
+        # What the pair takes of the page: its explorer, or the line saying DISCORDANT_FILE lists its items.
+        budget[0] -= len(part.get("explorer", part["counts"] + DISCORDANT_FILE).encode("utf-8", "surrogatepass")) + 100
         parts.append(part)
     return parts
 
@@ -614,7 +615,6 @@ def to_html(
     """leaderboard.html; ``disagreements`` (from :func:`build`) adds each pair's discordant items, with links to
     each run's report relative to ``out_dir``, the page's folder."""
     disagreements = disagreements or {}
-    budget = [explorer.PAGE_BUDGET, len(disagreements)]
     folder = Path(out_dir) if out_dir is not None else None
     sections = []
     for name, bench in board["benchmarks"].items():
@@ -644,22 +644,31 @@ def to_html(
                     [*_flagged_row(c)[:4], _span("not-comparable", "; ".join(c["reasons"]), a=c["a"], b=c["b"])]
                     for c in flagged
                 ],
-                "disagreements": _disagreements(board, name, bench, disagreements, folder, budget),
+                "disagreements": [],
             }
         )
-    return pages.render(
-        "leaderboard.html.j2",
-        intro=_INTRO.format(n=len(board["runs"])),
-        origin=f"{board['generated_by']}; leaderboard schema {board['schema_version']}",
-        sections=sections,
-        runs=board["runs"],
-        rank_header=_RANK_HEADER,
-        pair_header=_PAIR_HEADER,
-        flagged_header=_FLAGGED_HEADER,
-        flagged_note=_FLAGGED_NOTE,
-        discordant_file=DISCORDANT_FILE,
-        script=explorer.script_tag() if disagreements else None,
-    )
+
+    def page() -> str:
+        return pages.render(
+            "leaderboard.html.j2",
+            intro=_INTRO.format(n=len(board["runs"])),
+            origin=f"{board['generated_by']}; leaderboard schema {board['schema_version']}",
+            sections=sections,
+            runs=board["runs"],
+            rank_header=_RANK_HEADER,
+            pair_header=_PAIR_HEADER,
+            flagged_header=_FLAGGED_HEADER,
+            flagged_note=_FLAGGED_NOTE,
+            discordant_file=DISCORDANT_FILE,
+            script=explorer.script_tag() if disagreements else None,
+        )
+
+    # The pairs' explorers share what the rest of the page leaves of its limit.
+    budget = [explorer.budget_left(page()), len(disagreements)]
+    for section in sections:
+        name = section["name"]
+        section["disagreements"] = _disagreements(board, name, board["benchmarks"][name], disagreements, folder, budget)
+    return page()
 
 
 def render(

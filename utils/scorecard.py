@@ -348,14 +348,9 @@ def _items(
     return {"file": file, "explorer": explorer.explorer(f"explorer-{name}", data, heading)}
 
 
-def section_view(
-    name: str,
-    bench: Mapping[str, Any],
-    records: Sequence[Mapping[str, Any]] | None = None,
-    template_system: str | None = None,
-    budget: int = explorer.PAGE_BUDGET,
-) -> dict[str, Any]:
-    """What templates/section.html.j2 shows of one section: its fields, formatted, each in the part that claims it."""
+def section_view(name: str, bench: Mapping[str, Any]) -> dict[str, Any]:
+    """What templates/section.html.j2 shows of one section: its fields, formatted, each in the part that claims it
+    (its item explorer, ``item_explorer``, where its items file is until :func:`render_html` adds the explorer)."""
     published = {str(m): n for m, n in (bench.get("reference") or {}).items() if isinstance(n, Mapping)}
     claimed = claims(bench)
     estimates = [k for k in ESTIMATE_ORDER if k in bench] + [
@@ -376,7 +371,7 @@ def section_view(
         "hit_text": _hit_text(bench),
         "published": _published(bench, published),
         "others": {k: bench[k] for k, parts in claimed.items() if parts == ["others"]},
-        "item_explorer": _items(name, bench, records, template_system, budget),
+        "item_explorer": _items(name, bench, None, None, 0),
     }
 
 
@@ -390,7 +385,7 @@ def template_system_text(run: Mapping[str, Any]) -> str | None:
     return text if isinstance(text, str) and text else None
 
 
-def budgets(counts: Mapping[str, int], budget: int = explorer.PAGE_BUDGET) -> dict[str, int]:
+def budgets(counts: Mapping[str, int], budget: int) -> dict[str, int]:
     """Each explorer's share of a page's budget, in proportion to its items."""
     total = sum(counts.values())
     return {name: budget * n // total if total else budget for name, n in counts.items()}
@@ -401,7 +396,6 @@ def render_html(report: Mapping[str, Any], items: Mapping[str, Sequence[Mapping[
     run = report.get("run") or {}
     benchmarks = report.get("benchmarks") or {}
     items = items or {}
-    shares = budgets({name: len(items[name]) for name in benchmarks if name in items})
     summary = [
         [
             Html(f'<a href="#benchmark-{escape(name)}">{escape(bench.get("title", name))}</a>'),
@@ -419,16 +413,22 @@ def render_html(report: Mapping[str, Any], items: Mapping[str, Sequence[Mapping[
             [report.get("generated_by"), report.get("schema_version") and f"report schema {report['schema_version']}"],
         )
     )
-    return pages.render(
-        "report.html.j2",
-        label=model_name(run),
-        summary=summary,
-        sections=[
-            section_view(name, bench, items.get(name), template_system_text(run), shares.get(name, 0))
-            for name, bench in benchmarks.items()
-        ],
-        run=run,
-        origin=origin,
-        about={k: v for k, v in report.items() if k not in ("run", "benchmarks")},
-        script=explorer.script_tag() if items else None,
-    )
+    views = {name: section_view(name, bench) for name, bench in benchmarks.items()}
+
+    def page() -> str:
+        return pages.render(
+            "report.html.j2",
+            label=model_name(run),
+            summary=summary,
+            sections=list(views.values()),
+            run=run,
+            origin=origin,
+            about={k: v for k, v in report.items() if k not in ("run", "benchmarks")},
+            script=explorer.script_tag() if items else None,
+        )
+
+    # The explorers share what the rest of the page leaves of its limit, each section in proportion to its items.
+    shares = budgets({name: len(items[name]) for name in views if name in items}, explorer.budget_left(page()))
+    for name, budget in shares.items():
+        views[name]["item_explorer"] = _items(name, benchmarks[name], items[name], template_system_text(run), budget)
+    return page()
