@@ -173,3 +173,32 @@ def test_the_templates_and_static_files_are_package_data(name):
     assert (Path(scorecard.__file__).parent / "templates" / name).is_file()
     text = Path(__file__).parents[1].joinpath("pyproject.toml").read_text(encoding="utf-8")
     assert '"lm_eval_tasks.utils" = ["templates/*.j2", "static/*.css", "static/*.js"]' in text
+
+
+def test_a_column_added_to_the_data_is_shown_and_searched_by_its_name(tmp_path):
+    browser.chromium_or_skip()
+    _, items = _section_and_records(60)
+    data = explorer.items_data("s", "S", items["s"], "items_s.jsonl")
+    data["columns"].append("item_id")
+    for index, row in enumerate(data["rows"]):
+        row.append(f"id-{index:03d}")
+    page = f'<!DOCTYPE html><html><head><meta charset="utf-8"></head><body>{explorer.explorer("x", data, "Items")}'
+    (tmp_path / "page.html").write_text(page + f"{explorer.script_tag()}</body></html>", encoding="utf-8")
+    with browser.DevTools() as shown:
+        shown.open(tmp_path / "page.html")
+        header = shown.evaluate(
+            "[...document.querySelectorAll('.explorer table.items thead th')].map(n => n.textContent)"
+        )
+        assert header == ["#", "task", "doc id", "component", "gold", "pred", "outcome", "parse step", "item id",
+                          "reply / top choice"]  # fmt: skip
+        shown.evaluate(
+            "(() => { const s = document.querySelector('.explorer .search'); s.value = 'ID-042'; "
+            "s.dispatchEvent(new Event('input')); })()"
+        )
+        shown.evaluate("new Promise(r => setTimeout(r, 400))")  # the search waits for typing to pause
+        assert shown.evaluate("document.querySelector('.explorer .n-shown').textContent") == "1"
+        cells = shown.evaluate(
+            "[...document.querySelectorAll('.explorer table.items tbody td')].map(n => n.textContent)"
+        )
+        assert cells[0] == "43" and cells[8] == "id-042"
+        assert shown.exceptions() == []
