@@ -38,13 +38,12 @@ from . import explorer, pages, plots
 from .comparison import Discordant, adjust, compare_section, discordant_items, pairing, test_name
 from .data import DataError, read_json
 from .files import jsonl_bytes, utf8, write_atomically
-from .pages import Html
+from .pages import Html, estimate_attrs, interval
 from .redaction import redact_path
 from .report import md
 from .results import SCHEMA_VERSION as REPORT_SCHEMA_VERSION
 from .results import ScoredRun, Section, item_record, items_file, score_path
 from .runs import find_all_results, model_name
-from .scorecard import estimate_attrs, interval
 from .stats import format_estimate
 
 # 2.0: one table per section (runs ranked by the headline, that section's published models); each pair carries
