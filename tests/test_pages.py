@@ -11,6 +11,7 @@ import pytest
 from lm_eval_tasks.utils import explorer, leaderboard, scorecard
 from lm_eval_tasks.utils.comparison import Discordant, Pairing
 from lm_eval_tasks.utils.scoring import ScoredItem
+from lm_eval_tasks.utils.stats import format_estimate
 from markupsafe import escape
 
 from tests import browser
@@ -202,3 +203,20 @@ def test_a_column_added_to_the_data_is_shown_and_searched_by_its_name(tmp_path):
         )
         assert cells[0] == "43" and cells[8] == "id-042"
         assert shown.exceptions() == []
+
+
+def test_report_md_opens_with_every_headline_and_ends_with_the_provenance():
+    from lm_eval_tasks.utils.report import to_markdown
+
+    report = {"run": {"model": "hf", "seeds": {"random": 7}}, "unreported_tasks": [], **GOLDEN_REPORT}
+    lines = to_markdown(report).splitlines()
+    summary = lines[: lines.index("## MedFact-Bench (`medfact_bench`)")]
+    provenance = lines.index("## Provenance: how this run was made")
+    assert lines[0] == "# Evaluation report" and provenance > max(i for i, x in enumerate(lines) if "**" in x)
+    bench = GOLDEN_REPORT["benchmarks"]["medexqa"]
+    assert (
+        f"| MedExQA, generation protocol (`medexqa`) | accuracy_macro | {format_estimate(bench['accuracy_macro'])} | 12 | no |"
+        in summary
+    )
+    assert sum(line.startswith("| ") and "`" in line for line in summary) == len(GOLDEN_REPORT["benchmarks"])
+    assert '- limit: None; seeds: {"random": 7}' in lines[provenance:]
