@@ -248,8 +248,8 @@ def test_no_text_can_close_or_break_the_data_block(text):
 def test_a_long_text_keeps_its_head_and_tail_and_its_length():
     assert explorer.shown_text("abcdefghij", 6) == ["abcd", "ij", 10]
     assert explorer.shown_text("abcdef", 6) == "abcdef" and explorer.shown_text(None, 6) is None
-    assert explorer.text_limit(2) == explorer.TEXT_BUDGET // 2
-    assert explorer.text_limit(10**9) == explorer.MIN_SHOWN
+    assert explorer.text_limit(2, 10_000) == 5_000
+    assert explorer.text_limit(10**9, 10_000) == explorer.text_limit(2, -5) == explorer.MIN_SHOWN
 
 
 # A chat template whose own system message is markup: it must show as text, marked, and never run.
@@ -360,7 +360,10 @@ def test_hostile_text_stays_text_in_chromium(hostile_report):
             assert page_of_row == 0 and open_row(page, index)
             shown = page.evaluate(SHOWN_REPLY)
             if reply is MEGABYTE_REPLY:
-                limit = explorer.text_limit(2 * len(HOSTILE_REPLIES))
+                limit = page.evaluate(
+                    "JSON.parse(document.getElementById('explorer-medfact_bench-data').textContent).limit"
+                )
+                assert explorer.MIN_SHOWN < limit < len(reply)  # 20 MB over 48 texts: about 330,000 characters
                 head = int(limit * explorer.HEAD_SHARE)
                 assert shown == {
                     "whole": [],
@@ -653,7 +656,7 @@ def test_choice_texts_share_the_page_budget_and_say_they_were_shortened(tmp_path
         for i in range(60)
     ]
     page = explorer.explorer("x", explorer.items_data("s", "S", records, "items_s.jsonl"), "Items")
-    assert len(page) < explorer.TEXT_BUDGET + 100_000
+    assert len(page.encode()) < explorer.PAGE_BUDGET + 10_000
     for row in page_data(page, "x-data")["rows"]:
         choices_shown = row[explorer.ITEM_COLUMNS.index("choices")]
         for (head, tail, length), whole in zip((c[0] for c in choices_shown), choices, strict=True):

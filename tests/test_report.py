@@ -1,4 +1,3 @@
-import html
 import json
 import os
 import stat
@@ -12,6 +11,7 @@ from lm_eval_tasks.utils.comparison import compare_runs
 from lm_eval_tasks.utils.data import DataError
 from lm_eval_tasks.utils.redaction import redact
 from lm_eval_tasks.utils.runs import Run, load_run
+from markupsafe import escape
 
 from lm_eval_tasks.__main__ import main as cli
 from tests.conftest import build_report
@@ -481,4 +481,4 @@ def test_a_run_on_the_demo_labels_says_so_next_to_the_number(demo_data_dir, tmp_
     headline = markdown.index("**accuracy_macro**")
     assert markdown.index(f"caveat: {note}") - headline < 400  # beside the number, not at the end
     page = (tmp_path / "rep" / "report.html").read_text(encoding="utf-8")
-    assert f'class="caveat" data-benchmark="medfact_bench">caveat: {html.escape(note)}' in page
+    assert f'class="caveat" data-benchmark="medfact_bench">caveat: {escape(note)}' in page

@@ -6,6 +6,7 @@ from lm_eval_tasks.utils.factbench.pipeline import FactChecker
 from lm_eval_tasks.utils.factbench.tables import build_report as build_factcheck_report
 from lm_eval_tasks.utils.runs import Run, model_name
 from lm_eval_tasks.utils.stats import format_estimate
+from markupsafe import escape
 
 from tests import browser
 from tests.conftest import build_report
@@ -73,7 +74,7 @@ def test_hostile_strings_are_text(medfact_report):
     page = scorecard.render_html(report)
     assert "<script" not in page and "&lt;script&gt;alert(1)&lt;/script&gt;" in page
     # The title names the model (the last part of a path-like name), as text.
-    assert f"<title>Scorecard: {scorecard.esc(model_name(report['run']))}</title>" in page
+    assert f"<title>Scorecard: {escape(model_name(report['run']))}</title>" in page
     assert model_name(report["run"]) == HOSTILE.rsplit("/", 1)[-1]
     assert_self_contained(page)
 

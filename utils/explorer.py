@@ -6,45 +6,82 @@ escapes; control characters and lone surrogates already are), and one inline van
 renders it lazily, one page of rows at a time: no network, works from ``file://``. Every text from a run is
 inserted with ``textContent``; the script never builds HTML from strings.
 
-Long texts are shortened in the page to keep it loadable (:func:`text_limit`: a character budget per page,
-shared by the items' prompts, replies and choices, never less than :data:`MIN_SHOWN` characters a text): a shortened
-text keeps its head and its tail (where a final answer usually stands), and the page says how many characters
-it left out and which line of the items file holds the whole text.
+Every page is bounded (:data:`PAGE_LIMIT` bytes): its explorers share what the rest of the page leaves
+(:func:`budget_left`). Long texts are shortened, each as long as that budget allows but never below
+:data:`MIN_SHOWN` characters (:func:`text_limit`); a shortened text keeps its head and its tail (where a final
+answer usually stands), and the page says how many characters it left out and which line of the items file
+holds the whole text. When the budget cannot hold every
+row at that length, the page holds the first rows that fit and says so (the items file holds every item).
 """
 
 from __future__ import annotations
 
-import html
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-# Characters of prompt, reply and choice text one explorer may embed, in all (a page of about 15-40 MB at most) ...
-TEXT_BUDGET = 12_000_000
-# ... but never fewer than this many characters of any one text.
+from markupsafe import escape
+
+from .pages import Html, fragment, static
+
+# Bytes a page (report.html, leaderboard.html) may take: its explorers' data get what its tables and figures leave,
+# less PAGE_MARGIN (their placeholders and headings, the script), so that it stays under 25 MB.
+PAGE_LIMIT = 25_000_000
+PAGE_MARGIN = 1_000_000
+PAGE_BUDGET = PAGE_LIMIT - PAGE_MARGIN  # an explorer alone on its page
+# The fewest characters a shortened text keeps: below it a text says too little, and the page holds fewer rows.
 MIN_SHOWN = 600
+# Escapes (a newline, <, >, &) and multi-byte characters take more bytes in the page than the characters they
+# stand for: the texts are given this share of what the rows' other fields leave of the budget.
+_TEXT_SHARE = 0.8
 HEAD_SHARE = 2 / 3  # of a shortened text's shown characters, from its start (the rest from its end)
 ROWS_PER_PAGE = 50
 
 _UNSAFE_IN_SCRIPT = re.compile("[<>&\u2028\u2029\ud800-\udfff]")
 
 
-def _esc(value: Any) -> str:
-    return html.escape(str(value), quote=True)
+def _json(data: Any) -> str:
+    text = json.dumps(data, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+    return _UNSAFE_IN_SCRIPT.sub(lambda match: f"\\u{ord(match.group()):04x}", text)
 
 
-def script_json(element_id: str, data: Any) -> str:
+def script_json(element_id: str, data: Any) -> Html:
     """``data`` as a JSON script block: no run text can end the block (``</script>``), open a comment
     (``<!--``) or break a JavaScript reader (U+2028/2029); the page reads it with ``JSON.parse``."""
-    text = json.dumps(data, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
-    text = _UNSAFE_IN_SCRIPT.sub(lambda match: f"\\u{ord(match.group()):04x}", text)
-    return f'<script type="application/json" id="{_esc(element_id)}">{text}</script>'
+    return Html('<script type="application/json" id="{}">'.format(escape(element_id)) + _json(data) + "</script>")
 
 
-def text_limit(n_texts: int, budget: int = TEXT_BUDGET) -> int:
+def _size(row: Any) -> int:
+    """Bytes of a row in the page's data block (and its comma)."""
+    return len(_json(row).encode("utf-8")) + 1
+
+
+def budget_left(rest: str) -> int:
+    """Bytes of explorer data a page holds beside ``rest``, the page rendered without its explorers."""
+    return max(0, PAGE_LIMIT - PAGE_MARGIN - len(rest.encode("utf-8", "surrogatepass")))
+
+
+def text_limit(n_texts: int, budget: int) -> int:
     """Characters shown of each text when ``n_texts`` texts share ``budget`` (at least :data:`MIN_SHOWN`)."""
     return max(MIN_SHOWN, budget // max(n_texts, 1))
+
+
+def _fit(
+    entries: Sequence[Any], row: Callable[[Any, int], list[Any]], n_texts: int, budget: int
+) -> tuple[int, list[list[Any]]]:
+    """The text limit and the rows (``row(entry, limit)``) that ``budget`` bytes hold: every entry's row when its
+    ``n_texts`` texts fit at :data:`MIN_SHOWN` characters or more, else the first rows that fit."""
+    fixed = sum(_size(row(entry, 0)) for entry in entries)  # each row with its texts cut to nothing
+    limit = text_limit(n_texts, int((budget - fixed) * _TEXT_SHARE))
+    rows, used = [], 0
+    for entry in entries:
+        shown = row(entry, limit)
+        used += _size(shown)
+        if used > budget:
+            break
+        rows.append(shown)
+    return limit, rows
 
 
 def shown_text(text: str | None, limit: int) -> str | list[Any] | None:
@@ -98,41 +135,44 @@ def items_data(
     records: Sequence[Mapping[str, Any]],
     items_file: str,
     template_system: str | None = None,
+    budget: int = PAGE_BUDGET,
 ) -> dict[str, Any]:
-    """The page data of one section's items (records: items_<section>.jsonl's, in its line order).
+    """The page data of one section's items (records: items_<section>.jsonl's, in its line order), in at most
+    ``budget`` bytes.
 
     ``template_system``: the system message the run's chat template added by itself, marked wherever a prompt
     shows it.
     """
-    limit = text_limit(sum(2 + len(record["choices"]) for record in records))  # a prompt, a reply, each choice
-    rows = []
-    for record in records:
+
+    def row(record: Mapping[str, Any], limit: int) -> list[Any]:
         details = {key: value for key, value in record.items() if key not in _KNOWN}
-        rows.append(
-            [
-                record["task"],
-                shown_text(record["item_id"], limit),
-                record["doc_id"],
-                record["component"],
-                record["gold"],
-                record["pred"],
-                record["outcome"],
-                record["parse_step"],
-                record["invalid_reason"],
-                _shown_prompt(record["prompt"], limit),
-                shown_text(record["reply"], limit),
-                [[shown_text(c["choice"], limit), c["loglikelihood"], c["probability"]] for c in record["choices"]],
-                record["extras"],
-                record["redacted"],
-                _shown_value(details, limit),
-            ]
-        )
+        return [
+            record["task"],
+            shown_text(record["item_id"], limit),
+            record["doc_id"],
+            record["component"],
+            record["gold"],
+            record["pred"],
+            record["outcome"],
+            record["parse_step"],
+            record["invalid_reason"],
+            _shown_prompt(record["prompt"], limit),
+            shown_text(record["reply"], limit),
+            [[shown_text(c["choice"], limit), c["loglikelihood"], c["probability"]] for c in record["choices"]],
+            record["extras"],
+            record["redacted"],
+            _shown_value(details, limit),
+        ]
+
+    n_texts = sum(2 + len(record["choices"]) for record in records)  # a prompt, a reply, each choice
+    limit, rows = _fit(records, row, n_texts, budget)
     data = {
         "kind": "items",
         "section": section,
         "title": title,
         "file": items_file,
         "limit": limit,
+        "n_total": len(records),
         "columns": list(ITEM_COLUMNS),
         "rows": rows,
     }
@@ -204,323 +244,50 @@ def pairs_data(
     b: Mapping[str, Any],
     a_only: Sequence[tuple[Mapping[str, Any], Mapping[str, Any]]],
     b_only: Sequence[tuple[Mapping[str, Any], Mapping[str, Any]]],
+    budget: int = PAGE_BUDGET,
 ) -> dict[str, Any]:
-    """The page data of two runs' discordant items (pairs of item records, A's then B's): per item, which run was
-    right and its :func:`pair_record` (the question, both predictions, outcomes and answers), texts sharing the
-    page's budget.
+    """The page data of two runs' discordant items (pairs of item records, A's then B's), in at most ``budget``
+    bytes: per item, which run was right and its :func:`pair_record` (the question, both predictions, outcomes and
+    answers).
 
     ``a`` and ``b``: each run's id, label and links ({"report": href of its report.html, "items": href of its
     items file}).
     """
+
+    def row(pair: tuple[str, Mapping[str, Any], Mapping[str, Any]], limit: int) -> list[Any]:
+        which, ra, rb = pair
+        return [which, *pair_record(ra, rb, limit).values()]
+
     pairs = [(A_ONLY, ra, rb) for ra, rb in a_only] + [(B_ONLY, ra, rb) for ra, rb in b_only]
-    limit = text_limit(PAIR_TEXTS * len(pairs))
+    limit, rows = _fit(pairs, row, PAIR_TEXTS * len(pairs), budget)
     return {
         "kind": "pairs",
         "section": section,
         "a": dict(a),
         "b": dict(b),
         "limit": limit,
+        "n_total": len(pairs),
         "columns": list(PAIR_COLUMNS),
-        "rows": [[which, *pair_record(ra, rb, limit).values()] for which, ra, rb in pairs],
+        "rows": rows,
     }
 
 
-def explorer(element_id: str, data: Mapping[str, Any], heading: str) -> str:
+def explorer(element_id: str, data: Mapping[str, Any], heading: str) -> Html:
     """A placeholder the script fills (its heading stays if the script cannot run), and its data."""
-    return (
-        f'<div class="explorer" id="{_esc(element_id)}" data-source="{_esc(element_id)}-data" '
-        f'data-kind="{_esc(data["kind"])}"><p>{_esc(heading)}</p><noscript>The item explorer needs JavaScript; '
-        f"the items file holds every item.</noscript></div>{script_json(element_id + '-data', data)}"
+    return fragment(
+        "explorer.html.j2",
+        element_id=element_id,
+        data=data,
+        heading=heading,
+        data_block=script_json(element_id + "-data", data),
+        rows_per_page=ROWS_PER_PAGE,
     )
 
 
-STYLE = """
-.explorer{border:1px solid #d0d7de;border-radius:6px;padding:8px 12px;margin:12px 0}
-.explorer .controls{display:flex;flex-wrap:wrap;gap:8px;align-items:center;margin:6px 0}
-.explorer .controls label{font-size:.9em}.explorer input[type=search]{min-width:16em}
-.explorer table{width:100%}.explorer tbody tr{cursor:pointer}.explorer tbody tr:hover td{background:#eef4ff}
-.explorer tr.open td{background:#dbe9ff}.explorer th button{font:inherit;border:0;background:none;cursor:pointer;padding:0}
-.explorer .preview{max-width:28em;overflow:hidden;text-overflow:ellipsis;white-space:nowrap;unicode-bidi:plaintext}
-.explorer pre.text{white-space:pre-wrap;word-break:break-word;background:#f6f8fa;border:1px solid #eaeef2;padding:6px;
-margin:2px 0;max-height:30em;overflow:auto;unicode-bidi:plaintext}
-.explorer .shortened{color:#9a6700;font-style:italic;margin:2px 0}.explorer .detail{border-top:2px solid #d0d7de;
-margin-top:8px;padding-top:6px}.explorer .side{display:grid;grid-template-columns:1fr 1fr;gap:8px}
-.explorer .outcome-correct{color:#116329}.explorer .outcome-wrong{color:#a40e26}.explorer .outcome-INVALID{color:#9a6700}
-.explorer .role{font-weight:600;margin-top:4px}.explorer .pager button{margin:0 4px}
-.explorer .template-system{outline:2px dotted #8250df;outline-offset:1px;background:#f5efff}
-"""
-
-# The explorer's script. It reads each .explorer's data (JSON.parse of a script block), renders one page of
-# rows at a time, and inserts every text with textContent (never innerHTML): no text from a run becomes markup.
-SCRIPT = r"""
-(function () {
-  "use strict";
-  var PAGE = %(rows_per_page)d;
-  var TEMPLATE_SYSTEM_TITLE = "added by the model's chat template, not the task";
-  function el(tag, attributes, text) {
-    var node = document.createElement(tag);
-    if (attributes) { Object.keys(attributes).forEach(function (k) { node.setAttribute(k, attributes[k]); }); }
-    if (text !== undefined && text !== null) { node.textContent = String(text); }
-    return node;
-  }
-  function plain(t) {
-    if (t === null || t === undefined) { return ""; }
-    if (typeof t === "string") { return t; }
-    if (Array.isArray(t) && t.length === 3 && typeof t[2] === "number") { return t[0] + "\n" + t[1]; }
-    if (Array.isArray(t)) { return t.map(function (m) { return m && m.content !== undefined ? m.role + ": " + plain(m.content) : plain(m); }).join("\n"); }
-    return JSON.stringify(t);
-  }
-  // A pre of text t; each occurrence of mark (the chat template's own system message) in its own span.
-  function pre(css, t, mark) {
-    if (!mark) { return el("pre", {"class": css}, t); }
-    var node = el("pre", {"class": css});
-    String(t).split(mark).forEach(function (part, i) {
-      if (i > 0) { node.appendChild(el("span", {"class": "template-system", "title": TEMPLATE_SYSTEM_TITLE}, mark)); }
-      if (part) { node.appendChild(document.createTextNode(part)); }
-    });
-    return node;
-  }
-  function textBlock(t, where, what, mark) {
-    var box = el("div", {"class": "text-block", "data-what": what});
-    if (t === null || t === undefined) { box.appendChild(el("span", {"class": "muted"}, "(none)")); return box; }
-    if (typeof t === "string") { box.appendChild(pre("text whole", t, mark)); return box; }
-    box.appendChild(pre("text head", t[0], mark));
-    box.appendChild(el("div", {"class": "shortened", "data-length": String(t[2])},
-      "[shortened in this page: the " + what + " has " + t[2] + " characters; " + where + " holds it whole]"));
-    box.appendChild(pre("text tail", t[1], mark));
-    return box;
-  }
-  function promptBlock(p, where, mark) {
-    if (!Array.isArray(p) || (p.length === 3 && typeof p[2] === "number")) { return textBlock(p, where, "prompt", mark); }
-    var box = el("div", {"class": "messages"});
-    p.forEach(function (m) {
-      box.appendChild(el("div", {"class": "role"}, m.role));
-      box.appendChild(textBlock(m.content, where, "message", mark));
-    });
-    return box;
-  }
-  function kvTable(entries) {
-    var t = el("table"), body = el("tbody");
-    entries.forEach(function (e) {
-      var tr = el("tr"); tr.appendChild(el("th", null, e[0]));
-      var td = el("td"); if (e[1] instanceof Node) { td.appendChild(e[1]); } else { td.textContent = e[1] === null || e[1] === undefined ? "none" : (typeof e[1] === "object" ? JSON.stringify(e[1]) : String(e[1])); }
-      tr.appendChild(td); body.appendChild(tr);
-    });
-    t.appendChild(body); return t;
-  }
-  function counts(values) {
-    var c = {}; values.forEach(function (v) { c[v] = (c[v] || 0) + 1; }); return c;
-  }
-  function compare(a, b) {
-    if (typeof a === "number" && typeof b === "number") { return a - b; }
-    return String(a) < String(b) ? -1 : String(a) > String(b) ? 1 : 0;
-  }
-
-  function Explorer(root) {
-    var data = JSON.parse(document.getElementById(root.getAttribute("data-source")).textContent);
-    var col = {}; data.columns.forEach(function (name, i) { col[name] = i; });
-    var rows = data.rows, order = rows.map(function (_, i) { return i; });
-    var shown = order.slice(), page = 0, sortKey = null, sortDir = 1, openIndex = null, haystack = null;
-    var isItems = data.kind === "items";
-    var templateSystem = typeof data.template_system === "string" ? data.template_system : null;
-    var filterNames = isItems ? ["component", "gold", "pred", "outcome"] : ["which", "component", "gold"];
-    var tableColumns = isItems
-      ? [["#", null], ["task", "task"], ["doc id", "doc_id"], ["component", "component"], ["gold", "gold"], ["pred", "pred"],
-         ["outcome", "outcome"], ["parse step", "parse_step"], ["reply / top choice", null]]
-      : [["which", "which"], ["task", "task"], ["doc id (A / B)", "doc_id_a"], ["component", "component"], ["gold", "gold"],
-         ["A: " + data.a.label, null], ["B: " + data.b.label, null]];
-    root.textContent = "";
-    var controls = el("div", {"class": "controls"}), selects = {};
-    filterNames.forEach(function (name) {
-      var label = el("label", null, name + " ");
-      var select = el("select", {"class": "filter", "data-filter": name});
-      var all = el("option", {"value": ""}, "all (" + rows.length + ")"); select.appendChild(all);
-      var c = counts(rows.map(function (r) { return String(r[col[name]]); }));
-      Object.keys(c).sort().forEach(function (v) { select.appendChild(el("option", {"value": v}, v + " (" + c[v] + ")")); });
-      select.addEventListener("change", function () { apply(); });
-      label.appendChild(select); controls.appendChild(label); selects[name] = select;
-    });
-    var search = el("input", {"type": "search", "class": "search", "placeholder": "search prompts and replies"});
-    var timer = null;
-    search.addEventListener("input", function () { clearTimeout(timer); timer = setTimeout(apply, 200); });
-    controls.appendChild(search);
-    var summary = el("div", {"class": "summary"});
-    var pager = el("div", {"class": "pager"});
-    var table = el("table", {"class": "items"}), head = el("thead"), body = el("tbody"), headRow = el("tr");
-    tableColumns.forEach(function (c) {
-      var th = el("th");
-      if (c[1]) {
-        var button = el("button", {"type": "button", "data-sort": c[1]}, c[0]);
-        button.addEventListener("click", function () {
-          sortDir = sortKey === c[1] ? -sortDir : 1; sortKey = c[1]; apply();
-        });
-        th.appendChild(button);
-      } else { th.textContent = c[0]; }
-      headRow.appendChild(th);
-    });
-    head.appendChild(headRow); table.appendChild(head); table.appendChild(body);
-    var detail = el("div", {"class": "detail", "hidden": ""});
-    root.appendChild(controls); root.appendChild(summary); root.appendChild(pager);
-    root.appendChild(table); root.appendChild(detail);
-    root.appendChild(el("p", {"class": "muted"}, isItems
-      ? "Texts longer than " + data.limit + " characters are shortened in this page (head and tail shown, marked); " + data.file + " holds every item whole, one line each, in this order."
-      : "Answers longer than " + data.limit + " characters are shortened in this page (marked); each run's items file holds them whole."));
-
-    function where(i) { return isItems ? data.file + " line " + (i + 1) : "the run's items file"; }
-    function apply() {
-      var wanted = {};
-      filterNames.forEach(function (name) { wanted[name] = selects[name].value; });
-      var needle = search.value.toLowerCase();
-      if (needle && haystack === null) {
-        haystack = rows.map(function (r) {
-          return isItems
-            ? (r[col.task] + " " + r[col.doc_id] + "\n" + plain(r[col.prompt]) + "\n" + plain(r[col.reply]) + "\n" + plain(r[col.invalid_reason])).toLowerCase()
-            : (r[col.task] + " " + r[col.doc_id_a] + "\n" + plain(r[col.answer_a]) + "\n" + plain(r[col.answer_b])).toLowerCase();
-        });
-      }
-      shown = order.filter(function (i) {
-        var r = rows[i];
-        for (var k = 0; k < filterNames.length; k++) {
-          var name = filterNames[k];
-          if (wanted[name] !== "" && String(r[col[name]]) !== wanted[name]) { return false; }
-        }
-        return !needle || haystack[i].indexOf(needle) !== -1;
-      });
-      if (sortKey !== null) {
-        shown.sort(function (x, y) { return sortDir * compare(rows[x][col[sortKey]], rows[y][col[sortKey]]) || x - y; });
-      }
-      page = 0; render();
-    }
-    function render() {
-      var pages = Math.max(1, Math.ceil(shown.length / PAGE));
-      summary.textContent = "";
-      summary.appendChild(el("span", {"class": "n-shown"}, String(shown.length)));
-      summary.appendChild(document.createTextNode(" of " + rows.length + (isItems ? " items shown" : " discordant items shown")));
-      var by = counts(shown.map(function (i) { return String(rows[i][col[isItems ? "outcome" : "which"]]); }));
-      Object.keys(by).sort().forEach(function (k) {
-        summary.appendChild(document.createTextNode("; " + k + ": "));
-        summary.appendChild(el("span", {"class": "count", "data-value": k}, String(by[k])));
-      });
-      pager.textContent = "";
-      var prev = el("button", {"type": "button", "class": "prev"}, "previous"), next = el("button", {"type": "button", "class": "next"}, "next");
-      prev.disabled = page === 0; next.disabled = page >= pages - 1;
-      prev.addEventListener("click", function () { page -= 1; render(); });
-      next.addEventListener("click", function () { page += 1; render(); });
-      pager.appendChild(prev); pager.appendChild(el("span", {"class": "page"}, "page " + (page + 1) + " of " + pages)); pager.appendChild(next);
-      body.textContent = "";
-      shown.slice(page * PAGE, (page + 1) * PAGE).forEach(function (i) {
-        var r = rows[i], tr = el("tr", {"data-index": String(i)});
-        if (i === openIndex) { tr.className = "open"; }
-        if (isItems) {
-          [i + 1, r[col.task], r[col.doc_id], r[col.component], r[col.gold], r[col.pred]].forEach(function (v) { tr.appendChild(el("td", null, v)); });
-          tr.appendChild(el("td", {"class": "outcome-" + r[col.outcome]}, r[col.outcome]));
-          tr.appendChild(el("td", null, r[col.parse_step] || (r[col.invalid_reason] ? "none" : "")));
-          var choices = r[col.choices], preview;
-          if (choices.length) {
-            var best = choices.reduce(function (a, c) { return c[2] !== null && (a === null || c[2] > a[2]) ? c : a; }, null);
-            preview = best === null ? "no probabilities" : plain(best[0]).slice(0, 120) + " (p=" + best[2].toFixed(3) + ")";
-          } else { preview = plain(r[col.reply]).slice(0, 120); }
-          tr.appendChild(el("td", {"class": "preview"}, preview));
-        } else {
-          [r[col.which], r[col.task], r[col.doc_id_a] + " / " + r[col.doc_id_b], r[col.component], r[col.gold]].forEach(function (v) { tr.appendChild(el("td", null, v)); });
-          ["a", "b"].forEach(function (side) {
-            var td = el("td");
-            td.appendChild(el("div", {"class": "pred"}, "pred: " + r[col["pred_" + side]]));
-            td.appendChild(textBlock(r[col["answer_" + side]], "the run's items file", "answer"));
-            tr.appendChild(td);
-          });
-        }
-        tr.addEventListener("click", function () { open(i); detail.scrollIntoView({block: "start"}); });
-        body.appendChild(tr);
-      });
-    }
-    function link(href, text) { var a = el("a", {"href": href}, text); return a; }
-    function open(i) {
-      openIndex = i; var r = rows[i];
-      detail.textContent = ""; detail.hidden = false; detail.setAttribute("data-index", String(i));
-      if (isItems) {
-        detail.appendChild(el("h4", null, r[col.task] + ", doc " + r[col.doc_id] + " (" + data.file + " line " + (i + 1) + ")"));
-        detail.appendChild(kvTable([["component", r[col.component]], ["gold", r[col.gold]], ["pred", r[col.pred]],
-          ["outcome", r[col.outcome]], ["parse step", r[col.parse_step] || "none"], ["invalid reason", r[col.invalid_reason]],
-          ["masked credentials in", r[col.redacted].length ? r[col.redacted].join(", ") : "nothing"]]));
-        detail.appendChild(el("h5", null, "Prompt"));
-        detail.appendChild(promptBlock(r[col.prompt], where(i), templateSystem));
-        if (r[col.choices].length) {
-          detail.appendChild(el("h5", null, "Choices (probability: softmax of the log-likelihoods)"));
-          var t = el("table", {"class": "choices"}), tb = el("tbody"), hr = el("tr");
-          ["choice", "log-likelihood", "probability"].forEach(function (h) { hr.appendChild(el("th", null, h)); });
-          tb.appendChild(hr);
-          r[col.choices].forEach(function (c) {
-            var tr = el("tr");
-            var cell = el("td");  // whole: quoted, so that its spaces show; shortened: head and tail, marked
-            if (typeof c[0] === "string") { cell.textContent = JSON.stringify(c[0]); } else { cell.appendChild(textBlock(c[0], where(i), "choice")); }
-            tr.appendChild(cell);
-            tr.appendChild(el("td", {"class": "num"}, c[1]));
-            tr.appendChild(el("td", {"class": "num"}, c[2] === null ? "undefined" : c[2].toFixed(4)));
-            tb.appendChild(tr);
-          });
-          t.appendChild(tb); detail.appendChild(t);
-        } else {
-          detail.appendChild(el("h5", null, "Reply"));
-          var reply = textBlock(r[col.reply], where(i), "reply"); reply.classList.add("reply"); detail.appendChild(reply);
-        }
-        var extras = Object.keys(r[col.extras]).map(function (k) { return [k, r[col.extras][k]]; });
-        var details = Object.keys(r[col.details]).map(function (k) { var v = r[col.details][k]; return [k, typeof v === "string" || (Array.isArray(v) && v.length === 3 && typeof v[2] === "number") ? textBlock(v, where(i), k) : v]; });
-        if (extras.length) { detail.appendChild(el("h5", null, "Per-item rates")); detail.appendChild(kvTable(extras)); }
-        if (details.length) { detail.appendChild(el("h5", null, "The benchmark's own fields")); detail.appendChild(kvTable(details)); }
-        var p = el("p"); p.appendChild(link(data.file, "the items file")); p.appendChild(document.createTextNode(" holds this item whole (line " + (i + 1) + ")."));
-        detail.appendChild(p);
-      } else {
-        detail.appendChild(el("h4", null, r[col.which] + ": " + r[col.task] + ", doc " + r[col.doc_id_a] + " / " + r[col.doc_id_b]));
-        var side = el("div", {"class": "side"});
-        ["a", "b"].forEach(function (s) {
-          var box = el("div", {"class": "run-" + s});
-          box.appendChild(el("h5", null, s.toUpperCase() + ": " + data[s].label + " (pred " + r[col["pred_" + s]] + ")"));
-          box.appendChild(textBlock(r[col["answer_" + s]], "the run's items file", "answer"));
-          var p = el("p");
-          if (data[s].report) {
-            p.appendChild(link(data[s].report + "#item=" + encodeURIComponent(data.section) + "/" + encodeURIComponent(r[col.task]) + "/" + r[col["doc_id_" + s]], "open in " + s.toUpperCase() + "'s report"));
-            p.appendChild(document.createTextNode(" · "));
-            p.appendChild(link(data[s].items, s.toUpperCase() + "'s items file"));
-          } else {
-            p.textContent = "No report of " + s.toUpperCase() + " beside its run: python -m lm_eval_tasks report RUN writes one there.";
-          }
-          box.appendChild(p); side.appendChild(box);
-        });
-        detail.appendChild(side);
-      }
-      render();
-    }
-    this.openItem = function (task, docId) {
-      if (!isItems) { return false; }
-      for (var i = 0; i < rows.length; i++) {
-        if (String(rows[i][col.task]) === task && String(rows[i][col.doc_id]) === docId) {
-          filterNames.forEach(function (name) { selects[name].value = ""; }); search.value = ""; sortKey = null;
-          shown = order.slice(); page = Math.floor(i / PAGE); open(i); detail.scrollIntoView(); return true;
-        }
-      }
-      return false;
-    };
-    this.section = data.section;
-    apply();
-  }
-
-  var explorers = [];
-  Array.prototype.forEach.call(document.querySelectorAll(".explorer"), function (root) {
-    try { explorers.push(new Explorer(root)); }
-    catch (error) { root.textContent = "The item explorer could not start: " + error; }
-  });
-  function follow() {
-    var match = /^#item=([^/]*)\/([^/]*)\/(.*)$/.exec(location.hash);
-    if (!match) { return; }
-    var section = decodeURIComponent(match[1]), task = decodeURIComponent(match[2]), doc = decodeURIComponent(match[3]);
-    explorers.forEach(function (x) { if (x.section === section && x.openItem) { x.openItem(task, doc); } });
-  }
-  window.addEventListener("hashchange", follow);
-  follow();
-})();
-""" % {"rows_per_page": ROWS_PER_PAGE}
+# The explorer's script (static/explorer.js): it reads each .explorer's data (JSON.parse of a script block), renders
+# one page of rows at a time, and inserts every text with textContent (never innerHTML).
+SCRIPT = static("explorer.js")
 
 
-def script_tag() -> str:
-    return f"<script>{SCRIPT}</script>"
+def script_tag() -> Html:
+    return Html(f"<script>{SCRIPT}</script>")

@@ -10,9 +10,9 @@ discordant pairs behind the McNemar counts, :func:`.comparison.discordant_items`
 their counts; ``leaderboard_discordant.jsonl`` lists them, one line per pair and section (each item by its ids
 with both runs' predictions and outcomes, :func:`discordant_lines`; at most :data:`DISCORDANT_PER_PAIR` of each
 kind per pair); leaderboard.html shows each on its own (the question, both answers side by side, from the scored
-runs, :func:`.explorer.pair_record`) and
-links to each run's report (its item explorer opens the item) and items file where ``report`` wrote them
-(:func:`.scored_file.report_folders`), as far as its row budget (:data:`PAGE_PAIR_ROWS`) goes.
+runs, :func:`.explorer.pair_record`) and links to each run's report (its item explorer opens the item) and items
+file where ``report`` wrote them (:func:`.scored_file.report_folders`), each pair as far as its share of the
+page's budget (:func:`.explorer.budget_left`) goes.
 
 Each run is scored once (:func:`.results.score`): the headline numbers are its report's. Every pair of runs
 is compared per section by :func:`.comparison.compare_section`, the comparison ``compare`` prints, with
@@ -33,18 +33,19 @@ from pathlib import Path
 from typing import Any
 from urllib.request import pathname2url
 
+from markupsafe import escape
 from tqdm import tqdm
 
-from . import explorer, paper_tables, plots
+from . import explorer, pages, paper_tables, plots
 from .comparison import Discordant, adjust, compare_section, discordant_items, pairing, test_name
 from .data import DataError, read_json
 from .files import jsonl_bytes, utf8, write_atomically
+from .pages import Html, estimate_attrs, interval
 from .redaction import redact_path
 from .report import md
 from .results import SCHEMA_VERSION as REPORT_SCHEMA_VERSION
 from .results import ScoredRun, Section, item_record, items_file
 from .runs import find_all_results, model_name
-from .scorecard import Html, attrs, esc, estimate_attrs, generic, interval, page, table
 from .scored_file import report_folders, score_or_read
 from .scoring import ScoredItem
 from .stats import format_estimate
@@ -59,8 +60,6 @@ from .stats import format_estimate
 # README's flow writes a report (scored_file.report_folders); each run's entry carries its section's "subset".
 SCHEMA_VERSION = "2.4"
 DISCORDANT_FILE = "leaderboard_discordant.jsonl"
-# Discordant items leaderboard.html shows, over all pairs (pairs past it are listed in DISCORDANT_FILE only).
-PAGE_PAIR_ROWS = 50_000
 # Discordant items of each kind DISCORDANT_FILE lists per pair (each line counts them all and says when it is cut).
 DISCORDANT_PER_PAIR = 10_000
 
@@ -570,22 +569,22 @@ def forest_png(board: Mapping[str, Any], name: str) -> bytes:
 
 
 def _span(css: str, text: str, **data: Any) -> Html:
-    return Html(f'<span class="{css}"{attrs(**data)}>{esc(text)}</span>')
+    attributes = "".join(f' data-{k.replace("_", "-")}="{escape(v)}"' for k, v in data.items() if v is not None)
+    return Html(f'<span class="{escape(css)}"{attributes}>{escape(text)}</span>')
 
 
 def _repr(value: float | None) -> str | None:
     return None if value is None else repr(value)
 
 
-def _rank_table(board: Mapping[str, Any], name: str, bench: Mapping[str, Any]) -> Html:
+def _rank_rows_html(board: Mapping[str, Any], name: str, bench: Mapping[str, Any]) -> list[list[Any]]:
     rows = _rank_rows(board, bench)
     for row, run_id in zip(rows, bench["ranking"], strict=False):
         entry = bench["runs"][run_id]
         row[2] = _span("headline", row[2], run=run_id, benchmark=name, **estimate_attrs(entry["estimate"]))
     for row, (model, value) in zip(rows[len(bench["ranking"]) :], bench["published"].items(), strict=True):
         row[2] = _span("published-value", row[2], model=model, benchmark=name, value=repr(value))
-    css = [""] * len(bench["ranking"]) + ["published"] * len(bench["published"])
-    return table(_RANK_HEADER, rows, numeric=(0, 2, 3, 5), row_css=css)
+    return rows
 
 
 def _href(folder: str, name: str, out_dir: Path | None) -> str:
@@ -597,15 +596,16 @@ def _href(folder: str, name: str, out_dir: Path | None) -> str:
     return pathname2url(os.path.relpath(target, out_dir))
 
 
-def _disagreements_part(
+def _disagreements(
     board: Mapping[str, Any],
     name: str,
     bench: Mapping[str, Any],
     disagreements: Disagreements,
     out_dir: Path | None,
     budget: list[int],
-) -> list[str]:
-    """Per pair, the items where one run is right and the other wrong, as far as the page's row budget goes."""
+) -> list[dict[str, Any]]:
+    """Per pair, the items where one run is right and the other wrong; each pair's explorer gets an equal share of
+    what is left of the page's budget (``budget``: [bytes left, pairs left])."""
     runs = {run["id"]: run for run in board["runs"]}
     labels = _labels(board)
     parts = []
@@ -615,11 +615,13 @@ def _disagreements_part(
             continue
         sa, sb, found = pair
         n_a, n_b = len(found.a_only_correct.a), len(found.b_only_correct.a)
-        counts = f"{c['a']} vs {c['b']}: A right, B wrong: {n_a}; B right, A wrong: {n_b}"
-        if n_a + n_b > budget[0]:
-            parts.append(f"<p>{esc(counts)}; too many to show in this page: {esc(DISCORDANT_FILE)} lists them.</p>")
-            continue
-        budget[0] -= n_a + n_b
+        share = budget[0] // max(budget[1], 1)
+        budget[1] -= 1
+        part = {
+            "a": c["a"],
+            "b": c["b"],
+            "counts": f"{c['a']} vs {c['b']}: A right, B wrong: {n_a}; B right, A wrong: {n_b}",
+        }
         a_only, b_only = (
             [(item_record(a), item_record(b)) for a, b in found.items(sa, sb, key)]
             for key in ("a_only_correct", "b_only_correct")
@@ -639,18 +641,16 @@ def _disagreements_part(
             }
             for side, run_id in (("a", c["a"]), ("b", c["b"]))
         }
-        data = explorer.pairs_data(name, sides["a"], sides["b"], a_only, b_only)
-        heading = (
-            f"A = {labels[c['a']]}, B = {labels[c['b']]}: filter, search, click an item for both answers and links "
-            "to each run's report (written by python -m lm_eval_tasks report RUN) and items file."
-        )
-        element = explorer.explorer(f"pairs-{name}-{c['a']}-{c['b']}", data, heading)
-        parts.append(
-            f'<details class="disagreements"{attrs(benchmark=name, a=c["a"], b=c["b"])}><summary>{esc(counts)}'
-            f"</summary>{element}</details>"
-        )
-    if parts:
-        parts.insert(0, "<h3>Disagreements: the discordant items of each pair</h3>")
+        data = explorer.pairs_data(name, sides["a"], sides["b"], a_only, b_only, share)
+        if data["rows"] or not data["n_total"]:
+            heading = (
+                f"A = {labels[c['a']]}, B = {labels[c['b']]}: filter, search, click an item for both answers and "
+                "links to each run's report (written by python -m lm_eval_tasks report RUN) and items file."
+            )
+            part["explorer"] = explorer.explorer(f"pairs-{name}-{c['a']}-{c['b']}", data, heading)
+        # What the pair takes of the page: its explorer, or the line saying DISCORDANT_FILE lists its items.
+        budget[0] -= len(part.get("explorer", part["counts"] + DISCORDANT_FILE).encode("utf-8", "surrogatepass")) + 100
+        parts.append(part)
     return parts
 
 
@@ -659,75 +659,61 @@ def to_html(
 ) -> str:
     """leaderboard.html; ``disagreements`` (from :func:`build`) adds each pair's discordant items, with links to
     each run's report relative to ``out_dir``, the page's folder."""
-    budget = [PAGE_PAIR_ROWS]
+    disagreements = disagreements or {}
     folder = Path(out_dir) if out_dir is not None else None
-    body = [
-        "<h1>Leaderboard</h1>",
-        (
-            f'<p class="muted">{esc(board["generated_by"])}; leaderboard schema {esc(board["schema_version"])}. '
-            f"{esc(_INTRO.format(n=len(board['runs'])))}</p>"
-        ),
-        "<ul>"
-        + "".join(
-            f'<li><a href="#benchmark-{esc(n)}">{esc(b["title"])}</a> ({len(b["runs"])} runs)</li>'
-            for n, b in board["benchmarks"].items()
-        )
-        + "</ul>",
-    ]
+    sections = []
     for name, bench in board["benchmarks"].items():
-        forest = plots.data_uri(forest_png(board, name))
-        body += [
-            f'<section id="benchmark-{esc(name)}"{attrs(benchmark=name)}>',
-            f"<h2>{esc(bench['title'])} <code>{esc(name)}</code></h2>",
-            f'<p class="muted">headline: {esc(bench["headline_metric"])}</p>',
-            _rank_table(board, name, bench),
-            f'<img alt="forest plot of {esc(bench["title"])}" src="{forest}">',
-        ]
-        if bench["comparisons_unavailable"]:
-            body.append(f"<p>Runs not compared: {esc(bench['comparisons_unavailable'])}.</p>")
-        if bench["comparisons"]:
-            body.append(f"<p>{esc(_comparison_intro(bench))}</p>")
         comparable = [c for c in bench["comparisons"] if c["comparable"]]
-        if comparable:
-            body.append(
-                table(
-                    _PAIR_HEADER,
-                    [
-                        [
-                            *_pair_row(c)[:6],
-                            _span("p-value", p_text(c), a=c["a"], b=c["b"], value=_repr(c["p_value"]), test=c["test"]),
-                            _span(
-                                "holm", p_text(c, "holm_p_value"), a=c["a"], b=c["b"], value=_repr(c["holm_p_value"])
-                            ),
-                            _detectable_text(c),
-                        ]
-                        for c in comparable
-                    ],
-                    numeric=(2, 4, 5, 6, 7),
-                )
-            )
         flagged = [c for c in bench["comparisons"] if not c["comparable"]]
-        if flagged:
-            body += [
-                f"<p>{esc(_FLAGGED_NOTE)}</p>",
-                table(
-                    _FLAGGED_HEADER,
+        sections.append(
+            {
+                "name": name,
+                "title": bench["title"],
+                "n_runs": len(bench["runs"]),
+                "headline_metric": bench["headline_metric"],
+                "ranks": _rank_rows_html(board, name, bench),
+                "rank_css": [""] * len(bench["ranking"]) + ["published"] * len(bench["published"]),
+                "forest": plots.data_uri(forest_png(board, name)),
+                "unavailable": bench["comparisons_unavailable"],
+                "comparison_intro": _comparison_intro(bench) if bench["comparisons"] else None,
+                "comparable": [
                     [
-                        [*_flagged_row(c)[:4], _span("not-comparable", "; ".join(c["reasons"]), a=c["a"], b=c["b"])]
-                        for c in flagged
-                    ],
-                    numeric=(2,),
-                ),
-            ]
-        body += _disagreements_part(board, name, bench, disagreements or {}, folder, budget)
-        body.append("</section>")
-    body.append("<h2>Runs</h2>")
-    body += [
-        f"<details><summary>{esc(run['id'])}: {esc(run['label'])}</summary>"
-        f"<p><code>{esc(run['results_file'])}</code></p>{generic(run['run'])}</details>"
-        for run in board["runs"]
-    ]
-    return page("Leaderboard", "\n".join(body), script=bool(disagreements))
+                        *_pair_row(c)[:6],
+                        _span("p-value", p_text(c), a=c["a"], b=c["b"], value=_repr(c["p_value"]), test=c["test"]),
+                        _span("holm", p_text(c, "holm_p_value"), a=c["a"], b=c["b"], value=_repr(c["holm_p_value"])),
+                        _detectable_text(c),
+                    ]
+                    for c in comparable
+                ],
+                "flagged": [
+                    [*_flagged_row(c)[:4], _span("not-comparable", "; ".join(c["reasons"]), a=c["a"], b=c["b"])]
+                    for c in flagged
+                ],
+                "disagreements": [],
+            }
+        )
+
+    def page() -> str:
+        return pages.render(
+            "leaderboard.html.j2",
+            intro=_INTRO.format(n=len(board["runs"])),
+            origin=f"{board['generated_by']}; leaderboard schema {board['schema_version']}",
+            sections=sections,
+            runs=board["runs"],
+            rank_header=_RANK_HEADER,
+            pair_header=_PAIR_HEADER,
+            flagged_header=_FLAGGED_HEADER,
+            flagged_note=_FLAGGED_NOTE,
+            discordant_file=DISCORDANT_FILE,
+            script=explorer.script_tag() if disagreements else None,
+        )
+
+    # The pairs' explorers share what the rest of the page leaves of its limit.
+    budget = [explorer.budget_left(page()), len(disagreements)]
+    for section in sections:
+        name = section["name"]
+        section["disagreements"] = _disagreements(board, name, board["benchmarks"][name], disagreements, folder, budget)
+    return page()
 
 
 def render(

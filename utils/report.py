@@ -46,7 +46,7 @@ def _run_lines(report: Mapping[str, Any]) -> list[str]:
         else ""
     )
     return [
-        "# Evaluation report",
+        "## Provenance: how this run was made",
         "",
         f"- model: {md(run.get('model'))} {dumps(run.get('model_args'))}",
         f"- dtype: {md(run.get('dtype'))} (as lm-eval recorded it); device: {md(run.get('device'))}; "
@@ -262,7 +262,7 @@ def _length_lines(bench: Mapping[str, Any]) -> list[str]:
         "",
         f"Reply lengths in {lengths['unit']} ({md(lengths['unit_source'])}): {lengths['n']} replies; {spread}",
         f"- max_gen_toks {md(lengths['max_gen_toks'] or 'not logged')}; replies that reached it: {hit_text} "
-        "(lm-eval's evaluation time, for the whole run, is in the run lines above)",
+        "(lm-eval's evaluation time, for the whole run, is in the provenance below)",
     ]
 
 
@@ -287,8 +287,22 @@ def _extra_lines(name: str, bench: Mapping[str, Any]) -> list[str]:
     return list(spec.extra_markdown(bench["extra"]))
 
 
+def _summary_lines(report: Mapping[str, Any]) -> list[str]:
+    """Every section's headline, first: the results before how they were made."""
+    lines = ["# Evaluation report", "", "| benchmark | headline metric | value [95% CI] | items | paper-comparable |"]
+    lines.append("|---|---|---|---:|---|")
+    for name, bench in report["benchmarks"].items():
+        metric = bench["headline_metric"]
+        lines.append(
+            f"| {md(bench['title'])} (`{name}`) | {metric} | {_fmt(bench.get(metric))} | {bench['n_items']} | "
+            f"{'yes' if bench['paper_comparable']['value'] is not None else 'no'} |"
+        )
+    return lines + [""]
+
+
 def to_markdown(report: Mapping[str, Any]) -> str:
-    lines = _run_lines(report)
+    """report.md: the summary, each section, then the run's provenance."""
+    lines = _summary_lines(report)
     for name, bench in report["benchmarks"].items():
         answered_only = bench.get("accuracy_over") == AccuracyOver.ANSWERED.value
         lines += _headline_lines(name, bench, answered_only)
@@ -311,6 +325,7 @@ def to_markdown(report: Mapping[str, Any]) -> str:
         lines.append(
             "Samples logged twice, identically, and counted once: " + ", ".join(f"{t} {n}" for t, n in repeated.items())
         )
+    lines += ["", *_run_lines(report)]
     return "\n".join(lines) + "\n"
 
 

@@ -1,0 +1,222 @@
+"""The pages (report.html, leaderboard.html) from their templates: every section field rendered by one part of the
+page, results before provenance, and a size bound whatever the item and run counts."""
+
+import json
+from itertools import combinations
+from pathlib import Path
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+from lm_eval_tasks.utils import explorer, leaderboard, scorecard
+from lm_eval_tasks.utils.comparison import Discordant, Pairing
+from lm_eval_tasks.utils.scoring import ScoredItem
+from lm_eval_tasks.utils.stats import format_estimate
+from markupsafe import escape
+
+from tests import browser
+from tests.test_same_numbers import GOLDEN
+
+LIMIT = 25_000_000  # bytes a page may take, whatever its item and run counts
+GOLDEN_REPORT = json.loads(GOLDEN.read_text(encoding="utf-8"))
+
+
+def test_every_section_field_is_rendered_by_exactly_one_part():
+    parts = [field for fields in scorecard.SECTION_PARTS.values() for field in fields]
+    assert len(parts) == len(set(parts))  # no field is declared for two parts
+    for name, bench in GOLDEN_REPORT["benchmarks"].items():
+        claimed = scorecard.claims(bench)
+        assert set(claimed) == set(bench), name
+        assert all(len(by) == 1 for by in claimed.values()), (name, claimed)
+        # Every field of the five benchmarks has its own part: none falls to the generic table.
+        assert [field for field, by in claimed.items() if by == ["others"]] == [], name
+    page = scorecard.render_html({"run": {"model": "hf"}, **GOLDEN_REPORT})
+    assert "Other fields" not in page
+    # Three log-likelihood sections, none tied: each says so once, in its headline box.
+    tied = [b["ties"] for b in GOLDEN_REPORT["benchmarks"].values() if b.get("ties")]
+    assert len(tied) == 3 and all(ties["n_tied"] == 0 for ties in tied)
+    assert page.count(f"tied best log-likelihoods: 0 ({escape(tied[0]['rule'])})") == 3
+    # A field no part knows is still shown, once, in the generic table.
+    bench = {**GOLDEN_REPORT["benchmarks"]["medexqa"], "surprise": {"n_tied": 7}}
+    assert scorecard.claims(bench)["surprise"] == ["others"]
+    page = scorecard.render_html({"run": {}, "benchmarks": {"medexqa": bench}})
+    assert page.count("Other fields") == 1 and page.count("n_tied") == 1
+
+
+def _section_and_records(n):
+    records = [
+        {
+            "task": "t",
+            "doc_id": i,
+            "component": f"c{i % 5}",
+            "gold": "SUPPORT",
+            "pred": "NEI",
+            "outcome": "wrong",
+            "parse_step": "score_tag",
+            "invalid_reason": None,
+            "prompt": f"Claim {i}: " + "evidence " * 200,
+            "reply": "<think>" + "reasoning " * 100 + "</think><score>0</score>",
+            "choices": [],
+            "extras": {"parseable_score": 1.0},
+            "redacted": [],
+        }
+        for i in range(n)
+    ]
+    estimate = {"value": 0.5, "low": 0.4, "high": 0.6, "n": n}
+    bench = {"title": "S", "headline_metric": "accuracy_macro", "accuracy_macro": estimate, "n_items": n}
+    bench["items"] = {"file": "items_s.jsonl", "n": n}
+    return {"run": {"model": "hf"}, "benchmarks": {"s": bench}}, {"s": records}
+
+
+def test_a_report_of_100000_items_stays_under_25_mb_and_says_what_it_left_out():
+    report, items = _section_and_records(100_000)
+    page = scorecard.render_html(report, items)
+    assert len(page.encode("utf-8")) < LIMIT
+    start = page.index('<script type="application/json" id="explorer-s-data">')
+    data = json.loads(page[page.index(">", start) + 1 : page.index("</script>", start)])
+    # Each row at 600 characters a text is more than the budget holds: the first rows, whole or at 600 characters.
+    assert data["limit"] == explorer.MIN_SHOWN and data["n_total"] == 100_000
+    shown = len(data["rows"])
+    assert 0 < shown < 100_000 and [row[1] for row in data["rows"]] == list(range(shown))
+    assert (
+        f"This page holds the first {shown} of 100000 items (its size is bounded); items_s.jsonl holds every one."
+        in page
+    )
+    # A report that fits is shown whole, its texts longer than the 600-character floor.
+    report, items = _section_and_records(2_000)
+    page = scorecard.render_html(report, items)
+    assert "This page holds the first" not in page
+    assert '"n_total":2000' in page and "evidence " * 200 in page
+
+
+def _board(n_runs, items_per_pair):
+    """A leaderboard of ``n_runs`` runs on one section, and every pair's discordant items (synthetic, cheap)."""
+    ids = [f"run-{i + 1}" for i in range(n_runs)]
+    estimate = {"value": 0.5, "low": 0.4, "high": 0.6, "n": 1000}
+    runs = [
+        {
+            "id": i,
+            "label": f"model {i}",
+            "results_file": f"/r/{i}/results.json",
+            "report_folder": None,
+            "run": {"model": "hf", "model_args": f"pretrained={i}", "seeds": {"random": 0}},
+        }
+        for i in ids
+    ]
+    comparisons = [
+        {
+            "a": a,
+            "b": b,
+            "comparable": True,
+            "n_paired_items": 1000,
+            "small": False,
+            "difference": estimate,
+            "a_only_correct": items_per_pair,
+            "b_only_correct": items_per_pair,
+            "p_value": 0.5,
+            "holm_p_value": 1.0,
+            "test": "paired bootstrap",
+            "detectable": {"minimum_detectable_difference": 0.05},
+            "reasons": [],
+        }
+        for a, b in combinations(ids, 2)
+    ]
+    bench = {
+        "title": "S",
+        "headline_metric": "accuracy_macro",
+        "compared_metric": "accuracy_macro",
+        "test": "paired bootstrap",
+        "runs": {i: {"estimate": estimate, "n_items": 1000, "paper_comparable": True} for i in ids},
+        "ranking": ids,
+        "ranks": {i: 1 for i in ids},
+        "published": {},
+        "comparisons_unavailable": None,
+        "comparisons": comparisons,
+    }
+    board = {"generated_by": "test", "schema_version": "2.3", "runs": runs, "benchmarks": {"s": bench}}
+    item = ScoredItem("t", 0, "h", "c", "A", "B", 0.0, reply="reasoning " * 300, prompt="Question?")
+    section = SimpleNamespace(items=[item] * items_per_pair)
+    positions = np.arange(items_per_pair)
+    found = Discordant(Pairing(positions, positions, 0, 0), Pairing(positions, positions, 0, 0))
+    return board, {("s", c["a"], c["b"]): (section, section, found) for c in comparisons}
+
+
+def test_a_leaderboard_of_30_runs_stays_under_25_mb():
+    board, disagreements = _board(30, 40)
+    page = leaderboard.to_html(board, disagreements)
+    assert len(page.encode("utf-8")) < LIMIT
+    # 435 pairs of 80 discordant items of 3,000-character answers: every pair shows some of its items, and says so.
+    assert page.count('<details class="disagreements"') == 435 and "too many to show" not in page
+    assert page.count("This page holds the first ") == 435
+
+
+def test_the_results_come_before_the_provenance_at_1280_px(tmp_path):
+    browser.chromium_or_skip()
+    report, items = _section_and_records(30)
+    (tmp_path / "report.html").write_text(scorecard.render_html(report, items), encoding="utf-8")
+    board, disagreements = _board(3, 2)
+    (tmp_path / "leaderboard.html").write_text(leaderboard.to_html(board, disagreements), encoding="utf-8")
+    where = """(() => ({first: document.querySelector('.headline').getBoundingClientRect().top,
+      provenance: document.querySelector('#provenance').getBoundingClientRect().top,
+      open: document.querySelector('#provenance').open,
+      window: window.innerWidth}))()"""
+    with browser.DevTools(window_size="1280,2000") as page:
+        for name in ("report.html", "leaderboard.html"):
+            page.open(tmp_path / name)
+            shown = page.evaluate(where)
+            assert shown["window"] == 1280 and 0 < shown["first"] < shown["provenance"], name
+            assert shown["open"] is False, name  # collapsed
+        assert page.exceptions() == []
+
+
+@pytest.mark.parametrize("name", ["base.html.j2", "report.html.j2", "section.html.j2", "leaderboard.html.j2"])
+def test_the_templates_and_static_files_are_package_data(name):
+    assert (Path(scorecard.__file__).parent / "templates" / name).is_file()
+    text = Path(__file__).parents[1].joinpath("pyproject.toml").read_text(encoding="utf-8")
+    assert '"lm_eval_tasks.utils" = ["templates/*.j2", "static/*.css", "static/*.js"]' in text
+
+
+def test_a_column_added_to_the_data_is_shown_and_searched_by_its_name(tmp_path):
+    browser.chromium_or_skip()
+    _, items = _section_and_records(60)
+    data = explorer.items_data("s", "S", items["s"], "items_s.jsonl")
+    data["columns"].append("item_id")
+    for index, row in enumerate(data["rows"]):
+        row.append(f"id-{index:03d}")
+    page = f'<!DOCTYPE html><html><head><meta charset="utf-8"></head><body>{explorer.explorer("x", data, "Items")}'
+    (tmp_path / "page.html").write_text(page + f"{explorer.script_tag()}</body></html>", encoding="utf-8")
+    with browser.DevTools() as shown:
+        shown.open(tmp_path / "page.html")
+        header = shown.evaluate(
+            "[...document.querySelectorAll('.explorer table.items thead th')].map(n => n.textContent)"
+        )
+        assert header == ["#", "task", "doc id", "component", "gold", "pred", "outcome", "parse step", "item id",
+                          "reply / top choice"]  # fmt: skip
+        shown.evaluate(
+            "(() => { const s = document.querySelector('.explorer .search'); s.value = 'ID-042'; "
+            "s.dispatchEvent(new Event('input')); })()"
+        )
+        shown.evaluate("new Promise(r => setTimeout(r, 400))")  # the search waits for typing to pause
+        assert shown.evaluate("document.querySelector('.explorer .n-shown').textContent") == "1"
+        cells = shown.evaluate(
+            "[...document.querySelectorAll('.explorer table.items tbody td')].map(n => n.textContent)"
+        )
+        assert cells[0] == "43" and cells[8] == "id-042"
+        assert shown.exceptions() == []
+
+
+def test_report_md_opens_with_every_headline_and_ends_with_the_provenance():
+    from lm_eval_tasks.utils.report import to_markdown
+
+    report = {"run": {"model": "hf", "seeds": {"random": 7}}, "unreported_tasks": [], **GOLDEN_REPORT}
+    lines = to_markdown(report).splitlines()
+    summary = lines[: lines.index("## MedFact-Bench (`medfact_bench`)")]
+    provenance = lines.index("## Provenance: how this run was made")
+    assert lines[0] == "# Evaluation report" and provenance > max(i for i, x in enumerate(lines) if "**" in x)
+    bench = GOLDEN_REPORT["benchmarks"]["medexqa"]
+    assert (
+        f"| MedExQA, generation protocol (`medexqa`) | accuracy_macro | {format_estimate(bench['accuracy_macro'])} | 12 | no |"
+        in summary
+    )
+    assert sum(line.startswith("| ") and "`" in line for line in summary) == len(GOLDEN_REPORT["benchmarks"])
+    assert '- limit: None; seeds: {"random": 7}' in lines[provenance:]

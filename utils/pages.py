@@ -1,0 +1,140 @@
+"""The page kit of report.html and leaderboard.html: Jinja2 templates (``templates/``, autoescaped) and the
+stylesheet and script (``static/``) that each page inlines, so that every page is one self-contained file.
+
+Every value a template prints is escaped unless it is :class:`Html` (markup built by a template or by
+:func:`.explorer.script_json`); a page formats the numbers it is given and decides none.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from functools import cache
+from importlib import resources
+from typing import Any
+
+import jinja2
+from markupsafe import Markup
+
+from .stats import format_estimate
+
+Html = Markup  # markup that is already safe to place in a page
+
+
+@cache
+def static(name: str) -> str:
+    """A file of ``static/`` (the page's CSS, the explorer's script), as text."""
+    return resources.files(__package__).joinpath("static", name).read_text(encoding="utf-8")
+
+
+@cache
+def environment() -> jinja2.Environment:
+    env = jinja2.Environment(
+        loader=jinja2.PackageLoader(__package__, "templates"),
+        autoescape=True,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+    )
+    env.globals["static"] = static
+    _install(env)
+    return env
+
+
+def is_estimate(value: Any) -> bool:
+    return isinstance(value, Mapping) and all(key in value for key in ("value", "low", "high"))
+
+
+def number(value: Any) -> float | None:
+    """A report field as a float; None for anything that is not a number (booleans included)."""
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def estimate_attrs(estimate: Any) -> dict[str, Any]:
+    """The exact numbers of an estimate for data attributes (``repr`` of each float, as JSON writes it)."""
+    if not is_estimate(estimate):
+        return {"value": ""}
+    return {
+        key: repr(number(estimate.get(key))) if number(estimate.get(key)) is not None else ""
+        for key in ("value", "low", "high")
+    } | ({"n": estimate["n"]} if "n" in estimate else {})
+
+
+def interval(estimate: Any) -> tuple[float | None, float | None, float | None]:
+    if not is_estimate(estimate):
+        return None, None, None
+    return number(estimate["value"]), number(estimate["low"]), number(estimate["high"])
+
+
+def _scalar(value: Any) -> bool:
+    return value is None or isinstance(value, (str, int, float, bool))
+
+
+def _flat(value: Any) -> bool:
+    return _scalar(value) or is_estimate(value) or (isinstance(value, (list, tuple)) and all(_scalar(v) for v in value))
+
+
+def scalar_text(value: Any) -> str:
+    if value is None:
+        return "none"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        return repr(round(value, 6))  # settings such as a timestamp keep every digit before the point
+    return str(value)
+
+
+def shape(value: Any) -> str:
+    """How the page's ``generic`` macro shows a JSON value."""
+    if is_estimate(value):
+        return "estimate"
+    if isinstance(value, Mapping):
+        if not value:
+            return "empty mapping"
+        records = list(value.values())
+        if len(records) > 1 and all(
+            isinstance(r, Mapping) and not is_estimate(r) and all(_flat(v) for v in r.values()) for r in records
+        ):
+            return "records"
+        return "mapping"
+    if isinstance(value, (list, tuple)):
+        return "scalars" if all(_scalar(v) for v in value) else "list"
+    return "scalar"
+
+
+def record_columns(value: Mapping[str, Mapping[str, Any]]) -> list[str]:
+    return list(dict.fromkeys(key for record in value.values() for key in record))
+
+
+def cell(value: Any) -> str:
+    """A number in a table of results: floats to 3 places, None (nothing to average) as n/a."""
+    if value is None:
+        return "n/a"
+    if isinstance(value, float):
+        return f"{value:.3f}"
+    return format_estimate(value) if is_estimate(value) else scalar_text(value)
+
+
+def _small_n(entry: Mapping[str, Any], key: str = "n") -> str:
+    return f"{entry.get(key)}" + (" (small: n < 30)" if entry.get("small") else "")
+
+
+def _install(env: jinja2.Environment) -> None:
+    env.filters.update(
+        estimate=format_estimate,
+        estimate_attrs=estimate_attrs,
+        estimate_row=lambda pair: [pair[0], format_estimate(pair[1])],
+        cell=cell,
+        scalar=scalar_text,
+        small_n=_small_n,
+        combine=lambda a, b: {**a, **b},
+    )
+    env.globals.update(shape=shape, record_columns=record_columns)
+
+
+def render(template: str, **context: Any) -> str:
+    return environment().get_template(template).render(**context)
+
+
+def fragment(template: str, **context: Any) -> Html:
+    """A template rendered as markup to place inside another page."""
+    return Html(render(template, **context))
