@@ -484,7 +484,7 @@ def test_filters_counts_and_an_opened_item_in_chromium(two_runs):
         page.evaluate("new Promise(r => setTimeout(r, 400))")
         page.evaluate("document.querySelector('.explorer th button[data-sort=gold]').click()")
         golds = page.evaluate(
-            "[...document.querySelectorAll('.explorer table.items tbody tr')].map(r => r.children[4].textContent)"
+            "[...document.querySelectorAll('.explorer table.items tbody tr')].map(r => r.children[5].textContent)"
         )
         assert golds == sorted(golds) and golds[0] == "maybe"
         assert page.exceptions() == []
@@ -561,7 +561,7 @@ def test_the_leaderboard_shows_both_replies_of_every_discordant_item(two_runs, t
         page.open(tmp_path / "board" / "leaderboard.html")
         rows = page.evaluate(
             "[...document.querySelectorAll('.explorer table.items tbody tr')].map(r => "
-            "[r.children[0].textContent, r.children[2].textContent, "
+            "[r.children[0].textContent, r.children[3].textContent, "
             "...[...r.querySelectorAll('pre')].map(p => p.textContent)])"
         )
         assert rows == [

@@ -47,6 +47,7 @@ def _section_and_records(n):
     records = [
         {
             "task": "t",
+            "item_id": f"row-{i}",
             "doc_id": i,
             "component": f"c{i % 5}",
             "gold": "SUPPORT",
@@ -77,7 +78,8 @@ def test_a_report_of_100000_items_stays_under_25_mb_and_says_what_it_left_out():
     # Each row at 600 characters a text is more than the budget holds: the first rows, whole or at 600 characters.
     assert data["limit"] == explorer.MIN_SHOWN and data["n_total"] == 100_000
     shown = len(data["rows"])
-    assert 0 < shown < 100_000 and [row[1] for row in data["rows"]] == list(range(shown))
+    doc_id = data["columns"].index("doc_id")
+    assert 0 < shown < 100_000 and [row[doc_id] for row in data["rows"]] == list(range(shown))
     assert (
         f"This page holds the first {shown} of 100000 items (its size is bounded); items_s.jsonl holds every one."
         in page
@@ -126,14 +128,14 @@ def _board(n_runs, items_per_pair):
         "headline_metric": "accuracy_macro",
         "compared_metric": "accuracy_macro",
         "test": "paired bootstrap",
-        "runs": {i: {"estimate": estimate, "n_items": 1000, "paper_comparable": True} for i in ids},
+        "runs": {i: {"estimate": estimate, "n_items": 1000, "paper_comparable": True, "subset": None} for i in ids},
         "ranking": ids,
         "ranks": {i: 1 for i in ids},
         "published": {},
         "comparisons_unavailable": None,
         "comparisons": comparisons,
     }
-    board = {"generated_by": "test", "schema_version": "2.3", "runs": runs, "benchmarks": {"s": bench}}
+    board = {"generated_by": "test", "schema_version": "2.4", "runs": runs, "benchmarks": {"s": bench}}
     item = ScoredItem("t", 0, "h", "c", "A", "B", 0.0, reply="reasoning " * 300, prompt="Question?")
     section = SimpleNamespace(items=[item] * items_per_pair)
     positions = np.arange(items_per_pair)
@@ -173,14 +175,15 @@ def test_the_results_come_before_the_provenance_at_1280_px(tmp_path):
 def test_the_templates_and_static_files_are_package_data(name):
     assert (Path(scorecard.__file__).parent / "templates" / name).is_file()
     text = Path(__file__).parents[1].joinpath("pyproject.toml").read_text(encoding="utf-8")
-    assert '"lm_eval_tasks.utils" = ["templates/*.j2", "static/*.css", "static/*.js"]' in text
+    (declared,) = [line for line in text.splitlines() if line.startswith('"lm_eval_tasks.utils" = [')]
+    assert all(f'"{pattern}"' in declared for pattern in ("templates/*.j2", "static/*.css", "static/*.js"))
 
 
 def test_a_column_added_to_the_data_is_shown_and_searched_by_its_name(tmp_path):
     browser.chromium_or_skip()
     _, items = _section_and_records(60)
     data = explorer.items_data("s", "S", items["s"], "items_s.jsonl")
-    data["columns"].append("item_id")
+    data["columns"].append("origin")
     for index, row in enumerate(data["rows"]):
         row.append(f"id-{index:03d}")
     page = f'<!DOCTYPE html><html><head><meta charset="utf-8"></head><body>{explorer.explorer("x", data, "Items")}'
@@ -190,8 +193,8 @@ def test_a_column_added_to_the_data_is_shown_and_searched_by_its_name(tmp_path):
         header = shown.evaluate(
             "[...document.querySelectorAll('.explorer table.items thead th')].map(n => n.textContent)"
         )
-        assert header == ["#", "task", "doc id", "component", "gold", "pred", "outcome", "parse step", "item id",
-                          "reply / top choice"]  # fmt: skip
+        assert header == ["#", "task", "item id", "doc id", "component", "gold", "pred", "outcome", "parse step",
+                          "origin", "reply / top choice"]  # fmt: skip
         shown.evaluate(
             "(() => { const s = document.querySelector('.explorer .search'); s.value = 'ID-042'; "
             "s.dispatchEvent(new Event('input')); })()"
@@ -201,7 +204,7 @@ def test_a_column_added_to_the_data_is_shown_and_searched_by_its_name(tmp_path):
         cells = shown.evaluate(
             "[...document.querySelectorAll('.explorer table.items tbody td')].map(n => n.textContent)"
         )
-        assert cells[0] == "43" and cells[8] == "id-042"
+        assert cells[0] == "43" and cells[header.index("origin")] == "id-042"
         assert shown.exceptions() == []
 
 

@@ -93,6 +93,8 @@ def _headline_lines(name: str, bench: Mapping[str, Any], answered_only: bool) ->
             f"{_fmt(bench['accuracy_all_macro'])} (unanswered counted wrong)",
             f"- answered (coverage): {_fmt(bench['answered'])}",
         ]
+    if isinstance(bench.get("subset"), str):
+        lines.append(f"- **over {md(bench['subset'])}: not the published item set**")
     lines += [f"- **caveat: {md(caveat)}**" for caveat in bench.get("caveats", [])]
     lines.append(
         f"- paper-comparable: {'yes' if comparable['value'] is not None else 'no'} ({md(comparable['reason'])})"

@@ -46,6 +46,7 @@ SECTION_PARTS: dict[str, tuple[str, ...]] = {
         "caveats",
         "ties",
         "detectable",
+        "subset",
     ),
     "estimates": ESTIMATE_ORDER,
     "rates": ("rates",),
@@ -114,6 +115,7 @@ def _headline(name: str, bench: Mapping[str, Any]) -> dict[str, Any]:
         # The last line is the warning when the ties could move the headline: shown as a caveat, never muted.
         "ties_warned": isinstance(ties, Mapping) and bool(ties.get("could_move_headline")),
         "detectable": format_detectable(detectable, "a model of the same accuracy") if detectable is not None else None,
+        "subset": _subset(bench),
     }
 
 
