@@ -52,7 +52,7 @@ def pubmedqa_run(folder, rows):
             context = f"Question {i}?\nAnswer:"
             sample = {
                 "doc_id": i,
-                "doc": {"final_decision": gold},
+                "doc": {"final_decision": gold, "pubid": str(21000000 + i)},
                 "doc_hash": f"h{i}",
                 "prompt_hash": f"p{i}",
                 "arguments": {
@@ -192,7 +192,9 @@ def test_an_items_own_id_is_masked_like_every_text_and_a_doc_without_one_has_non
     lines = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
     # A pubid as text, as an integer, one holding a credential, none, and one that is no id (an object).
     for line, pubid in zip(lines, ["12345", 678, f"id {key}", None, {"x": 1}], strict=True):
-        if pubid is not None:
+        if pubid is None:
+            del line["doc"]["pubid"]
+        else:
             line["doc"]["pubid"] = pubid
     path.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
     _, written = report_mod.write_report(run, tmp_path / "rep")
@@ -466,6 +468,15 @@ def test_filters_counts_and_an_opened_item_in_chromium(two_runs):
         )
         page.evaluate("new Promise(r => setTimeout(r, 400))")  # the search waits for typing to pause
         assert _select(page, "pred", "") == "1"
+        # Its pubid finds it too: each item is shown by its own id.
+        assert items[58]["item_id"] == "21000058"
+        page.evaluate(
+            "(() => { const s = document.querySelector('.explorer .search'); s.value = '21000058'; "
+            "s.dispatchEvent(new Event('input')); })()"
+        )
+        page.evaluate("new Promise(r => setTimeout(r, 400))")
+        assert page.evaluate("document.querySelector('.explorer .n-shown').textContent") == "1"
+        assert "21000058" in page.evaluate("document.querySelector('.explorer table.items tbody tr').textContent")
         # Open the one wrong PubMedQA item found: its prompt and each choice's probability.
         assert items[58]["outcome"] == "wrong"
         open_row(page, 58)
