@@ -15,9 +15,8 @@ from enum import Enum
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
-from .calibration import Forecast
-
 if TYPE_CHECKING:
+    from .calibration import Forecast
     from .runs import Run
 
 INVALID = "INVALID"
