@@ -9,7 +9,7 @@ from lm_eval_tasks.utils import leaderboard, stats
 from lm_eval_tasks.utils.comparison import compare_runs, compare_section, holm
 from lm_eval_tasks.utils.results import ScoredRun, score_path, score_section
 from lm_eval_tasks.utils.runs import Run
-from lm_eval_tasks.utils.scoring import BenchmarkSpec, Headline, ScoredItem, Stratum
+from lm_eval_tasks.utils.scoring import BenchmarkSpec, Headline, Report, ScoredItem, Stratum
 
 from tests.conftest import lm_eval_tasks_cli
 from tests.runs import evaluated_run
@@ -33,8 +33,7 @@ def _scored(tmp_path, name, flags_by_component, headline, stratify=Stratum.COMPO
         task_prefix="toy",
         score_sample=None,
         expected_counts={c: len(f) for c, f in flags_by_component.items()},
-        headline=headline,
-        stratify_by=stratify,
+        report=Report(headline=headline, stratify_by=stratify),
     )
     items = [
         ScoredItem("toy", i, f"{c}-{i}", c, "1", "1" if flag else "0", float(flag), prompt_hash=f"p{c}{i}")

@@ -82,7 +82,7 @@ TOY_INIT = '''\
 """Toybench: say the word back."""
 
 from ..benchmarks import Benchmark
-from ..scoring import BenchmarkSpec, logged_reply, scored_item
+from ..scoring import BenchmarkSpec, Report, logged_reply, scored_item
 
 WORDS = ("lol", "cat", "dog")
 
@@ -102,7 +102,7 @@ BENCHMARK = Benchmark(
     title="Toybench",
     data_folder="toybench",
     report_specs=(BenchmarkSpec(name="toybench", title="Toybench", task_prefix="toybench", score_sample=score_sample,
-                                expected_counts={"words": len(WORDS)}, labels=WORDS),),
+                                expected_counts={"words": len(WORDS)}, report=Report(labels=WORDS)),),
     register_commands=register,
     smoke_tasks=("toybench_echo",),
 )

@@ -118,7 +118,8 @@ def test_pubmedqa_choice_tasks_and_the_builtin_agree_on_non_finite(values):
     for spec in pubmedqa_spec.REPORT_SPECS:
         if spec.name == "pubmedqa_atlas_gen":
             continue
-        item = spec.score_sample(spec.task_prefix, _logged(PUBMEDQA_DOC, values))
+        (task,) = spec.task_names
+        item = spec.score_sample(task, _logged(PUBMEDQA_DOC, values))
         assert (item.pred, item.correct, item.extras["tied_top_choice"]) == (INVALID, 0.0, 0.0)
 
 

@@ -207,7 +207,7 @@ def test_paired_comparison_of_two_runs(tmp_path):
 
 def test_accuracy_over_answered_items_with_component_groups(tmp_path):
     """The generic options a benchmark such as MillerQA uses, on hand-worked items."""
-    from lm_eval_tasks.utils.scoring import INVALID, AccuracyOver, BenchmarkSpec, ScoredItem
+    from lm_eval_tasks.utils.scoring import INVALID, AccuracyOver, BenchmarkSpec, Report, ScoredItem
 
     def item(component, i, pred, correct):
         return ScoredItem(
@@ -230,12 +230,13 @@ def test_accuracy_over_answered_items_with_component_groups(tmp_path):
     spec = BenchmarkSpec(
         name="bench",
         title="Bench",
-        task_prefix="bench",
         score_sample=None,
         expected_counts={"a": 3, "b": 4, "c": 1},
-        accuracy_over=AccuracyOver.ANSWERED,
-        component_groups={"first two": ("a", "b"), "only c": ("c",), "absent": ("z",)},
         task_names=frozenset({"bench_a", "bench_b", "bench_c"}),
+        report=Report(
+            accuracy_over=AccuracyOver.ANSWERED,
+            component_groups={"first two": ("a", "b"), "only c": ("c",), "absent": ("z",)},
+        ),
     )
     run = Run(tmp_path / "results.json", {"n-samples": {}}, {}, {})
     bench = results.score_section(items, spec, run).numbers

@@ -7,6 +7,7 @@ import pytest
 from lm_eval_tasks.utils import stats
 from lm_eval_tasks.utils.results import metric_statistic, score_path
 from lm_eval_tasks.utils.runs import recorded_dtype
+from lm_eval_tasks.utils.scoring import AccuracyMetric, Average
 
 from tests.test_report import HEALTHVER, SCIFACT, write_run
 
@@ -84,12 +85,35 @@ def test_the_run_section_records_what_can_move_a_score(tmp_path):
     assert run["samples_sha256"] == {"medfact_bench_scifact": hashlib.sha256(samples.read_bytes()).hexdigest()}
 
 
+def test_the_compared_metric_is_typed_and_named_as_report_json_names_it():
+    from lm_eval_tasks.utils.benchmarks import report_specs
+    from lm_eval_tasks.utils.scoring import Headline
+
+    compared = {spec.name: spec.compared_metric for spec in report_specs()}
+    # MillerQA's generative sections score answered items only: two runs are compared with unanswered items wrong.
+    assert compared["millerqa"] == AccuracyMetric(Average.MACRO, all_items=True)
+    assert compared["millerqa"].value == "accuracy_all_macro"
+    assert compared["millerqa_ll"].value == "accuracy_macro" and compared["pubmedqa_atlas"].value == "accuracy_micro"
+    assert compared["factbench"] is None
+    assert [h.metric and h.metric.value for h in Headline] == ["accuracy_macro", "accuracy_micro", None]
+
+
+def test_a_spec_owns_its_task_names_or_its_task_prefix_never_both():
+    from lm_eval_tasks.utils.scoring import BenchmarkSpec
+
+    by_prefix = BenchmarkSpec(name="b", title="B", score_sample=None, expected_counts={}, task_prefix="bench")
+    assert [by_prefix.owns(t) for t in ("bench", "bench_x", "benchx", "other_bench")] == [True, True, False, False]
+    for owners in ({}, {"task_prefix": "bench", "task_names": frozenset({"bench"})}):
+        with pytest.raises(ValueError, match="exactly one of task_names and task_prefix"):
+            BenchmarkSpec(name="b", title="B", score_sample=None, expected_counts={}, **owners)
+
+
 def test_the_compared_metric_is_the_headline_on_the_same_resamples(tmp_path):
     scored = score_path(write_run(tmp_path, {"medfact_bench_scifact": SCIFACT, "medfact_bench_healthver": HEALTHVER}))
     section = scored.sections["medfact_bench"]
-    assert section.spec.compared_metric == "accuracy_macro"
+    assert section.spec.compared_metric.value == "accuracy_macro"
     assert section.compared.estimate.as_dict() == section.numbers["accuracy_macro"]  # one computation
-    statistic = metric_statistic("accuracy_macro", section.items)
+    statistic = metric_statistic(AccuracyMetric(Average.MACRO), section.items)
     strata = [item.component for item in section.items]
     drawn = stats.resample_indices(strata, len(strata))
     by_hand = [

@@ -80,7 +80,7 @@ def test_hostile_strings_are_text(medfact_report):
 
 
 def test_other_benchmarks_are_rendered_from_the_schema(tmp_path):
-    from lm_eval_tasks.utils.scoring import INVALID, AccuracyOver, BenchmarkSpec, ScoredItem
+    from lm_eval_tasks.utils.scoring import INVALID, AccuracyOver, BenchmarkSpec, Report, ScoredItem
 
     def item(component, i, pred, correct):
         return ScoredItem(
@@ -102,8 +102,7 @@ def test_other_benchmarks_are_rendered_from_the_schema(tmp_path):
         task_prefix="bench",
         score_sample=None,
         expected_counts={"a": 3, c: 1},
-        accuracy_over=AccuracyOver.ANSWERED,
-        component_groups={"g": ("a", c)},
+        report=Report(accuracy_over=AccuracyOver.ANSWERED, component_groups={"g": ("a", c)}),
     )
     answered_only = results.score_section(items, spec, Run(tmp_path / "r.json", {}, {}, {})).numbers
     report = {

@@ -18,13 +18,13 @@ all resamples in one matrix product. No lm-eval import: the report calls it per 
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
 from . import stats
+from .scoring import choice_probabilities, choose_by_loglikelihood
 
 N_BINS = 10
 # k / 10 exactly (not linspace, whose 0.30000000000000004 would put a confidence of 0.3 in the bin below).
@@ -46,26 +46,14 @@ class Forecast:
     gold_choice: int | None = None
 
 
-def choice_probabilities(loglikelihoods: Sequence[float]) -> tuple[float, ...] | None:
-    """Softmax over log-likelihoods (a -inf choice gets 0); None when any is NaN or +inf or none is finite, the
-    items a log-likelihood protocol scores INVALID."""
-    values = np.asarray(loglikelihoods, dtype=float)
-    if values.size == 0 or np.isnan(values).any() or (values == math.inf).any() or not np.isfinite(values).any():
-        return None
-    from scipy.special import softmax
-
-    return tuple(float(p) for p in softmax(values))
-
-
 def from_loglikelihoods(loglikelihoods: Sequence[float], gold_choice: int) -> Forecast | None:
-    """The forecast of a log-likelihood item: the predicted choice is the most likely, the earliest on a tie (as
-    :func:`.scoring.choose_by_loglikelihood`); None for an item without an answer."""
-    probabilities = choice_probabilities(loglikelihoods)
-    if probabilities is None:
+    """The forecast of a log-likelihood item: the probability of the choice it is read as
+    (:func:`.scoring.choose_by_loglikelihood`); None for an item without an answer."""
+    choice = choose_by_loglikelihood(loglikelihoods, len(loglikelihoods))
+    if choice.index is None:
         return None
-    values = [float(v) for v in loglikelihoods]
-    predicted = max(range(len(values)), key=lambda i: (values[i], -i))
-    return Forecast(probabilities[predicted], predicted == gold_choice, probabilities, gold_choice)
+    probabilities = tuple(choice_probabilities(choice.loglikelihoods))
+    return Forecast(probabilities[choice.index], choice.index == gold_choice, probabilities, gold_choice)
 
 
 def from_stated(confidence_percent: float | None, correct: bool) -> Forecast | None:

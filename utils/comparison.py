@@ -1,6 +1,6 @@
 """One comparison of two scored runs, per report section: used by ``compare`` and the leaderboard alike.
 
-Items are paired by the key their spec declares (:attr:`~.scoring.BenchmarkSpec.item_key`; MillerQA pairs
+Items are paired by the key their spec declares (:attr:`~.scoring.RunPairing.item_key`; MillerQA pairs
 by its item id). The compared metric is the spec's (:attr:`~.scoring.BenchmarkSpec.compared_metric`: the
 headline over all items). The difference A minus B comes with a 95% CI from a paired bootstrap: both
 statistics on the same stratified resamples of the paired items (the resample set each run's own CI
@@ -36,7 +36,7 @@ import numpy as np
 
 from . import power, stats
 from .results import SCHEMA_VERSION, SMALL_GROUP, ScoredRun, Section, metric_statistic
-from .scoring import ScoredItem
+from .scoring import Average, ScoredItem
 
 BOOTSTRAP_TEST = "paired bootstrap"
 MCNEMAR_TEST = "exact McNemar"
@@ -59,13 +59,14 @@ def test_name(section: Section, refused: str | None = None) -> str | None:
     metric = section.spec.compared_metric
     if metric is None:
         return None
-    if metric.endswith("_micro"):
+    if metric.average is Average.MICRO:
         return f"{MCNEMAR_TEST} test on per-item correctness"
     if refused is not None:
         return (
-            f"{MCNEMAR_TEST} test on per-item correctness (the {BOOTSTRAP_TEST} of the {metric} difference: {refused})"
+            f"{MCNEMAR_TEST} test on per-item correctness (the {BOOTSTRAP_TEST} of the {metric.value} difference: "
+            f"{refused})"
         )
-    return f"{BOOTSTRAP_TEST} of the {metric} difference, stratified by {section.spec.stratify_by.value}"
+    return f"{BOOTSTRAP_TEST} of the {metric.value} difference, stratified by {section.spec.report.stratify_by.value}"
 
 
 def _differing(label: str, a: Any, b: Any) -> list[str]:
@@ -136,7 +137,7 @@ def reasons_not_comparable(a: ScoredRun, b: ScoredRun, name: str, paired: Pairin
     reasons += _differing("system instruction", ra.get("system_instruction"), rb.get("system_instruction"))
     if sa.generative or sb.generative:
         reasons += _differing("gen_kwargs", ra.get("gen_kwargs"), rb.get("gen_kwargs"))
-    per_model = sa.spec.per_model_settings
+    per_model = sa.spec.pairing.per_model_settings
     reasons += _differing("benchmark settings", _without(sa.settings, per_model), _without(sb.settings, per_model))
     # Prompts differ by design where each model's own chat template renders them, or a per-model setting (MillerQA's
     # model label) shuffles them: not compared then.
@@ -205,10 +206,10 @@ def compare_section(
     reasons = reasons_not_comparable(a, b, name, paired)
     metric = sa.spec.compared_metric
     out: dict[str, Any] = {
-        "metric": metric,
+        "metric": None if metric is None else metric.value,
         # Each run's own number (over all its items, as its report gives it), beside the paired difference.
-        "a_estimate": sa.numbers.get(metric) if metric else None,
-        "b_estimate": sb.numbers.get(metric) if metric else None,
+        "a_estimate": None if metric is None else sa.numbers.get(metric.value),
+        "b_estimate": None if metric is None else sb.numbers.get(metric.value),
         "test": test_name(sa),
         "comparable": not reasons,
         "reasons": reasons,
@@ -230,7 +231,7 @@ def compare_section(
     discordant = discordant_items(sa, sb, paired) if discordant is None else discordant
     a_only, b_only = len(discordant.a_only_correct.a), len(discordant.b_only_correct.a)
     out.update(a_only_correct=a_only, b_only_correct=b_only, detectable=power.detectable(n_shared, a_only, b_only))
-    if metric.endswith("_micro"):
+    if metric.average is Average.MICRO:
         difference = stats.paired_proportion_difference(a_only, b_only, n_shared).as_dict()
         out.update(difference=difference)
         if out["comparable"]:
@@ -277,7 +278,7 @@ def compare_runs(a: ScoredRun, b: ScoredRun) -> dict[str, Any]:
             sections[name] = not_compared(f"only {'A' if name in a.sections else 'B'} ran this section")
         elif a.sections[name].spec.compared_metric is None:
             sections[name] = not_compared(
-                f"no paired comparison for the headline metric {a.sections[name].spec.headline.value!r}"
+                f"no paired comparison for the headline metric {a.sections[name].spec.report.headline.value!r}"
             )
         else:
             sections[name] = compare_section(a, b, name)

@@ -195,7 +195,7 @@ def build(run_paths: Sequence[str | os.PathLike]) -> tuple[dict[str, Any], Disag
         section = present[0][1].sections[name]
         spec = section.spec
         unavailable = (
-            f"no paired comparison for the headline metric {spec.headline.value!r}"
+            f"no paired comparison for the headline metric {spec.report.headline.value!r}"
             if spec.compared_metric is None
             else None
         )
@@ -212,8 +212,8 @@ def build(run_paths: Sequence[str | os.PathLike]) -> tuple[dict[str, Any], Disag
         runs = {run_id: _entry(run.sections[name].numbers) for run_id, run in present}
         benchmarks[name] = {
             "title": spec.title,
-            "headline_metric": spec.headline.value,
-            "compared_metric": spec.compared_metric,
+            "headline_metric": spec.report.headline.value,
+            "compared_metric": section.numbers["compared_metric"],
             "test": test_name(section),
             "comparisons_unavailable": unavailable,
             "ranking": _ranking(runs),

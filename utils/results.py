@@ -41,7 +41,9 @@ from .runs import Run, load_run, run_info
 from .scoring import (
     HIGHEST_LOGLIKELIHOOD_TIED,
     INVALID,
+    AccuracyMetric,
     AccuracyOver,
+    Average,
     BenchmarkSpec,
     ConfidenceSource,
     Headline,
@@ -91,7 +93,7 @@ class Section:
 
     spec: BenchmarkSpec
     items: tuple[ScoredItem, ...]  # in (task, doc_id) order
-    keys: tuple[tuple, ...]  # spec.item_key of each item, in the same order
+    keys: tuple[tuple, ...]  # spec.pairing.item_key of each item, in the same order
     numbers: dict[str, Any]  # the section as report.json holds it
     compared: stats.Bootstrapped | None  # the spec's compared metric over these items, with its distribution
     settings: tuple[dict[str, Any], ...]  # every distinct set of score-moving settings among the samples
@@ -147,7 +149,7 @@ class ScoredRun:
             "generated_by": f"lm-eval-medical-tasks {__version__}",
             "run": self.provenance,
             "bootstrap": stats.bootstrap_description(
-                stratified_by={name: section.spec.stratify_by.value for name, section in self.sections.items()}
+                stratified_by={name: section.spec.report.stratify_by.value for name, section in self.sections.items()}
             ),
             "benchmarks": {name: section.numbers for name, section in self.sections.items()},
             "empty_tasks": list(self.empty_tasks),
@@ -359,7 +361,9 @@ def _estimate(
     return stats.bootstrap(statistic, len(items), strata=_strata(items, spec), outcomes=outcomes).as_dict()
 
 
-def _accuracy(metric: str, items: Sequence[ScoredItem], spec: BenchmarkSpec, correct: Sequence[float] | None = None):
+def _accuracy(
+    metric: AccuracyMetric, items: Sequence[ScoredItem], spec: BenchmarkSpec, correct: Sequence[float] | None = None
+):
     """An accuracy metric over ``items`` (``correct``: other per-item outcomes than the items' own)."""
     correct = [item.correct for item in items] if correct is None else correct
     return _estimate(metric_statistic(metric, items, correct), items, spec, outcomes=correct)
@@ -374,20 +378,15 @@ def _rate(values: Sequence[float], items: Sequence[ScoredItem], spec: BenchmarkS
 
 
 def metric_statistic(
-    metric: str, items: Sequence[ScoredItem], correct: Sequence[float] | None = None
+    metric: AccuracyMetric, items: Sequence[ScoredItem], correct: Sequence[float] | None = None
 ) -> stats.Statistic:
-    """The statistic of an accuracy metric (accuracy[_all]_micro / _macro) over ``items`` (``correct``: per-item
-    outcomes other than the items' own, e.g. a tie-break's).
-
-    ``accuracy_all_*`` counts unanswered (INVALID) items wrong; it equals ``accuracy_*`` for specs whose
-    accuracy is over all items.
-    """
+    """The statistic of an accuracy metric (micro or macro) over ``items`` (``correct``: per-item outcomes other
+    than the items' own, e.g. a tie-break's). Which items it is over is the caller's: all of them for
+    ``accuracy_all_*``, unanswered (INVALID) counted wrong."""
     correct = [item.correct for item in items] if correct is None else correct
-    if metric.endswith("_micro"):
+    if metric.average is Average.MICRO:
         return stats.mean_of(correct)
-    if metric.endswith("_macro"):
-        return stats.macro_mean_of(correct, [item.component for item in items])
-    raise ValueError(f"no statistic for the metric {metric!r}")
+    return stats.macro_mean_of(correct, [item.component for item in items])
 
 
 def compared_bootstrap(items: Sequence[ScoredItem], spec: BenchmarkSpec) -> stats.Bootstrapped | None:
@@ -406,20 +405,16 @@ def _accuracies(items: Sequence[ScoredItem], spec: BenchmarkSpec) -> dict[str, A
     ``accuracy_all_*`` (unanswered counted wrong) and the ``answered`` rate.
     """
 
-    def pair(group: Sequence[ScoredItem], prefix: str) -> dict[str, Any]:
-        if not group:
-            return {f"{prefix}_micro": None, f"{prefix}_macro": None}
-        return {
-            f"{prefix}_micro": _accuracy("accuracy_micro", group, spec),
-            f"{prefix}_macro": _accuracy("accuracy_macro", group, spec),
-        }
+    def pair(group: Sequence[ScoredItem], all_items: bool) -> dict[str, Any]:
+        metrics = [AccuracyMetric(average, all_items) for average in Average]
+        return {metric.value: _accuracy(metric, group, spec) if group else None for metric in metrics}
 
-    if spec.accuracy_over is AccuracyOver.ALL:
-        return pair(items, "accuracy")
+    if spec.report.accuracy_over is AccuracyOver.ALL:
+        return pair(items, all_items=False)
     answered = [item for item in items if item.pred != INVALID]
     return {
-        **pair(answered, "accuracy"),
-        **pair(items, "accuracy_all"),
+        **pair(answered, all_items=False),
+        **pair(items, all_items=True),
         "answered": _rate([float(i.pred != INVALID) for i in items], items, spec),
     }
 
@@ -462,13 +457,13 @@ def subset(coverage: Mapping[str, Mapping[str, Any]], spec: BenchmarkSpec) -> st
     ("2 of 5 specialties, 355 of 935 items", "100 of 500 items"): a figure marks such a number among published
     full-set ones. None: every published item was scored."""
     expected = [entry for name, entry in coverage.items() if name in spec.expected_counts]
-    published = spec.published_items or sum(spec.expected_counts.values())
-    if spec.published_items is None and all(entry["complete"] for entry in coverage.values()):
+    published = spec.protocol.published_items or sum(spec.expected_counts.values())
+    if spec.protocol.published_items is None and all(entry["complete"] for entry in coverage.values()):
         return None
     parts = []
     present = sum(entry["scored"] > 0 for entry in expected)
     if present < len(expected):
-        parts.append(f"{present} of {len(expected)} {spec.component_noun}")
+        parts.append(f"{present} of {len(expected)} {spec.report.component_noun}")
     parts.append(f"{sum(entry['scored'] for entry in coverage.values()):,} of {published:,} items")
     return ", ".join(parts)
 
@@ -484,14 +479,14 @@ def protocol_differences(
     settings (option shuffling, split, generation settings ...), and generation overrides."""
     reasons = []
     shots = provenance.get("n_shot") or {}
-    other_shots = {task: shots[task] for task in tasks if task in shots and shots[task] != spec.num_fewshot}
+    other_shots = {task: shots[task] for task in tasks if task in shots and shots[task] != spec.protocol.num_fewshot}
     if other_shots:
         reasons.append(
-            f"n-shot {', '.join(f'{t} {n}' for t, n in other_shots.items())} (the paper's: {spec.num_fewshot})"
+            f"n-shot {', '.join(f'{t} {n}' for t, n in other_shots.items())} (the paper's: {spec.protocol.num_fewshot})"
         )
     if provenance.get("system_instruction"):
         reasons.append("a system instruction was added (--system_instruction); the paper's prompt has none")
-    for name, paper_value in spec.paper_settings.items():
+    for name, paper_value in spec.protocol.settings.items():
         used = sorted({json.dumps(values.get(name), sort_keys=True, default=str) for values in settings})
         if used and used != [json.dumps(paper_value, sort_keys=True, default=str)]:
             reasons.append(f"setting {name} = {', '.join(used)} (the paper's: {json.dumps(paper_value)})")
@@ -504,19 +499,19 @@ def protocol_differences(
 
 
 def _paper_comparable(numbers: Mapping[str, Any], spec: BenchmarkSpec, protocol: Sequence[str]) -> dict[str, Any]:
-    if spec.headline is Headline.NONE:
+    if spec.report.headline is Headline.NONE:
         reasons = ["the paper's numbers are not an accuracy: see this benchmark's own section"]
         return {"metric": None, "value": None, "reasons": reasons, "reason": reasons[0]}
     reasons = []
-    if spec.separate_ranking:
-        reasons.append(spec.separate_ranking)
+    if spec.protocol.separate_ranking:
+        reasons.append(spec.protocol.separate_ranking)
     if not numbers["full_coverage"]:
         reasons.append("not every published item was scored (see coverage)")
     reasons += protocol
-    headline = numbers[spec.headline.value]
+    headline = numbers[spec.report.headline.value]
     comparable = not reasons and headline is not None
     return {
-        "metric": spec.headline.value,
+        "metric": spec.report.headline.value,
         "value": headline["value"] if comparable else None,
         "reasons": reasons,
         "reason": "all published items were scored with the paper's protocol"
@@ -535,7 +530,7 @@ def _group_entry(group: Sequence[ScoredItem], spec: BenchmarkSpec, extras_names:
         "accuracy": accuracies["accuracy_micro"],
         **(
             {"accuracy_all": accuracies["accuracy_all_micro"], "answered": accuracies["answered"]}
-            if spec.accuracy_over is AccuracyOver.ANSWERED
+            if spec.report.accuracy_over is AccuracyOver.ANSWERED
             else {}
         ),
         **{name: float(sum(i.extras[name] for i in group) / len(group)) for name in extras_names},
@@ -549,10 +544,10 @@ def _components(
 
 
 def _subgroups(items: Sequence[ScoredItem], spec: BenchmarkSpec) -> dict[str, Any]:
-    """Accuracy per subgroup (spec.subgroup_of), subgroups sorted by name."""
+    """Accuracy per subgroup (spec.beyond_accuracy.subgroup_of), subgroups sorted by name."""
     groups: dict[str, list[ScoredItem]] = {}
     for item in items:
-        groups.setdefault(str(spec.subgroup_of(item)), []).append(item)
+        groups.setdefault(str(spec.beyond_accuracy.subgroup_of(item)), []).append(item)
     return {name: _group_entry(groups[name], spec) for name in sorted(groups)}
 
 
@@ -561,24 +556,24 @@ def _paired_variants(items: Sequence[ScoredItem], spec: BenchmarkSpec) -> dict[s
     the questions both have. Correct is 0 or 1 per item, an unanswered item counting wrong (one denominator)."""
     by_variant: dict[str, dict[str, ScoredItem]] = {}
     for item in items:
-        variant = spec.paired_variant_of(item)
+        variant = spec.beyond_accuracy.paired_variant_of(item)
         if variant is not None:
             by_variant.setdefault(variant[0], {})[variant[1]] = item
-    reference = by_variant.get(spec.paired_reference)
+    reference = by_variant.get(spec.beyond_accuracy.paired_reference)
     if not by_variant:
         return None
-    metric = "accuracy_all" if spec.accuracy_over is AccuracyOver.ANSWERED else "accuracy"
+    metric = "accuracy_all" if spec.report.accuracy_over is AccuracyOver.ANSWERED else "accuracy"
     out: dict[str, Any] = {
-        "reference": spec.paired_reference,
+        "reference": spec.beyond_accuracy.paired_reference,
         "metric": metric,
         "method": f"{metric} of the variant minus the reference on the questions both have; percentile "
         "bootstrap over those questions (each resample draws questions, keeping both answers of each)",
         "variants": {},
     }
     if reference is None:
-        out["reason"] = f"no item of the reference variant {spec.paired_reference!r} was scored"
+        out["reason"] = f"no item of the reference variant {spec.beyond_accuracy.paired_reference!r} was scored"
         return out
-    for variant in sorted(set(by_variant) - {spec.paired_reference}):
+    for variant in sorted(set(by_variant) - {spec.beyond_accuracy.paired_reference}):
         keys = sorted(set(by_variant[variant]) & set(reference))
         entry: dict[str, Any] = {
             "n_pairs": len(keys),
@@ -611,9 +606,9 @@ def _calibration(items: Sequence[ScoredItem], spec: BenchmarkSpec) -> dict[str, 
     """ECE and Brier score with CIs (stratified as the headline), and the reliability bins (:mod:`.calibration`)."""
     forecasts = [item for item in items if item.forecast is not None]
     invalid = sum(item.pred == INVALID for item in items)
-    stated = spec.confidence_source is ConfidenceSource.STATED
+    stated = spec.beyond_accuracy.confidence_source is ConfidenceSource.STATED
     out: dict[str, Any] = {
-        "source": spec.confidence_source.value,
+        "source": spec.beyond_accuracy.confidence_source.value,
         "confidence": "the stated confidence / 100 of the selected answer (answered items only)"
         if stated
         else "the softmax probability, over the choices' log-likelihoods, of the predicted choice",
@@ -659,7 +654,7 @@ def _component_groups(
     items: Sequence[ScoredItem], by_component: Mapping[str, Sequence[ScoredItem]], spec: BenchmarkSpec
 ) -> dict[str, Any]:
     out = {}
-    for name, members in spec.component_groups.items():
+    for name, members in spec.report.component_groups.items():
         group = [item for item in items if item.component in members]
         if group:
             out[name] = {
@@ -673,7 +668,7 @@ def _component_groups(
 
 def _classes(items: Sequence[ScoredItem], spec: BenchmarkSpec) -> dict[str, Any]:
     """Per-class scores, macro-F1 and the confusion matrix (gold rows; predicted columns end in INVALID)."""
-    labels = list(spec.labels)
+    labels = list(spec.report.labels)
     pred_labels = labels + sorted({i.pred for i in items} - set(labels) - {INVALID}) + [INVALID]
     gold, pred = [i.gold for i in items], [i.pred for i in items]
     matrix = stats.confusion_matrix(gold, pred, labels, pred_labels)
@@ -698,10 +693,10 @@ def _distinct_settings(run: Run, spec: BenchmarkSpec) -> tuple[dict[str, Any], .
 
 def _caveats(run: Run, spec: BenchmarkSpec) -> list[str]:
     """Every distinct caveat the spec gives for the section's logged docs (e.g. labels that are not gold)."""
-    if spec.caveat_of is None:
+    if spec.protocol.caveat_of is None:
         return []
     found = (
-        spec.caveat_of(sample["doc"])
+        spec.protocol.caveat_of(sample["doc"])
         for task in sorted(t for t in run.samples if spec.owns(t))
         for sample in run.samples[task]
         if isinstance(sample.get("doc"), Mapping)
@@ -743,13 +738,13 @@ def _ties(items: Sequence[ScoredItem], spec: BenchmarkSpec, headline: Mapping[st
         "expected": None,
         "could_move_headline": False,
     }
-    if spec.headline is Headline.NONE or headline is None:
+    if spec.report.headline is Headline.NONE or headline is None:
         return {"ties": out}
-    group = items if spec.accuracy_over is AccuracyOver.ALL else [item for item in items if item.pred != INVALID]
+    group = items if spec.report.accuracy_over is AccuracyOver.ALL else [item for item in items if item.pred != INVALID]
     lowest, highest, expected = zip(*(tie_outcomes(item) for item in group), strict=True)
-    metric = spec.headline.value
+    metric = spec.report.headline.metric
     out.update(
-        metric=metric,
+        metric=metric.value,
         lowest=_accuracy(metric, group, spec, lowest),
         highest=_accuracy(metric, group, spec, highest),
         expected=_estimate(metric_statistic(metric, group, expected), group, spec),
@@ -764,9 +759,9 @@ def _detectable(numbers: Mapping[str, Any], spec: BenchmarkSpec) -> dict[str, An
     """The smallest difference a paired comparison over these items could find against a hypothetical model of the
     same accuracy (on the compared metric's items, with independent errors: :mod:`.power`); None: no comparison."""
     metric = spec.compared_metric
-    if metric is None or not isinstance(numbers.get(metric), Mapping):
+    if metric is None or not isinstance(numbers.get(metric.value), Mapping):
         return None
-    return power.detectable_against_equal(numbers["n_items"], numbers[metric]["value"])
+    return power.detectable_against_equal(numbers["n_items"], numbers[metric.value]["value"])
 
 
 def _generative(run: Run, tasks: Sequence[str]) -> bool:
@@ -795,9 +790,9 @@ def score_section(
         "tasks": tasks,
         "n_items": len(items),
         "n_invalid": sum(item.pred == INVALID for item in items),
-        "accuracy_over": spec.accuracy_over.value,
-        "headline_metric": spec.headline.value,
-        "compared_metric": spec.compared_metric,
+        "accuracy_over": spec.report.accuracy_over.value,
+        "headline_metric": spec.report.headline.value,
+        "compared_metric": None if spec.compared_metric is None else spec.compared_metric.value,
         **_accuracies(items, spec),
         "rates": {name: _rate([item.extras[name] for item in items], items, spec) for name in extras_names},
         "components": _components(by_component, spec, extras_names),
@@ -805,34 +800,34 @@ def score_section(
         "full_coverage": all(entry["complete"] for entry in coverage.values()),
         "subset": subset(coverage, spec),
         "paper_comparable": None,
-        "reference": {model: dict(values) for model, values in spec.reference.items()},
+        "reference": {model: dict(values) for model, values in spec.protocol.reference.items()},
         "published_headlines": spec.published_headlines(),
-        "notes": list(spec.notes),
+        "notes": list(spec.report.notes),
         "items": {"file": items_file(spec.name), "n": len(items), "fields": list(ITEM_FIELDS)},
     }
-    numbers.update(_ties(items, spec, numbers.get(spec.headline.value)))
+    numbers.update(_ties(items, spec, numbers.get(spec.report.headline.value)))
     numbers["detectable"] = _detectable(numbers, spec)
     numbers["caveats"] = _caveats(run, spec)
     numbers["paper_comparable"] = _paper_comparable(
         numbers, spec, numbers["caveats"] + protocol_differences(spec, tasks, provenance, settings, generative)
     )
-    if spec.component_groups:
+    if spec.report.component_groups:
         numbers["component_groups"] = _component_groups(items, by_component, spec)
-    if spec.labels:
+    if spec.report.labels:
         numbers.update(_classes(items, spec))
-    if spec.subgroup_of is not None:
+    if spec.beyond_accuracy.subgroup_of is not None:
         numbers["subgroups"] = _subgroups(items, spec)
-    if spec.paired_variant_of is not None:
+    if spec.beyond_accuracy.paired_variant_of is not None:
         paired = _paired_variants(items, spec)
         if paired is not None:
             numbers["paired_variants"] = paired
-    if spec.confidence_source is not None:
+    if spec.beyond_accuracy.confidence_source is not None:
         numbers["calibration"] = _calibration(items, spec)
     if generative:
         numbers["reply_lengths"] = _reply_lengths(run, spec, provenance, [] if counter is None else counter)
     if spec.extra_section is not None:
         numbers["extra"] = dict(spec.extra_section(run))
-    keys = tuple(spec.item_key(item) for item in items)
+    keys = tuple(spec.pairing.item_key(item) for item in items)
     repeated = [key for key, count in Counter(keys).items() if count > 1]
     if repeated:
         raise DataError(

@@ -139,7 +139,7 @@ def _section(spec, entry: Mapping[str, Any]) -> Section:
         compared = stats.Bootstrapped(
             stats.Estimate(**compared["estimate"]), np.asarray(compared["distribution"], dtype=float)
         )
-    keys = tuple(spec.item_key(item) for item in items)
+    keys = tuple(spec.pairing.item_key(item) for item in items)
     settings = tuple(dict(setting) for setting in entry["settings"])
     return Section(spec, items, keys, dict(entry["numbers"]), compared, settings, bool(entry["generative"]))
 

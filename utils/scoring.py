@@ -10,14 +10,13 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import Enum
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
-from .calibration import Forecast
-
 if TYPE_CHECKING:
+    from .calibration import Forecast
     from .runs import Run
 
 INVALID = "INVALID"
@@ -35,12 +34,44 @@ class Stratum(Enum):
     GOLD = "gold"
 
 
+class Average(Enum):
+    """How an accuracy averages: MICRO pools the items, MACRO is the unweighted mean of the component accuracies."""
+
+    MICRO = "micro"
+    MACRO = "macro"
+
+
+@dataclass(frozen=True)
+class AccuracyMetric:
+    """An accuracy metric of a section, as report.json names it (:attr:`value`): ``accuracy_<average>``, over the
+    items the spec's accuracy counts, or with ``all_items`` ``accuracy_all_<average>``, over every item with the
+    unanswered ones counted wrong (reported beside the accuracy of a spec with AccuracyOver.ANSWERED)."""
+
+    average: Average
+    all_items: bool = False
+
+    @property
+    def value(self) -> str:
+        return f"accuracy_{'all_' if self.all_items else ''}{self.average.value}"
+
+
 class Headline(Enum):
     """The paper's number. NONE: it is no accuracy; the benchmark's own numbers are its ``extra_section``."""
 
     ACCURACY_MACRO = "accuracy_macro"
     ACCURACY_MICRO = "accuracy_micro"
     NONE = "none"
+
+    @property
+    def metric(self) -> AccuracyMetric | None:
+        """The accuracy metric the headline is; None for NONE."""
+        return _HEADLINE_METRICS.get(self)
+
+
+_HEADLINE_METRICS = {
+    Headline.ACCURACY_MACRO: AccuracyMetric(Average.MACRO),
+    Headline.ACCURACY_MICRO: AccuracyMetric(Average.MICRO),
+}
 
 
 class ConfidenceSource(Enum):
@@ -94,6 +125,9 @@ class ScoredItem:
     forecast: Forecast | None = None  # confidence in the answer, for calibration; None: no answer or no confidence
 
 
+# How a benchmark re-scores one logged sample of a task: (task, sample) -> its item.
+ScoreSample = Callable[[str, Mapping[str, Any]], ScoredItem]
+
 # An id field's integer beyond this many digits is no id (and str() of a huge int raises).
 _ID_DIGITS = 18
 
@@ -127,56 +161,59 @@ _REFERENCE_KEYS = {
 
 
 @dataclass(frozen=True)
-class BenchmarkSpec:
-    name: str
-    title: str
-    task_prefix: str
-    score_sample: Callable[[str, Mapping[str, Any]], ScoredItem]
-    expected_counts: Mapping[str, int]  # component -> items in the published benchmark
-    labels: Sequence[str] | None = None  # gold classes (confusion-matrix rows); None: no class table
-    stratify_by: Stratum = Stratum.COMPONENT
+class Report:
+    """How the report forms and shows a section's numbers."""
+
     headline: Headline = Headline.ACCURACY_MACRO
-    reference: Mapping[str, Mapping[str, float]] = field(default_factory=dict)  # published numbers
-    notes: Sequence[str] = ()
-    # The tasks this spec reports; None: every task named task_prefix or task_prefix_*.
-    task_names: frozenset[str] | None = None
     accuracy_over: AccuracyOver = AccuracyOver.ALL
+    stratify_by: Stratum = Stratum.COMPONENT  # what every bootstrap resample keeps fixed
+    labels: Sequence[str] | None = None  # gold classes (confusion-matrix rows); None: no class table
     # Named sets of components (e.g. competency dimensions), each reported with its own accuracies.
     component_groups: Mapping[str, Sequence[str]] = field(default_factory=dict)
-    # The settings that can move a score, read from one logged sample (e.g. the shuffle seed and model
-    # label its doc was built with); the report lists every distinct value in its run section.
-    settings_of: Callable[[Mapping[str, Any]], Mapping[str, Any]] | None = None
-    # Numbers the report cannot form from ScoredItems (e.g. FActBench's fact-check table, rebuilt from the
-    # factbench-check folder beside the run): extra_section(run) is kept as the benchmark's "extra" in
-    # report.json, and extra_markdown(extra) gives the lines its Markdown section ends with.
-    extra_section: Callable[[Run], Mapping[str, Any]] | None = None
-    extra_markdown: Callable[[Mapping[str, Any]], Sequence[str]] | None = None
-    # What pairs an item of one run with the same item of another (e.g. MillerQA's item id, since its doc
-    # and doc hash change with the model label).
-    item_key: Callable[[ScoredItem], tuple] = default_item_key
-    # The logged doc's fields that name an item in the benchmark's source data (its ScoredItem.item_id, the values
-    # joined by "/"), e.g. ("pubid",); empty: the source has no id.
-    item_id_fields: Sequence[str] = ()
-    # What its components are, in a reader's words ("2 of 5 specialties"), and how many items the published numbers
-    # are over when that is not the sum of expected_counts (a frozen subset of a published set: PubMedQA's 100 of 500).
+    # What the components are, in a reader's words ("2 of 5 specialties").
     component_noun: str = "components"
-    published_items: int | None = None
-    # The paper's protocol, for paper_comparable: its number of shots, and the values of settings_of that it uses
-    # (e.g. MedExQA's {"shuffle": False}); a run with anything else is not paper-comparable.
+    notes: Sequence[str] = ()
+
+
+@dataclass(frozen=True)
+class RunPairing:
+    """How an item of one run is paired with the same item of another, and which setting differences keep two
+    runs comparable."""
+
+    # What makes two runs' items the same item (e.g. MillerQA's item id, since its doc and doc hash change with
+    # the model label).
+    item_key: Callable[[ScoredItem], tuple] = default_item_key
+    # Settings that differ between models by the protocol's design (MillerQA shuffles options per model label):
+    # two runs that differ in them are still comparable, and their prompts differ by design.
+    per_model_settings: frozenset[str] = frozenset()
+
+
+@dataclass(frozen=True)
+class Protocol:
+    """The paper's numbers and protocol: a run with anything else is not paper-comparable."""
+
+    reference: Mapping[str, Mapping[str, float]] = field(default_factory=dict)  # published numbers, per model
     num_fewshot: int = 0
-    paper_settings: Mapping[str, Any] = field(default_factory=dict)
+    # The values of BenchmarkSpec.settings_of that the paper uses (e.g. MedExQA's {"shuffle": False}).
+    settings: Mapping[str, Any] = field(default_factory=dict)
+    # How many items the published numbers are over when that is not the sum of expected_counts (a frozen subset
+    # of a published set: PubMedQA's 100 of 500).
+    published_items: int | None = None
     # Why this section is never paper-comparable (e.g. a frozen subset is a ranking of its own); None: it can be.
     separate_ranking: str | None = None
     # A sentence to show next to the number when a logged doc's label is not a gold label (e.g. a demo file
     # labelled with a model's predictions); None for a gold label. Such a section is never paper-comparable.
     caveat_of: Callable[[Mapping[str, Any]], str | None] | None = None
-    # Settings that differ between models by the protocol's design (MillerQA shuffles options per model label):
-    # two runs that differ in them are still comparable, and their prompts differ by design.
-    per_model_settings: frozenset[str] = frozenset()
-    # Where the items' confidences come from (ScoredItem.forecast); None: the section has no calibration.
+
+
+@dataclass(frozen=True)
+class BeyondAccuracy:
+    """What the report measures besides accuracy; each None: not measured."""
+
+    # Where the items' confidences come from (ScoredItem.forecast), for calibration.
     confidence_source: ConfidenceSource | None = None
     # The subcategory each item carries (e.g. an item's own category within its component), reported as
-    # accuracy per subgroup; None: none beyond the components.
+    # accuracy per subgroup.
     subgroup_of: Callable[[ScoredItem], str] | None = None
     # Items answered in several variants of one question (e.g. one question in several languages): (variant,
     # question key) of an item, None for the others; each variant is compared with paired_reference on the
@@ -184,21 +221,52 @@ class BenchmarkSpec:
     paired_variant_of: Callable[[ScoredItem], tuple[str, str] | None] | None = None
     paired_reference: str | None = None
 
+
+@dataclass(frozen=True)
+class BenchmarkSpec:
+    """One report section: the tasks it owns, how a logged sample is scored, and its four parts."""
+
+    name: str
+    title: str
+    score_sample: ScoreSample
+    expected_counts: Mapping[str, int]  # component -> items in the published benchmark
+    # The tasks this spec reports: exactly one of task_names, or every task named task_prefix or task_prefix_*.
+    task_names: frozenset[str] | None = None
+    task_prefix: str | None = None
+    # The settings that can move a score, read from one logged sample (e.g. the shuffle seed and model
+    # label its doc was built with); the report lists every distinct value in its run section.
+    settings_of: Callable[[Mapping[str, Any]], Mapping[str, Any]] | None = None
+    # The logged doc's fields that name an item in the benchmark's source data (its ScoredItem.item_id, the values
+    # joined by "/"), e.g. ("pubid",); empty: the source has no id.
+    item_id_fields: Sequence[str] = ()
+    # Numbers the report cannot form from ScoredItems (e.g. FActBench's fact-check table, rebuilt from the
+    # factbench-check folder beside the run): extra_section(run) is kept as the benchmark's "extra" in
+    # report.json, and extra_markdown(extra) gives the lines its Markdown section ends with.
+    extra_section: Callable[[Run], Mapping[str, Any]] | None = None
+    extra_markdown: Callable[[Mapping[str, Any]], Sequence[str]] | None = None
+    report: Report = field(default_factory=Report)
+    pairing: RunPairing = field(default_factory=RunPairing)
+    protocol: Protocol = field(default_factory=Protocol)
+    beyond_accuracy: BeyondAccuracy = field(default_factory=BeyondAccuracy)
+
+    def __post_init__(self) -> None:
+        if (self.task_names is None) == (self.task_prefix is None):
+            raise ValueError(f"report spec {self.name!r}: give exactly one of task_names and task_prefix")
+
     @property
-    def compared_metric(self) -> str | None:
+    def compared_metric(self) -> AccuracyMetric | None:
         """The metric two runs are compared on: the headline, over all items (a paired test needs one denominator
         for both runs, so with AccuracyOver.ANSWERED it is accuracy_all_*, unanswered items counted wrong)."""
-        if self.headline is Headline.NONE:
+        metric = self.report.headline.metric
+        if metric is None:
             return None
-        if self.accuracy_over is AccuracyOver.ANSWERED:
-            return self.headline.value.replace("accuracy_", "accuracy_all_", 1)
-        return self.headline.value
+        return replace(metric, all_items=self.report.accuracy_over is AccuracyOver.ANSWERED)
 
     def published_headlines(self) -> dict[str, float]:
         """Each published model's number for the headline metric (a paper's "macro" is our accuracy_macro)."""
-        names = _REFERENCE_KEYS.get(self.headline, ())
+        names = _REFERENCE_KEYS.get(self.report.headline, ())
         out = {}
-        for model, numbers in self.reference.items():
+        for model, numbers in self.protocol.reference.items():
             value = next((numbers[key] for key in names if isinstance(numbers.get(key), (int, float))), None)
             if value is not None:
                 out[str(model)] = float(value)
@@ -207,14 +275,14 @@ class BenchmarkSpec:
     def owns(self, task: str) -> bool:
         if self.task_names is not None:
             return task in self.task_names
-        return task == self.task_prefix or task.startswith(self.task_prefix + "_")
+        return task == self.task_prefix or task.startswith(f"{self.task_prefix}_")
 
     def item_id_of(self, sample: Mapping[str, Any]) -> str | None:
         """The item id of a logged sample (:func:`source_item_id` of its doc)."""
         return source_item_id(sample.get("doc"), self.item_id_fields)
 
     def stratum_of(self, item: ScoredItem) -> str:
-        return item.gold if self.stratify_by is Stratum.GOLD else item.component
+        return item.gold if self.report.stratify_by is Stratum.GOLD else item.component
 
 
 def logged_arguments(sample: Mapping[str, Any]) -> list[tuple[Any, ...]]:

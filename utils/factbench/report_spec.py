@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from ..runs import Run
-from ..scoring import INVALID, BenchmarkSpec, Headline, ScoredItem, Stratum, logged_reply, scored_item
+from ..scoring import INVALID, BenchmarkSpec, Headline, Protocol, Report, ScoredItem, logged_reply, scored_item
 from .constants import BENCHMARK, PUBLISHED_COUNTS, PUBLISHED_NUMBERS, TASK_NAMES, TASKS, task_component
 from .parsing import score_generation
 from .records import CHECK_FILE, CHECK_FOLDER, read_check_folder
@@ -161,24 +161,24 @@ REPORT_SPECS = (
     BenchmarkSpec(
         name=BENCHMARK,
         title="FActBench",
-        task_prefix=BENCHMARK,
+        task_names=frozenset(TASK_NAMES.values()),
         score_sample=score_sample,
         expected_counts=PUBLISHED_COUNTS,
-        stratify_by=Stratum.COMPONENT,
-        headline=Headline.NONE,
-        reference=_reference(),
-        notes=(
-            "FActBench has no accuracy: its scores are the fact-check's (CoT, NLI, UnVot; python -m lm_eval_tasks "
-            "factbench-check). Here 'accuracy' is the share of non-empty replies; the rates are words per reply and "
-            "empty replies.",
-            "Published numbers are percentages. Table 2's grounding-only block is no target: in 16 of its 24 cells "
-            "UnVot exceeds min(CoT, NLI), which a per-fact AND of the same decisions cannot give (README).",
-        ),
-        task_names=frozenset(TASK_NAMES.values()),
         settings_of=settings_of,
-        component_noun="tasks",
         item_id_fields=("id",),  # the source's id (a summarisation row's, a BioASQ question's), unique per task
         extra_section=factcheck_section,
         extra_markdown=factcheck_markdown,
+        report=Report(
+            headline=Headline.NONE,
+            component_noun="tasks",
+            notes=(
+                "FActBench has no accuracy: its scores are the fact-check's (CoT, NLI, UnVot; python -m lm_eval_tasks "
+                "factbench-check). Here 'accuracy' is the share of non-empty replies; the rates are words per reply "
+                "and empty replies.",
+                "Published numbers are percentages. Table 2's grounding-only block is no target: in 16 of its 24 "
+                "cells UnVot exceeds min(CoT, NLI), which a per-fact AND of the same decisions cannot give (README).",
+            ),
+        ),
+        protocol=Protocol(reference=_reference()),
     ),
 )

@@ -6,17 +6,20 @@ Each logged sample is re-scored with the function its task's ``process_results``
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .. import calibration
 from ..scoring import (
     INVALID,
     BenchmarkSpec,
+    BeyondAccuracy,
     ConfidenceSource,
     Headline,
+    Protocol,
+    Report,
     ScoredItem,
-    Stratum,
+    ScoreSample,
     logged_loglikelihoods,
     logged_reply,
     scored_item,
@@ -93,38 +96,45 @@ _COMMON_NOTES = (
     "Scores are the paper's only on the test split with the original option order (see the run's settings).",
 )
 
-REPORT_SPECS = (
-    BenchmarkSpec(
-        name="medexqa_logit",
-        title="MedExQA, log-likelihood protocol",
-        task_prefix="medexqa_logit",
-        task_names=frozenset(f"medexqa_logit_{code.lower()}" for code in SPECIALTIES),
-        score_sample=score_logit_sample,
+
+def _spec(
+    name: str, title: str, score: ScoreSample, protocol: str, notes: Sequence[str], beyond: BeyondAccuracy
+) -> BenchmarkSpec:
+    """One protocol's section: its tasks (one per specialty) scored as the paper scores that protocol."""
+    return BenchmarkSpec(
+        name=name,
+        title=title,
+        task_names=frozenset(f"{name}_{code.lower()}" for code in SPECIALTIES),
+        score_sample=score,
         expected_counts=PUBLISHED_COUNTS["test"],
-        labels=LETTERS,
-        stratify_by=Stratum.COMPONENT,
-        headline=Headline.ACCURACY_MACRO,
-        reference=PUBLISHED_NUMBERS[LOGIT],
-        notes=_COMMON_NOTES + ("The answer is the letter with the highest log-likelihood after 'Answer:'.",),
         settings_of=settings_of,
-        paper_settings=PAPER_SETTINGS,
         item_id_fields=ITEM_ID_FIELDS,
-        component_noun="specialties",
-        confidence_source=ConfidenceSource.CHOICE_PROBABILITIES,
+        report=Report(
+            headline=Headline.ACCURACY_MACRO,
+            labels=LETTERS,
+            component_noun="specialties",
+            notes=(*_COMMON_NOTES, *notes),
+        ),
+        protocol=Protocol(reference=PUBLISHED_NUMBERS[protocol], settings=PAPER_SETTINGS),
+        beyond_accuracy=beyond,
+    )
+
+
+REPORT_SPECS = (
+    _spec(
+        "medexqa_logit",
+        "MedExQA, log-likelihood protocol",
+        score_logit_sample,
+        LOGIT,
+        ("The answer is the letter with the highest log-likelihood after 'Answer:'.",),
+        BeyondAccuracy(confidence_source=ConfidenceSource.CHOICE_PROBABILITIES),
     ),
-    BenchmarkSpec(
-        name="medexqa",
-        title="MedExQA, generation protocol",
-        task_prefix="medexqa",
-        task_names=frozenset(f"medexqa_{code.lower()}" for code in SPECIALTIES),
-        score_sample=score_generation_sample,
-        expected_counts=PUBLISHED_COUNTS["test"],
-        labels=LETTERS,
-        stratify_by=Stratum.COMPONENT,
-        headline=Headline.ACCURACY_MACRO,
-        reference=PUBLISHED_NUMBERS[GENERATION],
-        notes=_COMMON_NOTES
-        + (
+    _spec(
+        "medexqa",
+        "MedExQA, generation protocol",
+        score_generation_sample,
+        GENERATION,
+        (
             "Letters are read from the reply only (think blocks removed) with the authors' cascade; INVALID "
             "(unclosed think block, empty reply, or nothing to match) is counted wrong.",
             "answered is the share of replies with a usable letter (not INVALID).",
@@ -132,9 +142,6 @@ REPORT_SPECS = (
             "the authors' script would score, since it extracted from the prompt followed by the reply.",
             "Explanation scores: python -m lm_eval_tasks medexqa-explanations OUTPUT_PATH.",
         ),
-        settings_of=settings_of,
-        paper_settings=PAPER_SETTINGS,
-        item_id_fields=ITEM_ID_FIELDS,
-        component_noun="specialties",
+        BeyondAccuracy(),
     ),
 )

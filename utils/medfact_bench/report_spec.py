@@ -5,7 +5,16 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..scoring import BenchmarkSpec, Headline, ScoredItem, Stratum, logged_generation_kwargs, logged_reply, scored_item
+from ..scoring import (
+    BenchmarkSpec,
+    Headline,
+    Protocol,
+    Report,
+    ScoredItem,
+    logged_generation_kwargs,
+    logged_reply,
+    scored_item,
+)
 from .constants import BENCHMARK, LABELS, MAX_NEW_TOKENS, PUBLISHED_COUNTS, PUBLISHED_NUMBERS
 from .demo_data import demo_label_note
 from .parsing import SCORE_BLOCK, score_reply
@@ -57,21 +66,22 @@ REPORT_SPECS = (
         task_prefix=BENCHMARK,
         score_sample=score_sample,
         expected_counts=PUBLISHED_COUNTS,
-        labels=LABELS,
-        stratify_by=Stratum.COMPONENT,
-        headline=Headline.ACCURACY_MACRO,
-        reference=PUBLISHED_NUMBERS,
-        notes=(
-            "accuracy_macro is the paper's primary metric: the unweighted mean of the five component accuracies.",
-            "INVALID (no valid <score>...</score>) is counted wrong and kept in every denominator.",
-            "The whole reply is scored; paper_generation in the run section is false when the logged requests had a "
-            "stop string, another token budget or sampling (a stop at </score> makes every reply INVALID: backends "
-            "strip the stop string and the closing tag is required).",
-        ),
         settings_of=generation_settings,
-        paper_settings={"paper_generation": True},
-        caveat_of=lambda doc: demo_label_note(doc),
         # The hub file has no id column: an item is its component and its 0-based row in the file (loader.py).
         item_id_fields=("dataset", "row"),
+        report=Report(
+            headline=Headline.ACCURACY_MACRO,
+            labels=LABELS,
+            notes=(
+                "accuracy_macro is the paper's primary metric: the unweighted mean of the five component accuracies.",
+                "INVALID (no valid <score>...</score>) is counted wrong and kept in every denominator.",
+                "The whole reply is scored; paper_generation in the run section is false when the logged requests "
+                "had a stop string, another token budget or sampling (a stop at </score> makes every reply INVALID: "
+                "backends strip the stop string and the closing tag is required).",
+            ),
+        ),
+        protocol=Protocol(
+            reference=PUBLISHED_NUMBERS, settings={"paper_generation": True}, caveat_of=lambda doc: demo_label_note(doc)
+        ),
     ),
 )

@@ -5,16 +5,20 @@ The notes and CIs are described in lm_eval_tasks/pubmedqa_atlas/README.md ("Metr
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .. import calibration
 from ..calibration import Forecast
 from ..scoring import (
     BenchmarkSpec,
+    BeyondAccuracy,
     ConfidenceSource,
     Headline,
+    Protocol,
+    Report,
     ScoredItem,
+    ScoreSample,
     Stratum,
     logged_loglikelihoods,
     logged_reply,
@@ -22,8 +26,6 @@ from ..scoring import (
 )
 from .constants import LABELS, PUBLISHED_NUMBERS, SUBSET_SIZES, SUBSETS
 from .parsing import Verdict, score_choice, score_generation
-
-ScoreSample = Callable[[str, Mapping[str, Any]], ScoredItem]
 
 
 def _item(
@@ -89,20 +91,19 @@ def _spec(
     return BenchmarkSpec(
         name=name,
         title=title,
-        task_prefix=task,
         task_names=frozenset({task}),
         score_sample=score,
         expected_counts={component: size},
-        labels=LABELS,
-        stratify_by=Stratum.GOLD,
-        headline=Headline.ACCURACY_MICRO,
-        reference={model: dict(numbers) for model, numbers in PUBLISHED_NUMBERS.items()},
-        notes=(*notes, *_COMMON_NOTES),
-        separate_ranking=separate_ranking,
-        published_items=published_items,
-        confidence_source=confidence_source,
-        subgroup_of=_gold_answer,
         item_id_fields=("pubid",),
+        report=Report(
+            headline=Headline.ACCURACY_MICRO, stratify_by=Stratum.GOLD, labels=LABELS, notes=(*notes, *_COMMON_NOTES)
+        ),
+        protocol=Protocol(
+            reference={model: dict(numbers) for model, numbers in PUBLISHED_NUMBERS.items()},
+            published_items=published_items,
+            separate_ranking=separate_ranking,
+        ),
+        beyond_accuracy=BeyondAccuracy(confidence_source=confidence_source, subgroup_of=_gold_answer),
     )
 
 
