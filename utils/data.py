@@ -410,7 +410,8 @@ def refuse_lone_surrogates(value: Any, where: str) -> None:
         where += f", row {path[0] + 1}"
         path = path[1:]
     if path:
-        field = str(path[0]) + "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in path[1:])
+        # 1-based list positions, as every other field name of a row gives them (snippets[2].text)
+        field = str(path[0]) + "".join(f"[{part + 1}]" if isinstance(part, int) else f".{part}" for part in path[1:])
         where += f", field '{field}'"
     code = next(ord(char) for char in text if 0xD800 <= ord(char) <= 0xDFFF)
     raise DataError(
