@@ -49,4 +49,9 @@ SHAPES = {
     "long s": lambda size: pad("", "yeſ anſwer iſ ", "", size),
     "whitespace only": lambda size: pad("", " \n\t", "", size),
     "raw newlines in repeated strings": lambda size: pad("", '{"selected_answer": "A\n", ', "", size),
+    "partial score tags": lambda size: pad("", "<score", "", size),
+    "score tags, closing tags cut": lambda size: pad("", "<score></score", "", size),
+    "judge score of many digits": lambda size: pad("<score>", "1", "</score>", size),
+    "line separators after answer": lambda size: pad("answer", "\u2028", "yes", size),
+    "escapes in a never-closed answer": lambda size: pad('{"selected_answer": "', "\\u00", "", size),
 }

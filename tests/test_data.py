@@ -103,6 +103,16 @@ def test_malformed_jsonl_line_is_named(tmp_path, small_rows):
         loader.load(str(tmp_path))
 
 
+def test_a_lone_surrogate_escape_is_named_by_file_line_and_field(tmp_path, small_rows):
+    """json decodes "\\ud800" to a code point no UTF-8 prompt, tokenizer or samples file takes."""
+    path = write_jsonl(small_rows, tmp_path / "medfact_bench" / "x.jsonl")
+    lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
+    lines[3] = lines[3].replace('"claim": "', '"claim": "\\udc80', 1)
+    path.write_text("\n" + "".join(lines), encoding="utf-8")  # a blank line first: lines, not rows, are named
+    with pytest.raises(DataError, match=r"x\.jsonl, line 5, field 'claim': holds a lone surrogate \(\\udc80\)"):
+        loader.load(str(tmp_path))
+
+
 def write_csv(path, rows, encoding="utf-8"):
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("w", newline="", encoding=encoding) as handle:

@@ -41,6 +41,20 @@ PIECES = [
     "\ud800",
     "\x00",
     "é",
+    # look-alikes and separators: a long s folds to "s" and a fullwidth A is no A; U+2028/2029/0085 end lines
+    "ſ",
+    "Ａ",
+    "\u2028",
+    "\u2029",
+    "\x85",
+    # cut tags, escapes, and numbers json reads specially
+    "<score",
+    "</think",
+    "\\u00",
+    "```json",
+    '"confidence"',
+    "1e999",
+    "NaN",
 ]
 replies = st.one_of(st.text(), st.lists(st.sampled_from(PIECES), max_size=40).map("".join))
 

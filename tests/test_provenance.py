@@ -209,3 +209,32 @@ def test_a_count_the_results_file_does_not_record_is_not_checked(tmp_path, n_sam
     results["n-samples"] = n_samples
     results_file.write_text(json.dumps(results), encoding="utf-8")
     assert len(load_run(run).samples["medfact_bench_scifact"]) == 2
+
+
+def test_credentials_in_any_recorded_field_are_masked_in_the_provenance():
+    """model_args is not the only hostile field: a revision, a device, a task's hash or name can hold a key too."""
+    run_key, shaped = "Rk5-run-own-key-0x9", "ghp_" + "a1B2c3D4e5" * 4
+    info = run_info(
+        run_of(
+            {
+                "config": {
+                    "model": f"hf {shaped}",
+                    "model_args": f"pretrained=m,api_key={run_key}",
+                    "model_revision": run_key,
+                    "model_sha": f"Bearer {run_key}",
+                    "device": f"cuda?sig={run_key}",
+                    "batch_size": [run_key],
+                },
+                "lm_eval_version": shaped,
+                "task_hashes": {"medfact_bench_scifact": shaped},
+                "versions": {f"task_{run_key}": 1.0},
+                "n-samples": {"medfact_bench_scifact": {"original": 3, "effective": 3, "note": run_key}},
+            }
+        )
+    )
+    assert (info["model"], info["model_revision"], info["model_sha"]) == ("hf ***", "***", "Bearer ***")
+    assert (info["device"], info["batch_size"], info["lm_eval_version"]) == ("cuda?sig=***", ["***"], "***")
+    assert info["task_hashes"] == {"medfact_bench_scifact": "***"} and info["task_versions"] == {"task_***": 1.0}
+    assert info["n_samples"] == {"medfact_bench_scifact": {"original": 3, "effective": 3, "note": "***"}}
+    assert info["model_args"] == "pretrained=m,api_key=***"
+    assert run_key not in json.dumps(info) and shaped not in json.dumps(info)

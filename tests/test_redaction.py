@@ -586,9 +586,17 @@ def test_a_credential_in_a_reply_is_masked_in_every_field_that_quotes_it(demo_da
             assert secret.encode() not in data, (path.name, secret)
     medfact = [json.loads(line) for line in (tmp_path / "rep" / "items_medfact_bench.jsonl").read_text().splitlines()]
     assert len(medfact) == 3
+    # A score block's content is quoted only whole (40 characters at most): the run's key, masked; the two longer
+    # ones are described by their length, never cut to a prefix the masking could not recognise.
+    assert sorted(item["invalid_reason"] for item in medfact) == [
+        "the first <score>...</score> holds '***', not an integer -2..2",
+        "the first <score>...</score> holds 42 characters, not an integer -2..2",
+        "the first <score>...</score> holds 43 characters, not an integer -2..2",
+    ]
     for item in medfact:
-        assert item["redacted"] == ["reply", "invalid_reason"], item
-        assert item["outcome"] == "INVALID" and item["invalid_reason"].startswith("the first <score>...</score> holds")
+        quoted = "'***'" in item["invalid_reason"]
+        assert item["redacted"] == (["reply", "invalid_reason"] if quoted else ["reply"]), item
+        assert item["outcome"] == "INVALID"
     millerqa = [json.loads(line) for line in (tmp_path / "rep" / "items_millerqa.jsonl").read_text().splitlines()]
     assert len(millerqa) == 3
     for item in millerqa:
@@ -609,3 +617,16 @@ def test_nested_details_are_masked_and_an_item_without_credentials_is_returned_a
     assert masked.redacted == ("pred", "parse_step", "details.trace")
     plain = ScoredItem("t", 0, "h", "c", "A", "B", 0.0, details={"id": "q1", "trace": [{"call": ("ok",)}]}, reply="B")
     assert _redacted(plain, _Masker({RUN_KEY})) is plain
+
+
+def test_mask_strings_masks_every_string_and_key_at_any_depth():
+    key = "Rk5-run-own-key-0x9"
+    value = {"a": [f"x {key}", ("Bearer tok123", 3)], f"task_{key}": {"b": None, "c": 1.5, "d": True}}
+    assert redaction.mask_strings(value, {key}) == {
+        "a": ["x ***", ("Bearer ***", 3)],
+        "task_***": {"b": None, "c": 1.5, "d": True},
+    }
+    deep: list = []
+    for _ in range(100_000):
+        deep = [deep]
+    assert redaction.mask_strings(deep) == redaction.MASK  # deeper than Python can walk: masked whole

@@ -50,3 +50,24 @@ def test_a_url_password_in_the_model_name_and_folder_reaches_no_leaderboard(tmp_
     board = json.loads((tmp_path / "board" / "leaderboard.json").read_text(encoding="utf-8"))
     assert [run["label"].split(" [")[0] for run in board["runs"]] == ["m", "m"]
     assert [run["run"]["model_name"] for run in board["runs"]] == ["https://user:***@host/m"] * 2
+
+
+SHAPED_KEY = "ghp_" + "a1B2c3D4e5" * 4  # a well-known key shape, planted where only lm-eval's own records go
+
+
+def test_a_key_in_the_results_files_other_records_reaches_no_report_comparison_or_leaderboard(tmp_path, capsys):
+    planted = {
+        "task_hashes": {"medfact_bench_scifact": SHAPED_KEY},
+        "lm_eval_version": f"0.4.13 {SHAPED_KEY}",
+        "config": {"model": "hf", "model_args": "pretrained=m", "model_revision": SHAPED_KEY, "device": SHAPED_KEY},
+    }
+    runs = [medfact_run(tmp_path / name / "m", flags, **planted) for name, flags in (("a", A), ("b", B))]
+    written = [path for results_file in runs for path in write_report(results_file)[1]]
+    assert cli(["compare", str(runs[0]), str(runs[1]), "--out", str(tmp_path / "compare.json")]) == 0
+    written += [tmp_path / "compare.json", *write_leaderboard([tmp_path / "a", tmp_path / "b"], tmp_path / "board")]
+    assert SHAPED_KEY not in capsys.readouterr().out
+    for path in written:
+        assert SHAPED_KEY.encode() not in path.read_bytes(), path.name
+    report = json.loads((runs[0].parent / "report" / "report.json").read_text(encoding="utf-8"))
+    assert report["run"]["task_hashes"] == {"medfact_bench_scifact": "***"}
+    assert (report["run"]["model_revision"], report["run"]["lm_eval_version"]) == ("***", "0.4.13 ***")

@@ -255,7 +255,8 @@ def single_table_file(folder: Path, benchmark: str, columns: Sequence[str]) -> P
 def read_table(
     path: str | os.PathLike, *, delimiter: str | None = None, fieldnames: Sequence[str] | None = None
 ) -> list[dict[str, Any]]:
-    """Rows of a Parquet, JSONL, JSON (array of objects) or CSV/TSV file, values as stored.
+    """Rows of a Parquet, JSONL, JSON (array of objects) or CSV/TSV file, values as stored (a JSON string holding a
+    lone surrogate is refused: :func:`refuse_lone_surrogates`).
 
     CSV/TSV cells are always strings (quoted fields and embedded newlines handled by the csv
     module); ``fieldnames`` reads a header-less file.
@@ -270,22 +271,30 @@ def read_table(
         except Exception as exc:
             raise DataError(f"{path}: not a readable Parquet file ({exc})") from exc
     if suffix == ".jsonl":
-        return [row for _, row in iter_jsonl(path)]
+        rows = []
+        for number, row in iter_jsonl(path):
+            refuse_lone_surrogates(row, f"{path}, line {number}")
+            rows.append(row)
+        return rows
     if suffix == ".json":
         data = read_json(path)
         if not isinstance(data, list) or not all(isinstance(r, dict) for r in data):
             raise DataError(f"{path}: expected a JSON array of objects")
+        refuse_lone_surrogates(data, str(path))
         return data
     if suffix in (".csv", ".tsv"):
         sep = delimiter or ("\t" if suffix == ".tsv" else ",")
         with io.StringIO(read_text(path), newline="") as handle:
             reader = csv.DictReader(handle, fieldnames=fieldnames, delimiter=sep, restval=None)
             rows = []
-            for number, row in enumerate(reader, start=1):
-                if None in row or any(v is None for v in row.values()):
-                    width = len(fieldnames or reader.fieldnames or [])
-                    raise DataError(f"{path}, row {number}: expected {width} columns")
-                rows.append(dict(row))
+            try:
+                for number, row in enumerate(reader, start=1):
+                    if None in row or any(v is None for v in row.values()):
+                        width = len(fieldnames or reader.fieldnames or [])
+                        raise DataError(f"{path}, row {number}: expected {width} columns")
+                    rows.append(dict(row))
+            except csv.Error as exc:  # e.g. a cell over the csv module's 131,072-character limit
+                raise DataError(f"{path}, row {len(rows) + 1}: not readable ({exc})") from exc
         return rows
     raise DataError(f"{path}: unsupported file type '{suffix}' (use one of {', '.join(TABLE_SUFFIXES)})")
 
@@ -385,6 +394,49 @@ def read_text(path: str | os.PathLike, digest: Any = None) -> str:
     if len(raw) > MAX_FILE_BYTES:
         raise DataError(f"{path}: larger than {MAX_FILE_BYTES:,} bytes; not read")
     return _decode(raw[len(codecs.BOM_UTF8) :] if raw.startswith(codecs.BOM_UTF8) else raw, path)
+
+
+def _lone_surrogate(value: Any) -> tuple[tuple[Any, ...], str] | None:
+    """Where the first string (or key) holding a lone surrogate sits in a decoded JSON value, and the string.
+
+    JSON's ``\\ud800`` escapes decode to such code points, which are no characters: no UTF-8 file, prompt or
+    tokenizer takes them, so a run would fail far from the data. Walked without recursion (any depth).
+    """
+    stack: list[tuple[tuple[Any, ...], Any]] = [((), value)]
+    while stack:
+        where, item = stack.pop()
+        if isinstance(item, str):
+            if not item.isascii():
+                try:
+                    item.encode("utf-8")
+                except UnicodeEncodeError:
+                    return where, item
+        elif isinstance(item, dict):
+            for key, child in reversed(item.items()):
+                stack += [((*where, key), child), ((*where, key), key)]
+        elif isinstance(item, list):
+            stack += [((*where, index), child) for index, child in reversed(list(enumerate(item)))]
+    return None
+
+
+def refuse_lone_surrogates(value: Any, where: str) -> None:
+    """A DataError at ``where`` (the file, or its line) naming the row (an array's item) and field of the first
+    lone surrogate in ``value``: benchmark data only (a run's logged reply may hold one, and is written escaped)."""
+    found = _lone_surrogate(value)
+    if found is None:
+        return
+    path, text = found
+    if path and isinstance(path[0], int):
+        where += f", row {path[0] + 1}"
+        path = path[1:]
+    if path:
+        # 1-based list positions, as every other field name of a row gives them (snippets[2].text)
+        field = str(path[0]) + "".join(f"[{part + 1}]" if isinstance(part, int) else f".{part}" for part in path[1:])
+        where += f", field '{field}'"
+    code = next(ord(char) for char in text if 0xD800 <= ord(char) <= 0xDFFF)
+    raise DataError(
+        f"{where}: holds a lone surrogate (\\u{code:04x}), an escape of no character: no prompt can hold it"
+    )
 
 
 def read_json(path: str | os.PathLike, digest: Any = None) -> Any:

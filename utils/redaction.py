@@ -162,6 +162,31 @@ def mask(text: str, secrets: Iterable[str] = ()) -> str:
     return redact(scrub(text, secrets))
 
 
+def mask_strings(value: Any, secrets: Iterable[str] = ()) -> Any:
+    """``value`` with every string in it (at any depth of dicts, lists and tuples; dict keys too) masked as a text
+    (:func:`mask`): what a results file records beside ``model_args`` (revisions, task hashes, names) is as hostile.
+
+    A structure nested deeper than Python can walk is replaced by ``***`` as a whole.
+    """
+    secrets = tuple(secrets)
+    try:
+        return _mask_strings(value, secrets)
+    except RecursionError:
+        return MASK
+
+
+def _mask_strings(value: Any, secrets: tuple[str, ...]) -> Any:
+    if isinstance(value, str):
+        return mask(value, secrets)
+    if isinstance(value, Mapping):
+        return {_mask_strings(key, secrets): _mask_strings(item, secrets) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_mask_strings(item, secrets) for item in value]
+    if isinstance(value, tuple):
+        return tuple(_mask_strings(item, secrets) for item in value)
+    return value
+
+
 # A URL's scheme and user as lm-eval's sanitize_model_name leaves them in a folder name ("https://user:pw@host/m"
 # names the folder "https__user__pw@host__m"); possessive, and tried only where a scheme can begin, so linear.
 _SANITISED_SCHEME = re.compile(r"(?<![A-Za-z0-9+.\-])[A-Za-z][A-Za-z0-9+.\-]*+__")

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from .data import DataError, iter_jsonl, read_json
-from .redaction import mask, model_args_value, redact, redact_path, secret_values
+from .redaction import mask, mask_strings, model_args_value, redact, redact_path, secret_values
 
 
 @dataclass(frozen=True)
@@ -261,7 +261,7 @@ def run_info(run: Run) -> dict[str, Any]:
     # lm-eval names the model (and its output folder) after pretrained=/model=, credentials and all.
     secrets = secret_values(config.get("model_args"))
     name = results.get("model_name")
-    return {
+    info = {
         "results_file": redact_path(str(run.results_path), secrets),
         "results_sha256": run.sha256.get(str(run.results_path)),
         "samples_sha256": {task: run.sha256.get(str(path)) for task, path in sorted(run.sample_files.items())},
@@ -295,6 +295,7 @@ def run_info(run: Run) -> dict[str, Any]:
         "n_samples": results.get("n-samples", {}),
         "repeated_sample_lines": dict(run.repeated_sample_lines),
     }
+    return mask_strings(info, secrets)  # every other field is as hostile: a revision, a task hash, a device
 
 
 def model_name(provenance: Mapping[str, Any]) -> str:

@@ -124,6 +124,11 @@ def test_bioasq_folder_with_overlapping_releases(tmp_path):
         ({**SUMMARY, "snippets": [{"text": "ok"}, {"document": "x"}]}, "row 1, field 'snippets[2].text'"),
         ({**SUMMARY, "ideal_answer": []}, "row 1, field 'ideal_answer'"),
         ({**SUMMARY, "body": ""}, "row 1, field 'body'"),
+        # a JSON escape of no character: no prompt, tokenizer or samples file takes it
+        (
+            {**SUMMARY, "snippets": [{"text": "ok"}, {"text": "cut \ud83d"}]},
+            "row 1, field 'snippets[2].text': holds a lone",
+        ),
     ],
 )
 def test_bad_bioasq_questions_are_named(tmp_path, question, where):

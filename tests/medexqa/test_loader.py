@@ -60,6 +60,7 @@ def write_specialty(root, lines, split="test", stem="biomedical_engineer"):
 
 
 GOOD = ["Q?", "a", "b", "c", "d", "e0", "e1", "B"]
+OTHER = ["Q2?", *GOOD[1:]]  # another item: a file holds no item twice
 
 
 def test_a_row_with_seven_columns_names_file_and_row(tmp_path):
@@ -80,8 +81,22 @@ def test_an_empty_cell_names_its_field(tmp_path):
         loader.load(str(root), split="test", specialty="BE")
 
 
+def test_a_row_repeating_an_item_names_both_rows(tmp_path):
+    """Pasted over another row, a repeated item keeps the published count: only this check sees it counted twice."""
+    root = write_specialty(tmp_path, [GOOD, OTHER, GOOD[:5] + ["another explanation", "e1", "C"]])
+    with pytest.raises(DataError, match=r"_test\.tsv, row 3, field 'question': repeats row 1 \(the same question"):
+        loader.load(str(root), specialty="BE")
+    assert len(loader.load(str(write_specialty(tmp_path / "ok", [GOOD, OTHER])), specialty="BE")) == 2
+
+
+def test_a_cell_longer_than_the_csv_modules_limit_names_file_and_row(tmp_path):
+    root = write_specialty(tmp_path, [GOOD, GOOD[:5] + ["x" * 200_000] + GOOD[6:]])
+    with pytest.raises(DataError, match=r"biomedical_engineer_test\.tsv, row 2: not readable \(field larger than"):
+        loader.load(str(root), specialty="BE")
+
+
 def test_a_non_utf8_byte_names_file_and_line(tmp_path):
-    root = write_specialty(tmp_path, [GOOD, GOOD])
+    root = write_specialty(tmp_path, [GOOD, OTHER])
     path = root / "medexqa" / "test" / "biomedical_engineer_test.tsv"
     path.write_bytes(path.read_bytes() + b"Q\xff?\ta\tb\tc\td\te0\te1\tA\n")
     with pytest.raises(DataError, match=r"biomedical_engineer_test\.tsv, line 3: not UTF-8 \(byte 0xff"):
@@ -89,10 +104,10 @@ def test_a_non_utf8_byte_names_file_and_line(tmp_path):
 
 
 def test_a_byte_order_mark_is_not_part_of_the_first_question(tmp_path):
-    root = write_specialty(tmp_path, [GOOD, GOOD])
+    root = write_specialty(tmp_path, [GOOD, OTHER])
     path = root / "medexqa" / "test" / "biomedical_engineer_test.tsv"
     path.write_bytes(b"\xef\xbb\xbf" + path.read_bytes())
-    assert [row["question"] for row in loader.load(str(root), specialty="BE")] == ["Q?", "Q?"]
+    assert [row["question"] for row in loader.load(str(root), specialty="BE")] == ["Q?", "Q2?"]
 
 
 @pytest.mark.parametrize("code", list(constants.SPECIALTIES))
@@ -105,7 +120,7 @@ def test_no_real_question_starts_with_a_byte_order_mark(shared_data, code):
 
 
 def test_a_partial_local_file_loads_with_a_warning(tmp_path, caplog):
-    root = write_specialty(tmp_path, [GOOD, GOOD])
+    root = write_specialty(tmp_path, [GOOD, OTHER])
     assert len(loader.load(str(root), split="test", specialty="BE")) == 2
     assert "holds 2 rows, the published test split of BE has 143" in caplog.text
 

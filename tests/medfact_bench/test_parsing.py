@@ -4,6 +4,7 @@ import pytest
 from lm_eval_tasks.utils.medfact_bench.parsing import is_strict_format, parse_score, score_reply
 from lm_eval_tasks.utils.medfact_bench.prompts import user_prompt
 from lm_eval_tasks.utils.medfact_bench.tasks import process_results
+from lm_eval_tasks.utils.redaction import mask
 
 
 @pytest.mark.parametrize(
@@ -155,3 +156,30 @@ def test_the_whole_reply_is_scored_not_a_stop_string_cut(reply, whole, cut, vers
     # version 1.0's tolerance of a missing closing tag is the same as putting the stripped tag back
     # (examples/medfact_stop_string_comparison.py reads the cut replies that way)
     assert verdict(stop_string_cut(reply) + "</score>") == version_1
+
+
+# A run's API key of no well-known shape: only the masking of known secrets (redaction.mask) finds it.
+KNOWN_KEY = "Zq9xR7tLm2Pv8sWc4Nb6Yh3Jd5Fg1KaE0uTiOoLpQ"
+
+
+@pytest.mark.parametrize(
+    "content, reason",
+    [
+        # short and printable: quoted whole, whitespace aside
+        (" seven\n", "the first <score>...</score> holds 'seven', not an integer -2..2"),
+        ("", "the first <score>...</score> holds '', not an integer -2..2"),
+        # longer than 40 characters: a cut quote would be a credential's prefix that no masking recognises
+        (f"my key is {KNOWN_KEY}", "the first <score>...</score> holds 51 characters, not an integer -2..2"),
+        # repr would escape the backslash and the tab, and the masking would miss the key as written
+        ("pa\\ss\tword", "the first <score>...</score> holds 10 characters, not an integer -2..2"),
+    ],
+)
+def test_an_invalid_score_is_quoted_only_whole_and_as_written(content, reason):
+    assert score_reply(f"<think>t</think><score>{content}</score>").invalid_reason == reason
+
+
+@pytest.mark.parametrize("before", ["", "my key is ", "x" * 39])
+def test_no_part_of_a_known_key_in_the_score_block_survives_its_masked_reason(before):
+    reason = score_reply(f"<think>t</think><score>{before}{KNOWN_KEY}</score>").invalid_reason
+    masked = mask(reason, {KNOWN_KEY})
+    assert not any(KNOWN_KEY[i : i + 8] in masked for i in range(len(KNOWN_KEY) - 7)), masked

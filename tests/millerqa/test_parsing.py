@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from lm_eval_tasks.utils.millerqa import parsing
+from lm_eval_tasks.utils.redaction import mask
 from lm_eval_tasks.utils.text import strip_think
 
 # ----------------------------------------------------------------------------- the oracle: the cascade as it was
@@ -395,3 +396,33 @@ def test_other_hostile_shapes_get_a_verdict(reply, method, letter, confidence):
 )
 def test_confidence_values_beyond_int(value, clamped):
     assert parsing.clamp_confidence(value) == clamped
+
+
+# ----------------------------------------------------------------------------- credentials in the answer
+
+# A run's API key of no well-known shape: only the masking of known secrets (redaction.mask) finds it.
+KNOWN_KEY = "zq9xR7tLm2Pv8sWc4Nb6Yh3Jd5Fg1KaE0uTiOoLpQ"
+
+
+@pytest.mark.parametrize("value", [KNOWN_KEY, f"pa\\ss'{KNOWN_KEY}", f"  {KNOWN_KEY}\n"])
+def test_a_key_given_as_the_answer_reaches_the_record_and_reason_as_written(value):
+    """Upper-cased (as the authors do) or repr-escaped, a key is one the masking of written texts cannot find."""
+    answer = parsing.score_reply(DOC, json.dumps({"selected_answer": value}))
+    assert answer.letter == value.strip() and answer.original_index is None
+    assert answer.invalid_reason == f"the selected_answer is {len(value.strip())} characters, not one letter"
+    written = [mask(text, {KNOWN_KEY}) for text in (answer.invalid_reason, answer.letter)]
+    for form in (KNOWN_KEY, KNOWN_KEY.upper()):
+        assert not any(form[i : i + 8] in text for text in written for i in range(len(form) - 7)), written
+
+
+@pytest.mark.parametrize(
+    "value, letter, reason",
+    [
+        ("f", "F", "the letter 'F' is none of the options"),  # DOC has five options, A-E
+        ("Zz", "Zz", "the selected_answer is 2 characters, not one letter"),
+        ("", "", "the selected_answer is 0 characters, not one letter"),
+    ],
+)
+def test_a_value_that_is_no_option_names_why(value, letter, reason):
+    answer = parsing.score_reply(DOC, json.dumps({"selected_answer": value}))
+    assert (answer.letter, answer.original_index, answer.invalid_reason) == (letter, None, reason)

@@ -448,6 +448,9 @@ def triage_items(shared_data):
         ("target", 1.0, r"row 3, field 'target': 1.0 is not an index"),
         ("kind", 5, r"row 3, field 'kind': expected a string or a list of strings, got 5"),
         ("kind", ["a", 1], r"row 3, field 'kind': expected a string or a list of strings"),
+        # a JSON escape of no character (a lone surrogate): no tokenizer, nor lm-eval's samples file, takes it
+        ("question", "Which \ud800?", r"row 3, field 'question': holds a lone surrogate \(\\ud800\)"),
+        ("options", ["Red", "Gr\udfffeen"], r"row 3, field 'options\[2\]': holds a lone surrogate \(\\udfff\)"),
     ],
 )
 def test_values_of_the_wrong_type_are_errors_naming_file_row_and_field(tmp_path, shared_data, field, value, message):

@@ -252,6 +252,17 @@ def test_wrong_test_label_is_named(shared_data, tmp_path):
         loader.load(str(folder))
 
 
+def test_a_lone_surrogate_escape_in_an_item_is_named(shared_data, tmp_path):
+    _, items, truth = copy_data(shared_data, tmp_path / "x")
+    pubid = list(items)[1]
+    items[pubid]["CONTEXTS"] = [*items[pubid]["CONTEXTS"], "cut \ud83d"]  # half of an emoji's surrogate pair
+    folder, _, _ = copy_data(shared_data, tmp_path / "y", items, truth)
+    with pytest.raises(
+        DataError, match=rf"ori_pqal.json, row 2 \(pubid {pubid}\), field 'CONTEXTS\[\d+\]': holds a lone surrogate"
+    ):
+        loader.load(str(folder))
+
+
 def test_missing_and_unknown_ids_are_caught(shared_data, tmp_path):
     _, items, truth = copy_data(shared_data, tmp_path / "x")
     dropped = dict(list(truth.items())[1:])

@@ -233,6 +233,7 @@ def bioasq_questions(path: Path) -> list[BioasqQuestion]:
         first_row[doc_id] = number
         types[kind] += 1
         if kind == "summary":
+            data_layer.refuse_lone_surrogates(question, f"{path}, row {number}")
             kept.append(_summary_question(question, path, number))
     logger.info(
         "%s: %d questions by type %s; kept the %d summary questions", path, len(questions), dict(types), len(kept)

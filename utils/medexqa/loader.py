@@ -39,7 +39,7 @@ LOCAL_LAYOUT = (
 def validate(
     rows: list[dict[str, Any]], source: str, spec: Specialty, split: str, require_count: bool
 ) -> tuple[dict[str, Any], ...]:
-    """Eight non-empty string cells per row, answers A-D, and the published row count.
+    """Eight non-empty string cells per row, answers A-D, no item twice, and the published row count.
 
     A local file with another count is kept (with a warning: its scores are not the paper's); the
     hub copy must have the published count.
@@ -48,6 +48,7 @@ def validate(
     data_layer.require_nonempty_strings(rows, COLUMNS, source)
     data_layer.require_allowed(rows, "answer", LETTERS, source)
     _refuse_other_files_rows(rows, source, spec, split)
+    _refuse_repeated_items(rows, source)
     expected = PUBLISHED_COUNTS[split][spec.code]
     if len(rows) != expected:
         if require_count:
@@ -76,6 +77,18 @@ def _refuse_other_files_rows(rows: list[dict[str, Any]], source: str, spec: Spec
                 f"{source}, row {number}, field question: the first question of the {other_split} file of "
                 f"{SPECIALTIES[other_code].stem} ({other_code}), not of {spec.stem} ({spec.code}) {split}: "
                 "this file holds another specialty's rows"
+            )
+
+
+def _refuse_repeated_items(rows: list[dict[str, Any]], source: str) -> None:
+    """A row with an earlier row's question and options would count one item twice (no published file has one);
+    a full-size file with one row pasted over another passes every count."""
+    first: dict[tuple[str, ...], int] = {}
+    for number, row in enumerate(rows, start=1):
+        earlier = first.setdefault(tuple(row[column] for column in ("question", *LETTERS)), number)
+        if earlier != number:
+            raise data_layer.row_error(
+                source, number, "question", f"repeats row {earlier} (the same question and options): counted twice"
             )
 
 

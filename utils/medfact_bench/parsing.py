@@ -80,19 +80,26 @@ def score_to_label(score: int | None) -> str:
 SCORE_BLOCK = "first_score_block"
 NO_OPEN_TAG = "no <score> tag"
 NO_CLOSE_TAG = "no </score> after the first <score> (the closing tag is required)"
-_SHOWN_CONTENT = 40  # characters of a bad score's content quoted in its reason
+_SHOWN_CONTENT = 40  # characters of a bad score's content (whitespace aside) quoted whole in its reason
 
 
 def _invalid_reason(reply: str) -> str | None:
-    """Why the reply's first score block gives no score (None: it gives one)."""
+    """Why the reply's first score block gives no score (None: it gives one).
+
+    The content is quoted only whole and exactly as written: a cut or escaped quote of a credential would
+    slip past the masking of the written texts (which knows the run's credentials as they are written).
+    """
     block = _first_score_block(reply)
     if block is None:
         return NO_OPEN_TAG if reply.find(OPEN_SCORE) < 0 else NO_CLOSE_TAG
     content = reply[block[0] : block[1]]
     if _score_value(content) is not None:
         return None
-    shown = content if len(content) <= _SHOWN_CONTENT else content[:_SHOWN_CONTENT] + "..."
-    return f"the first <score>...</score> holds {shown!r}, not an integer -2..2"
+    content = content.strip()
+    shown = repr(content)
+    if len(content) > _SHOWN_CONTENT or shown[1:-1] != content:
+        shown = f"{len(content):,} characters"
+    return f"the first <score>...</score> holds {shown}, not an integer -2..2"
 
 
 @dataclass(frozen=True)

@@ -295,12 +295,18 @@ def parse_reply(reply: str) -> ParsedReply:
 
 
 def selected_letter(value: Any) -> str | None:
-    """The answer letter as the authors read it: "D. Legal ..." / "D) ..." / "d" -> "D"; non-strings -> None."""
+    """The answer letter as the authors read it: "D. Legal ..." / "D) ..." / "d" -> "D"; non-strings -> None.
+
+    A longer value is no letter (:func:`original_index` refuses it) and is kept as written, stripped: the
+    authors upper-case it too, but an upper-cased credential is one the masking of written texts cannot find.
+    """
     if not isinstance(value, str):
         return None
     stripped = value.strip()
     leading = _LEADING_LETTER.match(stripped)
-    return (leading.group(1) if leading else stripped).upper()
+    if leading:
+        return leading.group(1).upper()
+    return stripped.upper() if len(stripped) == 1 else stripped
 
 
 def original_index(letter: str | None, perm: Sequence[int]) -> int | None:
@@ -366,6 +372,8 @@ class Answer:
             return 'no answer object, no "selected_answer" key and no standalone capital letter'
         if self.letter is None:
             return f"the answer object ({self.method}) has no selected_answer string"
+        if len(self.letter) != 1:  # not quoted: its repr could escape a credential past the masking
+            return f"the selected_answer is {len(self.letter):,} characters, not one letter"
         return f"the letter {self.letter!r} is none of the options"
 
     def record(self, doc: Mapping[str, Any]) -> dict[str, Any]:

@@ -78,7 +78,8 @@ _OPTIONAL_LIST_FIELDS = ("LABELS", "MESHES")
 
 
 def validate_items(raw: Any, source: str) -> dict[str, Mapping[str, Any]]:
-    """ori_pqal.json's object keyed by pubid; every item needs a question, contexts and a gold answer."""
+    """ori_pqal.json's object keyed by pubid; every item needs a question, contexts and a gold answer, and no text
+    of it a lone surrogate (:func:`.data.refuse_lone_surrogates`)."""
     if not isinstance(raw, dict):
         raise data_layer.DataError(f"{source}: expected a JSON object keyed by PubMed id, got {type(raw).__name__}")
     for row, (pubid, record) in enumerate(raw.items(), start=1):
@@ -121,6 +122,7 @@ def validate_items(raw: Any, source: str) -> dict[str, Mapping[str, Any]]:
                 raise data_layer.row_error(
                     source, row, name, f"pubid {pubid}: expected a list of strings or null, got {value!r:.80}"
                 )
+        data_layer.refuse_lone_surrogates(record, f"{source}, row {row} (pubid {pubid})")
     return raw
 
 
