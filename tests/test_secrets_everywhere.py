@@ -71,3 +71,18 @@ def test_a_key_in_the_results_files_other_records_reaches_no_report_comparison_o
     report = json.loads((runs[0].parent / "report" / "report.json").read_text(encoding="utf-8"))
     assert report["run"]["task_hashes"] == {"medfact_bench_scifact": "***"}
     assert (report["run"]["model_revision"], report["run"]["lm_eval_version"]) == ("***", "0.4.13 ***")
+
+
+def test_a_key_in_the_name_of_a_task_no_section_reports_reaches_no_report(tmp_path):
+    # lm-eval's results file names every task it ran, ours or not: an empty one and one no section owns.
+    run = medfact_run(tmp_path / "a" / "m", A)
+    results = json.loads(run.read_text(encoding="utf-8"))
+    stamp = run.stem[len("results_") :]
+    for task, lines in ((f"empty {SHAPED_KEY}", ""), (f"other {SHAPED_KEY}", '{"doc_id": 0, "doc": {}}\n')):
+        results["configs"][task] = {"output_type": "generate_until"}
+        (run.parent / f"samples_{task}_{stamp}.jsonl").write_text(lines, encoding="utf-8")
+    run.write_text(json.dumps(results), encoding="utf-8")
+    scored, written = write_report(run)
+    assert (scored.empty_tasks, scored.unreported_tasks) == (("empty ***",), ("other ***",))
+    for path in written:
+        assert SHAPED_KEY.encode() not in path.read_bytes(), path.name

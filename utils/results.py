@@ -36,7 +36,7 @@ import numpy as np
 from . import calibration, lengths, power, stats
 from .benchmarks import discover, report_specs
 from .data import DataError
-from .redaction import MASK, mask, secret_values
+from .redaction import MASK, mask, mask_strings, secret_values
 from .runs import Run, load_run, run_info
 from .scoring import (
     HIGHEST_LOGLIKELIHOOD_TIED,
@@ -319,9 +319,18 @@ def score(run: Run) -> ScoredRun:
         results_path=run.results_path,
         provenance=provenance,
         sections=sections,
-        empty_tasks=tuple(sorted(task for task, samples in run.samples.items() if not samples)),
-        unreported_tasks=tuple(sorted(task for task, samples in run.samples.items() if samples and task not in owned)),
+        # Task names are the results file's: any run's, masked like every text it holds.
+        empty_tasks=tuple(sorted(_masked(run, task) for task, samples in run.samples.items() if not samples)),
+        unreported_tasks=tuple(
+            sorted(_masked(run, task) for task, samples in run.samples.items() if samples and task not in owned)
+        ),
     )
+
+
+def _masked(run: Run, value: Any) -> Any:
+    """``value`` (a string, or strings at any depth) masked of the run's credentials and anything shaped like one."""
+    config = run.results.get("config")
+    return mask_strings(value, secret_values(config.get("model_args")) if isinstance(config, Mapping) else ())
 
 
 def declared_settings(sections: Mapping[str, Section]) -> dict[str, list[dict[str, Any]]]:
@@ -688,7 +697,8 @@ def _distinct_settings(run: Run, spec: BenchmarkSpec) -> tuple[dict[str, Any], .
         for sample in run.samples[task]:
             values = dict(spec.settings_of(sample))
             seen.setdefault(json.dumps(values, sort_keys=True, default=str), values)
-    return tuple(seen.values())
+    # Settings come from the logged docs (a MillerQA model label, a FActBench source): masked like every text.
+    return tuple(_masked(run, values) for values in seen.values())
 
 
 def _caveats(run: Run, spec: BenchmarkSpec) -> list[str]:
@@ -701,7 +711,7 @@ def _caveats(run: Run, spec: BenchmarkSpec) -> list[str]:
         for sample in run.samples[task]
         if isinstance(sample.get("doc"), Mapping)
     )
-    return list(dict.fromkeys(caveat for caveat in found if caveat))
+    return list(dict.fromkeys(_masked(run, caveat) for caveat in found if caveat))
 
 
 TIE_RULE = "an exact tie of the best log-likelihood goes to the earliest choice, as lm-eval's argmax decides it"
@@ -787,7 +797,7 @@ def score_section(
     generative = _generative(run, tasks)
     numbers: dict[str, Any] = {
         "title": spec.title,
-        "tasks": tasks,
+        "tasks": _masked(run, tasks),
         "n_items": len(items),
         "n_invalid": sum(item.pred == INVALID for item in items),
         "accuracy_over": spec.report.accuracy_over.value,

@@ -61,7 +61,8 @@ def _file_sha256(path: Path) -> str:
 
 
 def run_key(results_path: Path) -> dict[str, Any]:
-    """What a saved scored run of ``results_path`` must match: the files' sha256 (keyed by name), the versions."""
+    """What a saved scored run of ``results_path`` must match: a sha256 of its files (names and bytes), the
+    versions."""
     from lm_eval_tasks import __version__
 
     results = read_json(results_path)
@@ -70,12 +71,16 @@ def run_key(results_path: Path) -> dict[str, Any]:
         raise DataError(f"{results_path}: not an lm-eval results file (no 'configs' object)")
     stamp = run_timestamp(results_path)
     names = [results_path.name, *(f"samples_{task}_{stamp}.jsonl" for task in configs)]
+    # One digest over each file's name and bytes: the names hold task names, which may hold anything.
+    files = hashlib.sha256()
+    for name in names:
+        files.update(os.fsencode(name) + b"\0" + bytes.fromhex(_file_sha256(results_path.parent / name)))
     return {
         "format": FORMAT,
         "package_version": __version__,
         "schema_version": SCHEMA_VERSION,
         "code_sha256": code_digest(),
-        "files_sha256": {name: _file_sha256(results_path.parent / name) for name in names},
+        "files_sha256": files.hexdigest(),
     }
 
 
