@@ -132,7 +132,7 @@ def test_every_command_block_runs_or_says_why_not():
 def test_the_runnable_script_is_valid_bash():
     script = "\n".join(["set -euo pipefail", WRAPPER, *runnable_script()])
     assert subprocess.run(["bash", "-n"], input=script, text=True, capture_output=True).returncode == 0
-    assert "lm_eval ls tasks --include_path" in script
+    assert "lm_eval ls tasks --include_path" in script  # the task listing runs, unwrapped
 
 
 FENCE = re.compile(r"^```.*?^```", re.S | re.M)
