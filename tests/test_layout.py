@@ -1,6 +1,6 @@
 """The layout: one task folder and one code package per benchmark, found by discovery, and generated YAML that is current.
 
-``test_a_new_benchmark_is_two_folders`` takes exactly the steps of the README's "Adding a benchmark"
+``test_a_new_benchmark_is_two_folders`` takes exactly the steps of CONTRIBUTING.md's "Adding a benchmark"
 section on a copy of the installed package tree, and sees the new benchmark picked up by the command
 line, the report, the smoke group and lm-eval itself.
 """

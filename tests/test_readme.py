@@ -1,15 +1,17 @@
-"""The README's commands run as written, in order, in one shell (with small limits).
+"""The documentation's commands run as written, in order, in one shell (with small limits), and its links resolve.
 
-Every ```bash block of README.md is run in order in one bash process from the repository root, as a newcomer
-pastes them. A block preceded by a ``<!-- readme-test: skip (why) -->`` comment is not run. To keep it small,
-``lm_eval`` is wrapped (a bash function, also seen by examples/quickstart.sh) to score each task's first 2 items
-and generate at most 16 tokens, and ``LIMIT=2`` is set for the quickstart. The one skipped block that would
-download (the second model, 238 MB) is replaced by the same model in float32 into that block's folder, so the
-blocks after it find their runs.
+Every ```bash block of README.md, then of examples/README.md and CONTRIBUTING.md (the files that hold commands a
+user runs), is run in order in one bash process from the repository root, as a newcomer pastes them. A block
+preceded by a ``<!-- readme-test: skip (why) -->`` comment is not run. To keep it small, ``lm_eval`` is wrapped (a
+bash function, also seen by examples/quickstart.sh) to score each task's first 2 items and generate at most 16
+tokens (``lm_eval ls`` passes through unchanged), and ``LIMIT=2`` is set for the quickstart. The one skipped block
+that would download (the second model, 238 MB) is replaced by the same model in float32 into that block's folder,
+so the blocks after it find their runs.
 """
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 import tempfile
@@ -19,6 +21,8 @@ import pytest
 from tests.conftest import REPO
 
 SKIP = "readme-test: skip"
+# The Markdown files whose bash blocks a user runs, in the order the slow test runs them.
+COMMAND_DOCS = ("README.md", "examples/README.md", "CONTRIBUTING.md")
 # What runs instead of a skipped block, where later blocks need its output.
 INSTEAD = {
     "MODEL=gemma3-270m bash examples/quickstart.sh   # out/quickstart-gemma3-270m-nochat": (
@@ -27,6 +31,7 @@ INSTEAD = {
 }
 WRAPPER = r"""
 lm_eval() {
+  case "${1:-}" in ls|validate) command lm_eval "$@"; return ;; esac
   local args=() skip=0
   for arg in "$@"; do
     if [ "$skip" = 1 ]; then skip=0; continue; fi
@@ -59,6 +64,18 @@ def readme_blocks(text: str) -> list[tuple[str, str | None]]:
     return blocks
 
 
+def runnable_script() -> list[str]:
+    """The blocks the slow test runs, in order: each block of each command file, or what runs instead of it."""
+    script = []
+    for name in COMMAND_DOCS:
+        for block, skipped in readme_blocks((REPO / name).read_text(encoding="utf-8")):
+            if skipped is None:
+                script.append(block)
+            elif block.strip() in INSTEAD:
+                script.append(INSTEAD[block.strip()])
+    return script
+
+
 def test_blocks_and_their_skip_reasons_are_read():
     text = "a\n<!-- readme-test: skip (x\ny) -->\n```bash\none\n```\n\n```bash\ntwo\nthree\n```\n```python\nno\n```"
     assert readme_blocks(text) == [("one", "<!-- readme-test: skip (x\ny) -->\n"), ("two\nthree", None)]
@@ -83,11 +100,7 @@ def test_the_readme_runs_as_written_in_order():
     for name in WRITTEN:
         shutil.rmtree(REPO / "out" / name, ignore_errors=True)
     script = ["set -euo pipefail", WRAPPER]
-    for block, skipped in readme_blocks((REPO / "README.md").read_text(encoding="utf-8")):
-        if skipped is None:
-            script.append(block)
-        elif block.strip() in INSTEAD:
-            script.append(INSTEAD[block.strip()])
+    script.extend(runnable_script())
     # Output goes to files: a process a block leaves running (a server never stopped) cannot hold the test open.
     with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
         code = subprocess.run(["bash", "-c", "\n".join(script)], cwd=REPO, stdout=out, stderr=err, timeout=3000)
@@ -101,3 +114,63 @@ def test_the_readme_runs_as_written_in_order():
     assert (REPO / "out" / "leaderboard" / "leaderboard.html").is_file()
     if shutil.which("chromium"):
         assert (REPO / "out" / "report.png").is_file() and (REPO / "out" / "leaderboard.png").is_file()
+
+
+def test_every_command_block_runs_or_says_why_not():
+    for name in COMMAND_DOCS:
+        blocks = readme_blocks((REPO / name).read_text(encoding="utf-8"))
+        assert blocks, f"{name} holds no bash block"
+        for block, skipped in blocks:
+            assert skipped is None or re.search(rf"{SKIP} \(\S[^)]*\)", skipped), f"{name}: no reason in {skipped!r}"
+    # Each substitution still matches a skipped README block word for word, so the blocks after it find their runs.
+    skipped_blocks = {
+        block.strip() for block, skipped in readme_blocks((REPO / "README.md").read_text(encoding="utf-8")) if skipped
+    }
+    assert set(INSTEAD) <= skipped_blocks
+
+
+def test_the_runnable_script_is_valid_bash():
+    script = "\n".join(["set -euo pipefail", WRAPPER, *runnable_script()])
+    assert subprocess.run(["bash", "-n"], input=script, text=True, capture_output=True).returncode == 0
+    assert "lm_eval ls tasks --include_path" in script  # the task listing runs, unwrapped
+
+
+FENCE = re.compile(r"^```.*?^```", re.S | re.M)
+INLINE_CODE = re.compile(r"`[^`]*`")
+LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
+
+
+def anchors(text: str) -> set[str]:
+    """The anchors GitHub gives a Markdown text's headings: lower case, punctuation dropped, spaces as hyphens."""
+    headings = re.findall(r"^#+\s+(.+?)\s*$", FENCE.sub("", text), re.M)
+    return {re.sub(r"[^\w\- ]", "", h.replace("`", "")).lower().replace(" ", "-") for h in headings}
+
+
+def links(text: str) -> list[str]:
+    """Every inline link target of a Markdown text, code blocks and code spans aside."""
+    return LINK.findall(INLINE_CODE.sub("", FENCE.sub("", text)))
+
+
+def test_links_are_read_with_their_anchors():
+    text = "# Data: hub or `local` files\n[a](x.md#y) `[b](no)` [c](#data-hub-or-local-files)\n```\n[d](no)\n```\n"
+    assert links(text) == ["x.md#y", "#data-hub-or-local-files"]
+    assert anchors(text) == {"data-hub-or-local-files"}
+
+
+LINKED_DOCS = (*COMMAND_DOCS, *sorted(str(p.relative_to(REPO)) for p in REPO.glob("lm_eval_tasks/*/README.md")))
+
+
+@pytest.mark.parametrize("name", LINKED_DOCS)
+def test_every_link_to_a_repository_file_resolves(name):
+    source = REPO / name
+    broken = []
+    for target in links(source.read_text(encoding="utf-8")):
+        if re.match(r"[a-z][a-z0-9+.-]*:", target):  # https:, mailto: ... lead outside the repository
+            continue
+        path, _, anchor = target.partition("#")
+        resolved = (source.parent / path).resolve() if path else source
+        if not resolved.is_relative_to(REPO) or not resolved.exists():
+            broken.append(target)
+        elif anchor and resolved.suffix == ".md" and anchor not in anchors(resolved.read_text(encoding="utf-8")):
+            broken.append(target)
+    assert broken == [], f"{name}: broken links {broken}"
