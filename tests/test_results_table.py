@@ -4,8 +4,6 @@ import hashlib
 import importlib.util
 import json
 
-import pytest
-
 from tests.conftest import REPO
 
 START, END = "<!-- results-table:start -->\n", "<!-- results-table:end -->\n"
@@ -23,12 +21,6 @@ def readme_table() -> str:
     return text[text.index(START) + len(START) : text.index(END)]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the README quotes a float32 quickstart run and six runs of 0.1 whose results were not kept; the one "
-    "full quickstart run kept is the bfloat16 one (examples/results/quickstart-smollm2-bfloat16). Record the runs "
-    "with examples/results_artifact.py, paste the script's table between the markers and drop this mark.",
-)
 def test_the_readme_table_is_the_artifacts_table():
     assert readme_table() == example("results_table").table()
 
