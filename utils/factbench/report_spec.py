@@ -21,7 +21,7 @@ from typing import Any
 
 from ..runs import Run
 from ..scoring import INVALID, BenchmarkSpec, Headline, ScoredItem, Stratum, logged_reply, scored_item
-from .constants import BENCHMARK, PUBLISHED_COUNTS, PUBLISHED_NUMBERS, TASK_NAMES, TASKS, task_component
+from .constants import NAME, PUBLISHED_COUNTS, PUBLISHED_NUMBERS, TASK_NAMES, TASKS, task_component
 from .parsing import score_generation
 from .records import CHECK_FILE, CHECK_FOLDER, read_check_folder
 from .tables import INCOMPLETE_NOTE, build_report, config_lines, count_table_lines, score_table_lines
@@ -159,9 +159,9 @@ def _reference() -> dict[str, dict[str, float]]:
 
 REPORT_SPECS = (
     BenchmarkSpec(
-        name=BENCHMARK,
+        name=NAME,
         title="FActBench",
-        task_prefix=BENCHMARK,
+        task_prefix=NAME,
         score_sample=score_sample,
         expected_counts=PUBLISHED_COUNTS,
         stratify_by=Stratum.COMPONENT,

@@ -23,9 +23,9 @@ def _prompt_included_reading(reply: str) -> parsing.Extraction:
 
 
 BENCHMARK = Benchmark(
-    name="medexqa",
+    name=constants.NAME,
     title="MedExQA",
-    data_folder=constants.BENCHMARK,
+    data_folder=constants.DATA_FOLDER,
     report_specs=REPORT_SPECS,
     register_commands=commands.register,
     smoke_tasks=("medexqa_logit_be", "medexqa_be"),
