@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 from lm_eval_tasks.utils.benchmarks import report_specs
-from lm_eval_tasks.utils.leaderboard import build_leaderboard
+from lm_eval_tasks.utils.leaderboard import build
 from lm_eval_tasks.utils.models import free_port
 from lm_eval_tasks.utils.scoring import logged_loglikelihoods, logged_reply
 
@@ -313,7 +313,7 @@ def test_a_vllm_run_reports_as_completely_as_an_hf_run(runs, tmp_path):
 def test_hf_and_vllm_runs_are_comparable_on_the_leaderboard(runs):
     # The same items, tasks, chat-template setting and task versions: every pair is tested, and no item
     # is right on one backend only.
-    board = build_leaderboard([runs.out["hf"], runs.out["vllm"]])
+    board = build([runs.out["hf"], runs.out["vllm"]])[0]
     comparisons = [c for bench in board["benchmarks"].values() for c in bench["comparisons"]]
     assert comparisons and all(c["comparable"] for c in comparisons), comparisons
     assert all(c["a_only_correct"] == 0 and c["b_only_correct"] == 0 for c in comparisons), comparisons
