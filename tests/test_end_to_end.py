@@ -16,16 +16,9 @@ pytestmark = pytest.mark.slow
 @pytest.mark.parametrize("chat", [True, False], ids=["chat", "plain"])
 def test_smoke_group_with_the_tiny_model(tiny_model_dir, demo_data_dir, tmp_path, chat):
     out = tmp_path / "run"
+    tasks = ["medeval_smoke"]
     args = lm_eval_args(
-        "hf",
-        f"pretrained={tiny_model_dir}",
-        ["medeval_smoke"],
-        demo_data_dir,
-        out,
-        2,
-        device="cpu",
-        max_gen_toks=16,
-        chat=chat,
+        "hf", f"pretrained={tiny_model_dir}", tasks, demo_data_dir, out, 2, device="cpu", max_gen_toks=16, chat=chat
     )
     run_lm_eval(args, cwd=tmp_path)
     results = read_results(out)

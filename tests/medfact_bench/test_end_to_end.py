@@ -57,16 +57,8 @@ def test_smollm2_through_the_cli_then_the_report(smollm2_dir, demo_data_dir, tmp
 def test_local_chat_completions_against_a_real_server(llama_server, demo_data_dir, tmp_path):
     out = tmp_path / "run"
     model_args = f"model={llama_server.model},base_url={llama_server.chat_completions_url},tokenizer_backend=none"
-    args = lm_eval_args(
-        "local-chat-completions",
-        model_args,
-        ["medfact_bench_scifact"],
-        demo_data_dir,
-        out,
-        2,
-        max_gen_toks=256,
-        chat=True,
-    )
+    tasks = ["medfact_bench_scifact"]
+    args = lm_eval_args("local-chat-completions", model_args, tasks, demo_data_dir, out, 2, max_gen_toks=256, chat=True)
     run_lm_eval(args, cwd=tmp_path)
     samples = read_samples(out, "medfact_bench_scifact")
     messages = logged_messages(samples[0])

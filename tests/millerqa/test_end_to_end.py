@@ -45,16 +45,8 @@ def test_smollm2_generative_and_loglikelihood_through_the_cli(smollm2_dir, share
 def test_local_chat_completions_against_a_real_server(llama_server, shared_data, tmp_path):
     out = tmp_path / "run"
     model_args = f"model={llama_server.model},base_url={llama_server.chat_completions_url},tokenizer_backend=none"
-    args = lm_eval_args(
-        "local-chat-completions",
-        model_args,
-        ["millerqa_lhb_legalbench"],
-        shared_data,
-        out,
-        2,
-        max_gen_toks=96,
-        chat=True,
-    )
+    tasks = ["millerqa_lhb_legalbench"]
+    args = lm_eval_args("local-chat-completions", model_args, tasks, shared_data, out, 2, max_gen_toks=96, chat=True)
     run_lm_eval(args, cwd=tmp_path)
     samples = read_samples(out, "millerqa_lhb_legalbench")
     messages = logged_messages(samples[0])
