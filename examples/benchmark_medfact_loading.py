@@ -9,6 +9,7 @@ published component and label counts, so the full-set checks run. Usage:
 from __future__ import annotations
 
 import argparse
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -17,7 +18,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from lm_eval_tasks.utils.files import write_jsonl
 from lm_eval_tasks.utils.medfact_bench import constants, loader, tasks
-from lm_eval_tasks.utils.medfact_bench.demo_data import synthetic_medfact_rows
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the synthetic rows live with the tests
+
+from tests.medfact_bench.synthetic import synthetic_medfact_rows  # noqa: E402
 
 
 def main() -> None:

@@ -18,6 +18,9 @@ from pathlib import Path
 
 from lm_eval_tasks.utils.medexqa import explanation_metrics, loader
 
+# evaluate's module of each explanation metric.
+EVALUATE_NAMES = {"rouge_l": "rouge", "bleu": "bleu", "meteor": "meteor", "bertscore": "bertscore"}
+
 
 def medexqa_pairs(shared: str, count: int) -> list[tuple[str, list[str]]]:
     """Explanation 2 of an item against explanation 1 and the next item's explanation 1, then short and odd cases."""
@@ -40,7 +43,7 @@ def main() -> None:
 
     pairs = medexqa_pairs(args.shared, args.items)
     for name in explanation_metrics.METRICS:
-        module_name = explanation_metrics.EVALUATE_NAMES[name]
+        module_name = EVALUATE_NAMES[name]
         module = evaluate.load(
             os.path.join(args.modules, module_name) if args.modules else f"evaluate-metric/{module_name}"
         )

@@ -1,9 +1,9 @@
-"""Parse time of every declared reply parser on hostile replies at 1x, 8x and 64x their size.
+"""Parse time of every reply parser on hostile replies at 1x, 8x and 64x their size.
 
-Each benchmark declares its reply parsers (``Benchmark.reply_parsers``); the shared think-block
-stripper is timed too. A parser linear in the reply length takes about 8x and 64x as long on the
-larger inputs; a quadratic one about 64x and 4096x. Run from the repository root:
-``python examples/parse_timing.py``.
+The parsers are tests/reply_parsers.py's: each benchmark's declared ones (``Benchmark.reply_parsers``),
+MedExQA's cascade on real items' options and the shared think-block stripper. A parser linear in the
+reply length takes about 8x and 64x as long on the larger inputs; a quadratic one about 64x and 4096x.
+Run from the repository root: ``python examples/parse_timing.py``.
 """
 
 from __future__ import annotations
@@ -13,19 +13,10 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the hostile shapes live with the tests
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/: the shapes and the parsers
 
-from lm_eval_tasks.utils.benchmarks import discover  # noqa: E402
-from lm_eval_tasks.utils.text import strip_think
-
-from tests.hostile_replies import SHAPES
-
-
-def parsers() -> dict[str, object]:
-    found = {"text.strip_think": strip_think}
-    for benchmark in discover():
-        found.update({f"{benchmark.name}.{name}": parser for name, parser in benchmark.reply_parsers.items()})
-    return found
+from tests.hostile_replies import SHAPES  # noqa: E402
+from tests.reply_parsers import PARSERS  # noqa: E402
 
 
 def seconds(parser, reply: str, repeats: int = 3) -> float:
@@ -44,7 +35,7 @@ def main() -> None:
     args = cli.parse_args()
     sizes = (args.size, 8 * args.size, 64 * args.size)
     print(f"{'parser':45} {'shape':24} " + " ".join(f"{s // 1000:>7} KB" for s in sizes) + "   64x/1x")
-    for name, parser in parsers().items():
+    for name, parser in PARSERS.items():
         for shape, build in SHAPES.items():
             times = [seconds(parser, build(size)) for size in sizes]
             ratio = times[2] / times[0] if times[0] > 0 else float("nan")

@@ -1,10 +1,12 @@
-"""The one way tests save an lm-eval run to disk as the ``lm_eval`` CLI does (results and samples files), and the
-scripted run of real tasks most tests start from. Hand-made runs of a few items live beside the tests that
-hand-work their numbers (tests/test_report.py::write_run)."""
+"""The one way tests save an lm-eval run to disk as the ``lm_eval`` CLI does (results and samples files), the
+scripted run of real tasks most tests start from, and the arguments of a real ``lm_eval run`` (end-to-end tests).
+Hand-made runs of a few items live beside the tests that hand-work their numbers (tests/test_report.py::write_run)."""
 
 from __future__ import annotations
 
 import copy
+import json
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from lm_eval import simple_evaluate
@@ -58,3 +60,31 @@ def evaluated_run(folder, demo_data_dir, tasks, salt="a", label="m", limit=12, m
         **kwargs,
     )
     return save_run(out, folder, tracker=tracker)
+
+
+def lm_eval_args(
+    model: str,
+    model_args: str,
+    tasks: Sequence[str],
+    data_dir: Path,
+    output_path: Path,
+    limit: int,
+    *,
+    device: str | None = None,
+    batch_size: int | str | None = None,
+    max_gen_toks: int | None = None,
+    chat: bool = False,
+    metadata: Mapping[str, str] | None = None,
+) -> list[str]:
+    """The arguments of an ``lm_eval run`` of our tasks over ``data_dir`` that logs its samples to ``output_path``;
+    ``metadata`` adds to the data directory, ``chat`` applies the model's chat template."""
+    return [
+        *("--model", model, "--model_args", model_args),
+        *(("--device", device) if device is not None else ()),
+        *("--tasks", ",".join(tasks), "--limit", str(limit)),
+        *("--metadata", json.dumps({"data_dir": str(data_dir), **(metadata or {})})),
+        *(("--batch_size", str(batch_size)) if batch_size is not None else ()),
+        *(("--gen_kwargs", f"max_gen_toks={max_gen_toks}") if max_gen_toks is not None else ()),
+        *(("--apply_chat_template",) if chat else ()),
+        *("--log_samples", "--output_path", str(output_path)),
+    ]

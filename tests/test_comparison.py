@@ -113,7 +113,7 @@ def five_benchmark_runs(demo_data_dir, tmp_path_factory):
 def test_compare_and_leaderboard_give_the_same_pairs_for_every_section(five_benchmark_runs, tmp_path):
     a, b = five_benchmark_runs
     compared = json.loads(lm_eval_tasks_cli("compare", a, b, "--json").stdout)["benchmarks"]
-    board = leaderboard.build_leaderboard([a, b])
+    board = leaderboard.build([a, b])[0]
     sections = {"medfact_bench", "medexqa_logit", "medexqa", "pubmedqa_atlas_n100", "millerqa", "millerqa_ll"}
     assert sections <= set(compared) and set(compared) == set(board["benchmarks"])
     for name, pair in compared.items():

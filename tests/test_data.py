@@ -9,7 +9,8 @@ from lm_eval_tasks.utils import data as data_layer
 from lm_eval_tasks.utils.data import DataError
 from lm_eval_tasks.utils.files import write_jsonl
 from lm_eval_tasks.utils.medfact_bench import constants, loader, tasks
-from lm_eval_tasks.utils.medfact_bench.demo_data import synthetic_medfact_rows
+
+from tests.medfact_bench.synthetic import synthetic_medfact_rows
 
 SMALL_COUNTS = {"scifact": 3, "healthver": 2, "medaesqa": 2, "pubmedqa-fact": 1, "bioasq-fact": 2}
 

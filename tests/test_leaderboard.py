@@ -67,7 +67,7 @@ def _pairs(board, benchmark="medfact_bench"):
 
 def test_three_runs_on_the_same_seven_items(tmp_path):
     paths = [medfact_run(tmp_path / name, flags, model_name=name) for name, flags in (("a", A), ("b", B), ("c", C))]
-    board = lb.build_leaderboard(paths)
+    board = lb.build(paths)[0]
     bench = board["benchmarks"]["medfact_bench"]
     assert [run["label"] for run in board["runs"]] == ["a", "b", "c"]
     assert bench["compared_metric"] == "accuracy_macro"
@@ -103,7 +103,7 @@ def test_different_items_tasks_template_or_versions_are_not_comparable(tmp_path)
     scifact_only = medfact_run(tmp_path / "d", "1111", tasks=("medfact_bench_scifact",))
     no_template = medfact_run(tmp_path / "e", A, chat_template_sha=None, chat_template=None)
     new_versions = medfact_run(tmp_path / "f", A, versions={task: 2.0 for task in GOLDS})
-    board = lb.build_leaderboard([a, scifact_only, no_template, new_versions])
+    board = lb.build([a, scifact_only, no_template, new_versions])[0]
     pairs = _pairs(board)
     d = pairs["run-1", "run-2"]
     assert d["comparable"] is False and (d["only_in_a"], d["only_in_b"], d["n_paired_items"]) == (3, 0, 4)
@@ -127,7 +127,7 @@ def test_different_items_tasks_template_or_versions_are_not_comparable(tmp_path)
 def test_holm_family_is_the_comparable_pairs(tmp_path):
     a, b = medfact_run(tmp_path / "a", A), medfact_run(tmp_path / "b", B)
     scifact_only = medfact_run(tmp_path / "d", "1111", tasks=("medfact_bench_scifact",))
-    pairs = _pairs(lb.build_leaderboard([a, b, scifact_only]))
+    pairs = _pairs(lb.build([a, b, scifact_only])[0])
     one = pairs["run-1", "run-2"]
     assert one["holm_p_value"] == one["p_value"]  # one test: unadjusted
     assert pairs["run-1", "run-3"]["holm_p_value"] is None and pairs["run-2", "run-3"]["holm_p_value"] is None
@@ -142,7 +142,7 @@ def test_a_folder_contributes_every_run_under_it(tmp_path):
         f"results_{STAMP_2}.json",
         f"results_{STAMP}.json",
     ]
-    board = lb.build_leaderboard([tmp_path / "out", tmp_path / "out" / "model"])  # the same runs twice: counted once
+    board = lb.build([tmp_path / "out", tmp_path / "out" / "model"])[0]  # the same runs twice: counted once
     labels = [run["label"] for run in board["runs"]]
     # Nothing lm-eval recorded tells the two runs of m apart: the file names do.
     assert labels == [f"m [model/results_{STAMP}]", f"m [model/results_{STAMP_2}]", "o"]
@@ -160,7 +160,7 @@ def test_a_sample_logged_twice_counts_once_as_in_the_report(tmp_path):
     samples = path.parent / f"samples_medfact_bench_scifact_{STAMP}.jsonl"
     rows = samples.read_text(encoding="utf-8").splitlines()
     samples.write_text("\n".join(rows + rows[:1]) + "\n", encoding="utf-8")
-    board = lb.build_leaderboard([path, medfact_run(tmp_path / "b", B)])
+    board = lb.build([path, medfact_run(tmp_path / "b", B)])[0]
     values = [entry["estimate"]["value"] for entry in board["benchmarks"]["medfact_bench"]["runs"].values()]
     assert values == pytest.approx([7 / 12, 1.0])
 
@@ -313,7 +313,7 @@ def test_a_leaderboard_built_from_a_script_read_from_stdin(tmp_path):
         "from tests.test_leaderboard import A, B, C, medfact_run\nfrom lm_eval_tasks.utils import leaderboard as lb\n"
         "root = Path(sys.argv[2])\n"
         "paths = [medfact_run(root / n, f, model_name=n) for n, f in (('a', A), ('b', B), ('c', C))]\n"
-        "print(len(lb.build_leaderboard(paths)['runs']))\n"
+        "print(len(lb.build(paths)[0]['runs']))\n"
     )
     done = subprocess.run(
         [sys.executable, "-", str(REPO), str(tmp_path)], input=script, capture_output=True, text=True, timeout=300
@@ -360,7 +360,7 @@ def test_copies_of_one_run_in_different_folders_get_the_shortest_path_that_tells
 def test_equal_headlines_share_a_rank(tmp_path):
     # Two runs with no right answer (macro 0.000 each) and one better: ranks 1, 2, 2 (not 1, 2, 3).
     paths = [medfact_run(tmp_path / n, f, model_name=n) for n, f in (("a", "0000000"), ("b", "0000000"), ("c", A))]
-    board = lb.build_leaderboard(paths)
+    board = lb.build(paths)[0]
     bench = board["benchmarks"]["medfact_bench"]
     assert bench["ranks"] == {"run-3": 1, "run-1": 2, "run-2": 2}
     assert bench["ranking"][0] == "run-3"
@@ -404,7 +404,7 @@ def test_each_place_a_report_is_written_is_found_and_another_runs_report_is_not(
     run_a, run_b = a.parent.parent, b.parent.parent  # out/NAME/run
     assert cli(["report", str(run_a)]) == 0  # the default: report/ beside the results file
     assert cli(["report", str(run_b), "--each"]) == 0  # report_<timestamp>/ beside it
-    board = lb.build_leaderboard([run_a, run_b])
+    board = lb.build([run_a, run_b])[0]
     assert [run["report_folder"] for run in board["runs"]] == [
         str(a.parent / "report"),
         str(b.parent / f"report_{STAMP}"),
@@ -412,7 +412,7 @@ def test_each_place_a_report_is_written_is_found_and_another_runs_report_is_not(
     # run-2's report inside run-1's output folder: the files it read are not run-1's, so it is not run-1's report
     assert cli(["report", str(run_b), "--out", str(run_a / "report")]) == 0
     (a.parent / "report" / "report.json").unlink()
-    assert [run["report_folder"] for run in lb.build_leaderboard([run_a])["runs"]] == [None]
+    assert [run["report_folder"] for run in lb.build([run_a])[0]["runs"]] == [None]
     # the same run's report there is found (report/ inside OUTPUT_PATH)
     assert cli(["report", str(run_a), "--out", str(run_a / "report")]) == 0
-    assert [run["report_folder"] for run in lb.build_leaderboard([run_a])["runs"]] == [str(run_a / "report")]
+    assert [run["report_folder"] for run in lb.build([run_a])[0]["runs"]] == [str(run_a / "report")]

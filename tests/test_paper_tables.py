@@ -55,7 +55,7 @@ def tie(tmp_path_factory):
     """Two runs with the same answers (B of test_leaderboard, every item right) and A: 3 items behind, p = 0.25."""
     root = tmp_path_factory.mktemp("tie")
     paths = [medfact_run(root / name, flags, model_name=name) for name, flags in (("a", A), ("b1", B), ("b2", B))]
-    board = lb.build_leaderboard(paths)
+    board = lb.build(paths)[0]
     return json.loads(json.dumps(board)), to_latex(board), to_methods(board)
 
 

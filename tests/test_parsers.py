@@ -5,14 +5,11 @@ import re
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from lm_eval_tasks.utils.benchmarks import discover
 from lm_eval_tasks.utils.text import strip_think
 
 from tests.hostile_replies import SHAPES
+from tests.reply_parsers import PARSERS
 
-PARSERS = {"text.strip_think": strip_think} | {
-    f"{benchmark.name}.{name}": parser for benchmark in discover() for name, parser in benchmark.reply_parsers.items()
-}
 # Pieces of every reply format this package reads, so random replies hit the parsers' edge cases.
 PIECES = [
     "<think>",

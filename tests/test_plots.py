@@ -48,7 +48,7 @@ def test_the_item_set_of_a_section_in_words():
 def test_the_forest_plot_marks_a_partial_run_and_keeps_every_label_whole(tmp_path):
     long_name = "an-organisation/a-model-name-much-longer-than-any-label-limit-that-used-to-cut-it-short-v2"
     paths = [medfact_run(tmp_path / "a", A, model_name=long_name), medfact_run(tmp_path / "b", B, model_name="b")]
-    board = lb.build_leaderboard(paths)
+    board = lb.build(paths)[0]
     rows = lb.forest_rows(board, "medfact_bench")
     runs, published = rows[:2], rows[2:]
     # 7 items of 2 MedFact-Bench components, 14,274 items in 5 published: hollow and named among published numbers.

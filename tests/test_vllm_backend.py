@@ -22,12 +22,13 @@ from pathlib import Path
 
 import pytest
 from lm_eval_tasks.utils.benchmarks import report_specs
-from lm_eval_tasks.utils.leaderboard import build_leaderboard
+from lm_eval_tasks.utils.leaderboard import build
 from lm_eval_tasks.utils.models import free_port
 from lm_eval_tasks.utils.scoring import logged_loglikelihoods, logged_reply
 
 from lm_eval_tasks import tasks_dir
 from tests.conftest import REPO, read_results, read_samples, report_cli, run_lm_eval
+from tests.runs import lm_eval_args
 
 pytestmark = pytest.mark.slow
 
@@ -60,21 +61,12 @@ def vllm_python() -> Path:
     return VLLM_PYTHON
 
 
-def common_args(data_dir: Path, out: Path, tasks: tuple[str, ...]) -> list[str]:
-    return [
-        "--tasks",
-        ",".join(tasks),
-        "--metadata",
-        json.dumps({"data_dir": str(data_dir), "millerqa_model_label": MODEL_LABEL}),
-        "--limit",
-        str(LIMIT),
-        "--gen_kwargs",
-        f"max_gen_toks={MAX_GEN_TOKS}",
-        "--apply_chat_template",
-        "--log_samples",
-        "--output_path",
-        str(out),
-    ]
+def backend_args(
+    model: str, model_args: str, tasks: tuple[str, ...], data_dir: Path, out: Path, **options
+) -> list[str]:
+    """Every backend's run: the same items, generation budget, chat template and model label."""
+    shared = {"max_gen_toks": MAX_GEN_TOKS, "chat": True, "metadata": {"millerqa_model_label": MODEL_LABEL}}
+    return lm_eval_args(model, model_args, tasks, data_dir, out, LIMIT, **shared, **options)
 
 
 class Runs:
@@ -164,19 +156,9 @@ def runs(smollm2_dir, demo_data_dir, vllm_python, tmp_path_factory) -> Runs:
 
     runs.out["hf"] = root / "hf"
     started = time.monotonic()
+    model_args = f"pretrained={smollm2_dir},dtype=float32"
     run_lm_eval(
-        [
-            "--model",
-            "hf",
-            "--model_args",
-            f"pretrained={smollm2_dir},dtype=float32",
-            "--device",
-            "cpu",
-            "--batch_size",
-            "4",
-            *common_args(demo_data_dir, runs.out["hf"], tasks),
-        ],
-        cwd=root,
+        backend_args("hf", model_args, tasks, demo_data_dir, runs.out["hf"], device="cpu", batch_size=4), cwd=root
     )
     runs.seconds["hf"] = time.monotonic() - started
 
@@ -185,8 +167,7 @@ def runs(smollm2_dir, demo_data_dir, vllm_python, tmp_path_factory) -> Runs:
     model_args = f"pretrained={smollm2_dir},dtype=float32,max_model_len={MAX_MODEL_LEN},enforce_eager=True"
     result = run_vllm_lm_eval(
         vllm_python,
-        ["--model", "vllm", "--model_args", model_args, "--batch_size", "auto"]
-        + common_args(demo_data_dir, runs.out["vllm"], tasks),
+        backend_args("vllm", model_args, tasks, demo_data_dir, runs.out["vllm"], batch_size="auto"),
         cwd=root,
     )
     runs.seconds["vllm"] = time.monotonic() - started
@@ -199,30 +180,18 @@ def runs(smollm2_dir, demo_data_dir, vllm_python, tmp_path_factory) -> Runs:
     try:
         runs.out["completions"] = root / "completions"
         started = time.monotonic()
-        run_lm_eval(
-            [
-                "--model",
-                "local-completions",
-                "--model_args",
-                f"model={SERVED_NAME},base_url={server.base}/v1/completions,tokenizer={smollm2_dir},"
-                f"tokenizer_backend=huggingface,max_length={MAX_MODEL_LEN}",
-                *common_args(demo_data_dir, runs.out["completions"], LOGLIKELIHOOD_TASKS),
-            ],
-            cwd=root,
+        model_args = (
+            f"model={SERVED_NAME},base_url={server.base}/v1/completions,tokenizer={smollm2_dir},"
+            f"tokenizer_backend=huggingface,max_length={MAX_MODEL_LEN}"
         )
+        out = runs.out["completions"]
+        run_lm_eval(backend_args("local-completions", model_args, LOGLIKELIHOOD_TASKS, demo_data_dir, out), cwd=root)
         runs.seconds["completions"] = time.monotonic() - started
         runs.out["chat"] = root / "chat"
         started = time.monotonic()
-        run_lm_eval(
-            [
-                "--model",
-                "local-chat-completions",
-                "--model_args",
-                f"model={SERVED_NAME},base_url={server.base}/v1/chat/completions,tokenizer_backend=none",
-                *common_args(demo_data_dir, runs.out["chat"], GENERATE_TASKS),
-            ],
-            cwd=root,
-        )
+        model_args = f"model={SERVED_NAME},base_url={server.base}/v1/chat/completions,tokenizer_backend=none"
+        out = runs.out["chat"]
+        run_lm_eval(backend_args("local-chat-completions", model_args, GENERATE_TASKS, demo_data_dir, out), cwd=root)
         runs.seconds["chat"] = time.monotonic() - started
     finally:
         runs.server_exit_code = server.stop()
@@ -313,7 +282,7 @@ def test_a_vllm_run_reports_as_completely_as_an_hf_run(runs, tmp_path):
 def test_hf_and_vllm_runs_are_comparable_on_the_leaderboard(runs):
     # The same items, tasks, chat-template setting and task versions: every pair is tested, and no item
     # is right on one backend only.
-    board = build_leaderboard([runs.out["hf"], runs.out["vllm"]])
+    board = build([runs.out["hf"], runs.out["vllm"]])[0]
     comparisons = [c for bench in board["benchmarks"].values() for c in bench["comparisons"]]
     assert comparisons and all(c["comparable"] for c in comparisons), comparisons
     assert all(c["a_only_correct"] == 0 and c["b_only_correct"] == 0 for c in comparisons), comparisons

@@ -110,8 +110,9 @@ class Benchmark:
     register_commands: Callable[[argparse._SubParsersAction], None] | None = None
     # Tasks of the medeval_smoke plumbing group (they must run on the demo data directory).
     smoke_tasks: Sequence[str] = ()
-    # Every function that reads a model's reply, by name: each must give a verdict for any string, in time
-    # linear in its length, never an exception (tests/test_parsers.py, examples/parse_timing.py).
+    # Every function that reads a model's reply alone, by name: each must give a verdict for any string, in time
+    # linear in its length, never an exception (tests/test_parsers.py, examples/parse_timing.py; a parser that reads
+    # a reply against an item is bound to real items in tests/reply_parsers.py).
     reply_parsers: Mapping[str, Callable[[str], object]] = field(default_factory=dict)
     # Writes DIR/<data_folder> of the demo data directory from the shared data folder:
     # build_demo_data(shared_data, target_folder). None: the shared folder is linked as it is.

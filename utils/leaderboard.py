@@ -42,22 +42,15 @@ from .data import DataError, read_json
 from .files import jsonl_bytes, utf8, write_atomically
 from .pages import Html, estimate_attrs, interval
 from .redaction import redact_path
-from .report import md
 from .results import SCHEMA_VERSION as REPORT_SCHEMA_VERSION
 from .results import ScoredRun, Section, item_record, items_file
 from .runs import find_all_results, model_name
 from .scored_file import report_folders, score_or_read
 from .scoring import ScoredItem
 from .stats import format_estimate
+from .text import md
 
-# 2.0: one table per section (runs ranked by the headline, that section's published models); each pair carries
-# p_value from the test it names (paired bootstrap for a macro headline, exact McNemar for a micro one) and
-# holm_p_value; short unique run labels.
-# 2.1: discordant_file (leaderboard_discordant.jsonl: every pair's discordant items); each run's report folder.
-# 2.2: each run's entry carries its section's ECE (calibration), shown beside the headline and in the CSV.
-# 2.3: see CHANGELOG.md (tie ranges, detectable differences, exact tests at small n, precision in comparability).
-# 2.4: each discordant item in DISCORDANT_FILE by its ids, predictions and outcomes; report_folder found wherever the
-# README's flow writes a report (scored_file.report_folders); each run's entry carries its section's "subset".
+# leaderboard.json's schema; its changes, version by version, are in CHANGELOG.md.
 SCHEMA_VERSION = "2.4"
 DISCORDANT_FILE = "leaderboard_discordant.jsonl"
 # Discordant items of each kind DISCORDANT_FILE lists per pair (each line counts them all and says when it is cut).
@@ -174,10 +167,6 @@ def _ranks(runs: Mapping[str, Mapping[str, Any]]) -> dict[str, int | None]:
 # (section, A's id, B's id) -> (A's section, B's section, their discordant items as positions): item records are
 # built only for the rows a page shows.
 Disagreements = dict[tuple[str, str, str], tuple[Section, Section, Discordant]]
-
-
-def build_leaderboard(run_paths: Sequence[str | os.PathLike]) -> dict[str, Any]:
-    return build(run_paths)[0]
 
 
 def build(run_paths: Sequence[str | os.PathLike]) -> tuple[dict[str, Any], Disagreements]:

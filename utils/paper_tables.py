@@ -20,8 +20,8 @@ from typing import Any
 
 from .benchmarks import report_specs
 from .power import ALPHA
-from .report import md as _markdown
 from .stats import format_estimate
+from .text import md
 
 # Characters LaTeX reads as markup, and those its default (OT1) fonts print as other characters (< as an inverted
 # exclamation mark); [ and * would be read as the optional argument or star of the \\ that ends the row before.
@@ -262,9 +262,7 @@ def to_latex(board: Mapping[str, Any]) -> str:
 
 def _md(text: Any) -> str:
     """Text for methods.md: Markdown-escaped, control and format characters dropped (names are hostile)."""
-    return _markdown(
-        "".join(c if c.isspace() or unicodedata.category(c) not in ("Cc", "Cf") else "" for c in str(text))
-    )
+    return md("".join(c if c.isspace() or unicodedata.category(c) not in ("Cc", "Cf") else "" for c in str(text)))
 
 
 def _setting_text(value: Any) -> str:

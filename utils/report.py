@@ -10,7 +10,6 @@ atomically (nothing is written unless every input parsed). Nothing here computes
 
 from __future__ import annotations
 
-import html
 import json
 import os
 from collections.abc import Mapping
@@ -23,14 +22,9 @@ from .files import jsonl_bytes, utf8, write_atomically
 from .plots import confusion_png, plain_text_png, reliability_png
 from .results import ScoredRun, items_file, score_path
 from .scoring import AccuracyOver, Headline
+from .text import md
 
 _fmt = stats.format_estimate
-
-
-def md(text: Any) -> str:
-    """Text for Markdown: one line, with <, > and & escaped (a Markdown viewer renders raw HTML; quotes stay quotes),
-    pipes escaped."""
-    return html.escape(" ".join(str(text).split()), quote=False).replace("\\", "\\\\").replace("|", "\\|")
 
 
 # ----------------------------------------------------------------------------- rendering

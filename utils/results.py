@@ -53,14 +53,7 @@ from .scoring import (
     logged_reply,
 )
 
-# 2.0: run provenance (n_shot, seeds, device, dtype as lm-eval recorded it, versions, hashes, file sha256s);
-# per section compared_metric, published_headlines, caveats and paper_comparable.reasons; run.declared_settings.
-# 2.1: per section "items" (its items file, item count and ITEM_FIELDS); every section writes items_<section>.jsonl.
-# 2.2: per section calibration (ECE, Brier, reliability bins), subgroups, paired_variants, reply_lengths
-# (generative sections), n_tied/tie_rule (log-likelihood sections) and "small" on components (n < SMALL_GROUP).
-# 2.3: see CHANGELOG.md (ties as a measured quantity, exact intervals where the bootstrap cannot carry one).
-# 2.4: every item record (and ITEM_FIELDS) has item_id, the item's own id in its benchmark's source data; per section
-# "subset": the item set in words when it is not the published numbers' (figures mark such a number).
+# report.json's schema; its changes, version by version, are in CHANGELOG.md.
 SCHEMA_VERSION = "2.4"
 # Groups with fewer items are flagged as small: their CIs are wide and a percentile bootstrap is rough.
 SMALL_GROUP = 30

@@ -1,6 +1,9 @@
-"""Text handling shared by every generative task's answer extraction."""
+"""Text handling shared by modules: think blocks (every generative task's answer extraction), Markdown escaping."""
 
 from __future__ import annotations
+
+import html
+from typing import Any
 
 _OPEN, _CLOSE = "<think>", "</think>"
 
@@ -28,3 +31,9 @@ def strip_think(reply: str) -> str | None:
     if _CLOSE in without_blocks:
         return without_blocks.rsplit(_CLOSE, 1)[1]
     return without_blocks
+
+
+def md(text: Any) -> str:
+    """Text for Markdown: one line, with <, > and & escaped (a Markdown viewer renders raw HTML; quotes stay quotes),
+    pipes escaped."""
+    return html.escape(" ".join(str(text).split()), quote=False).replace("\\", "\\\\").replace("|", "\\|")

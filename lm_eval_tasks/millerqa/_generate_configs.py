@@ -58,7 +58,7 @@ def main(out_dir: Path = HERE) -> None:
                     "include": TEMPLATES[family.variant],
                     "task": f"{p}_{stem}",
                     "task_alias": stem,
-                    "dataset_kwargs": {"benchmark": stem, "release": family.release},
+                    "dataset_kwargs": {"set_name": stem, "release": family.release},
                 },
             )
         for dim, (title, stems) in DIMENSIONS.items():

@@ -243,12 +243,12 @@ def test_the_grounding_only_block_is_no_target():
 
 
 def test_the_scorecard_and_the_leaderboard_take_a_factbench_run(run_dir, tmp_path):
-    from lm_eval_tasks.utils.leaderboard import build_leaderboard
+    from lm_eval_tasks.utils.leaderboard import build
     from lm_eval_tasks.utils.scorecard import render_html
 
     folder, _ = run_dir
     page = render_html(results.score(load_run(folder)).report())
     assert "FActBench" in page and 'data-benchmark="factbench"' in page
     twin = shutil.copytree(folder, tmp_path / "twin" / "model")
-    board = build_leaderboard([folder, twin])
+    board = build([folder, twin])[0]
     assert len(board["runs"]) == 2 and "factbench" in board["benchmarks"]

@@ -9,37 +9,19 @@ from lm_eval_tasks.utils.openai_client import parse_endpoint_spec
 
 from tests.conftest import lm_eval_tasks_cli, read_results, read_samples, run_lm_eval
 from tests.medexqa.test_explanations import write_run
+from tests.runs import lm_eval_args
 
 pytestmark = pytest.mark.slow
 
 
 def test_smollm2_both_protocols_then_report_and_explanations(smollm2_dir, shared_data, tmp_path):
     out = tmp_path / "run"
-    run_lm_eval(
-        [
-            "--model",
-            "hf",
-            "--model_args",
-            f"pretrained={smollm2_dir},dtype=auto",
-            "--device",
-            "cpu",
-            "--tasks",
-            "medexqa_logit_be,medexqa_be",
-            "--metadata",
-            f"data_dir={shared_data}",
-            "--limit",
-            "3",
-            "--apply_chat_template",
-            "--gen_kwargs",
-            "max_gen_toks=48",
-            "--batch_size",
-            "6",
-            "--log_samples",
-            "--output_path",
-            str(out),
-        ],
-        cwd=tmp_path,
+    tasks = ("medexqa_logit_be", "medexqa_be")
+    model_args = f"pretrained={smollm2_dir},dtype=auto"
+    args = lm_eval_args(
+        "hf", model_args, tasks, shared_data, out, 3, device="cpu", batch_size=6, max_gen_toks=48, chat=True
     )
+    run_lm_eval(args, cwd=tmp_path)
     results = read_results(out)["results"]
     generation = read_samples(out, "medexqa_be")
     first = loader.to_doc(loader.load(str(shared_data), split="test", specialty="BE")[0], None)

@@ -8,12 +8,12 @@ from lm_eval.tasks import TaskManager
 from lm_eval_tasks.utils.files import write_jsonl
 from lm_eval_tasks.utils.medfact_bench import demo_label_note
 from lm_eval_tasks.utils.medfact_bench.constants import PUBLISHED_COUNTS
-from lm_eval_tasks.utils.medfact_bench.demo_data import synthetic_medfact_rows
 from lm_eval_tasks.utils.medfact_bench.loader import load
 from lm_eval_tasks.utils.medfact_bench.report_spec import generation_settings, score_sample
 
 from lm_eval_tasks import tasks_dir
 from tests.conftest import build_report
+from tests.medfact_bench.synthetic import synthetic_medfact_rows
 from tests.runs import save_run
 from tests.scripted_lm import ScriptedLM
 

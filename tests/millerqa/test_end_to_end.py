@@ -4,37 +4,19 @@ import pytest
 from lm_eval_tasks.utils.millerqa import prompts
 
 from tests.conftest import logged_messages, read_results, read_samples, report_cli, run_lm_eval
+from tests.runs import lm_eval_args
 
 pytestmark = pytest.mark.slow
 
 
 def test_smollm2_generative_and_loglikelihood_through_the_cli(smollm2_dir, shared_data, tmp_path):
     out = tmp_path / "run"
-    run_lm_eval(
-        [
-            "--model",
-            "hf",
-            "--model_args",
-            f"pretrained={smollm2_dir},dtype=auto",
-            "--device",
-            "cpu",
-            "--tasks",
-            "millerqa_triage,millerqa_ll_triage",
-            "--metadata",
-            f"data_dir={shared_data}",
-            "--limit",
-            "3",
-            "--apply_chat_template",
-            "--batch_size",
-            "3",
-            "--gen_kwargs",
-            "max_gen_toks=64",
-            "--log_samples",
-            "--output_path",
-            str(out),
-        ],
-        cwd=tmp_path,
+    tasks = ("millerqa_triage", "millerqa_ll_triage")
+    model_args = f"pretrained={smollm2_dir},dtype=auto"
+    args = lm_eval_args(
+        "hf", model_args, tasks, shared_data, out, 3, device="cpu", batch_size=3, max_gen_toks=64, chat=True
     )
+    run_lm_eval(args, cwd=tmp_path)
     results = read_results(out)["results"]
     samples = read_samples(out, "millerqa_triage")
     doc = samples[0]["doc"]
@@ -62,27 +44,10 @@ def test_smollm2_generative_and_loglikelihood_through_the_cli(smollm2_dir, share
 
 def test_local_chat_completions_against_a_real_server(llama_server, shared_data, tmp_path):
     out = tmp_path / "run"
-    run_lm_eval(
-        [
-            "--model",
-            "local-chat-completions",
-            "--model_args",
-            f"model={llama_server.model},base_url={llama_server.chat_completions_url},tokenizer_backend=none",
-            "--tasks",
-            "millerqa_lhb_legalbench",
-            "--metadata",
-            f"data_dir={shared_data}",
-            "--limit",
-            "2",
-            "--apply_chat_template",
-            "--gen_kwargs",
-            "max_gen_toks=96",
-            "--log_samples",
-            "--output_path",
-            str(out),
-        ],
-        cwd=tmp_path,
-    )
+    model_args = f"model={llama_server.model},base_url={llama_server.chat_completions_url},tokenizer_backend=none"
+    tasks = ["millerqa_lhb_legalbench"]
+    args = lm_eval_args("local-chat-completions", model_args, tasks, shared_data, out, 2, max_gen_toks=96, chat=True)
+    run_lm_eval(args, cwd=tmp_path)
     samples = read_samples(out, "millerqa_lhb_legalbench")
     messages = logged_messages(samples[0])
     doc = samples[0]["doc"]

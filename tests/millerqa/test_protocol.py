@@ -117,6 +117,17 @@ def test_the_shuffle_seed_is_a_setting(shared_data):
     assert other["permutation"] != default["permutation"]
 
 
+def test_the_set_named_by_its_old_keyword_is_the_same_set_with_a_deprecation_warning(shared_data):
+    named = tasks.custom_dataset(set_name="hle", data_dir=str(shared_data), millerqa_model_label="m")["test"]
+    with pytest.warns(DeprecationWarning, match=r"benchmark=\.\.\.\) is deprecated: name the set with set_name"):
+        old = tasks.custom_dataset(benchmark="hle", data_dir=str(shared_data), millerqa_model_label="m")["test"]
+    assert old.to_list() == named.to_list() and len(named) == constants.PUBLISHED_COUNTS[constants.CURATED]["hle"]
+    with pytest.raises(DataError, match=r"give the set once, as set_name \('hle'\), not also as benchmark"):
+        tasks.custom_dataset("hle", benchmark="triage", data_dir=str(shared_data), millerqa_model_label="m")
+    with pytest.raises(DataError, match="custom_dataset needs set_name"):
+        tasks.custom_dataset(data_dir=str(shared_data), millerqa_model_label="m")
+
+
 @pytest.mark.parametrize(
     "kwargs, label",
     [

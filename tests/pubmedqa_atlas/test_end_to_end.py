@@ -4,6 +4,7 @@ import pytest
 from lm_eval_tasks.utils.pubmedqa_atlas import loader, prompts
 
 from tests.conftest import read_results, report_cli, run_lm_eval
+from tests.runs import lm_eval_args
 
 pytestmark = pytest.mark.slow
 
@@ -38,28 +39,11 @@ def test_hf_backend_cuts_long_prompts_from_the_left(tiny_model_dir, shared_data)
 
 def test_cli_run_then_report_agrees_with_lm_eval(tiny_model_dir, demo_data_dir, tmp_path):
     out = tmp_path / "run"
-    run_lm_eval(
-        [
-            "--model",
-            "hf",
-            "--model_args",
-            f"pretrained={tiny_model_dir}",
-            "--device",
-            "cpu",
-            "--tasks",
-            "pubmedqa_atlas,pubmedqa_atlas_gen",
-            "--metadata",
-            f"data_dir={demo_data_dir}",
-            "--limit",
-            "6",
-            "--gen_kwargs",
-            "max_gen_toks=8",
-            "--log_samples",
-            "--output_path",
-            str(out),
-        ],
-        cwd=tmp_path,
+    tasks = ("pubmedqa_atlas", "pubmedqa_atlas_gen")
+    args = lm_eval_args(
+        "hf", f"pretrained={tiny_model_dir}", tasks, demo_data_dir, out, 6, device="cpu", max_gen_toks=8
     )
+    run_lm_eval(args, cwd=tmp_path)
     results = read_results(out)["results"]
     report = report_cli(out, tmp_path / "report")["benchmarks"]
     for task in ("pubmedqa_atlas", "pubmedqa_atlas_gen"):

@@ -11,9 +11,9 @@ from . import commands, constants, demo_data, factcheck_prompts, parsing
 from .report_spec import REPORT_SPECS
 
 BENCHMARK = Benchmark(
-    name="factbench",
+    name=constants.NAME,
     title="FActBench",
-    data_folder=constants.BENCHMARK,
+    data_folder=constants.DATA_FOLDER,
     report_specs=REPORT_SPECS,
     register_commands=commands.register,
     smoke_tasks=("factbench_summ", "factbench_rag"),

@@ -9,10 +9,11 @@ from dataclasses import dataclass
 
 from .. import data as data_layer
 
-BENCHMARK = "factbench"
+NAME = "factbench"
+DATA_FOLDER = NAME  # DIR/factbench
 SUMM, LAYSUMM, RAG, GEN = "summ", "laysumm", "rag", "gen"
 TASKS = (SUMM, LAYSUMM, RAG, GEN)
-TASK_NAMES = {component: f"{BENCHMARK}_{component}" for component in TASKS}
+TASK_NAMES = {component: f"{NAME}_{component}" for component in TASKS}
 TASK_TITLES = {SUMM: "Summarization", LAYSUMM: "Lay Summarization", RAG: "RAG (QA)", GEN: "Open-ended Gen"}
 # New-token budget. 256 for the summaries is the paper's (Table 1). It gives none for the QA tasks
 # (its RAG answers averaged 116.5 words; Gen used the provider default): 512 leaves such answers uncut.
@@ -102,7 +103,7 @@ class SummarisationSource:
     @property
     def layout(self) -> str:
         return (
-            f"DIR/{BENCHMARK}/{self.local_stem}.jsonl (or .parquet/.json/.csv) with the columns "
+            f"DIR/{DATA_FOLDER}/{self.local_stem}.jsonl (or .parquet/.json/.csv) with the columns "
             f"{self.article_column}, {self.reference_column}"
         )
 
@@ -135,7 +136,7 @@ SOURCES = {
 }
 BIOASQ_DIR = "bioasq"
 BIOASQ_LAYOUT = (
-    f"DIR/{BENCHMARK}/{BIOASQ_DIR}/ holding one or more files in the official BioASQ JSON format "
+    f"DIR/{DATA_FOLDER}/{BIOASQ_DIR}/ holding one or more files in the official BioASQ JSON format "
     f'({{"questions": [{{"id", "type", "body", "snippets": [{{"text", ...}}], '
     f'"ideal_answer", ...}}]}}), or --metadata factbench_bioasq_path=FILE_OR_DIR'
 )

@@ -23,9 +23,10 @@ from typing import Any
 
 from .. import data as data_layer
 from .constants import (
-    BENCHMARK,
     BIOASQ_DIR,
     BIOASQ_HOWTO,
+    DATA_FOLDER,
+    NAME,
     PAPER_BIOASQ_SUMMARY_QUESTIONS,
     SAMPLE_SEED,
     SAMPLE_SIZE,
@@ -125,14 +126,16 @@ def _read_rows(path: Path) -> list[dict[str, Any]]:
 
 def load_summarisation(task: str, data_dir: str | None = None, sample_size: int = SAMPLE_SIZE) -> list[dict[str, str]]:
     spec = SOURCES[task]
-    folder = data_layer.local_benchmark_dir(BENCHMARK, data_dir)
+    folder = data_layer.local_benchmark_dir(DATA_FOLDER, data_dir)
     if folder is not None:
         path = _local_table(folder, spec.local_stem, spec.layout)
         return summarisation_docs(_read_rows(path), spec, str(path), sample_size)
     if spec.hub_file:
-        path = data_layer.download_hub_file(spec.hub.repo_id, spec.hub_file, spec.hub.revision, BENCHMARK, spec.layout)
+        path = data_layer.download_hub_file(
+            spec.hub.repo_id, spec.hub_file, spec.hub.revision, DATA_FOLDER, spec.layout
+        )
         return summarisation_docs(_read_rows(path), spec, f"{spec.hub.label}/{spec.hub_file}", sample_size)
-    rows, label = data_layer.load_hub_rows(spec.hub, BENCHMARK, spec.layout)
+    rows, label = data_layer.load_hub_rows(spec.hub, DATA_FOLDER, spec.layout)
     return summarisation_docs(rows, spec, label, sample_size)
 
 
@@ -161,9 +164,9 @@ def bioasq_files(bioasq_path: str | None, data_dir: str | None) -> list[Path]:
         root = Path(bioasq_path).expanduser()
         origin = "--metadata factbench_bioasq_path"
     else:
-        folder = data_layer.local_benchmark_dir(BENCHMARK, data_dir)
+        folder = data_layer.local_benchmark_dir(DATA_FOLDER, data_dir)
         if folder is None:
-            raise data_layer.DataError(f"No BioASQ data for '{BENCHMARK}_rag'/'{BENCHMARK}_gen'. {BIOASQ_HOWTO}")
+            raise data_layer.DataError(f"No BioASQ data for '{NAME}_rag'/'{NAME}_gen'. {BIOASQ_HOWTO}")
         root, origin = folder / BIOASQ_DIR, "the data directory"
     if root.is_file():
         return [root]

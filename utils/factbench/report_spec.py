@@ -21,7 +21,7 @@ from typing import Any
 
 from ..runs import Run
 from ..scoring import INVALID, BenchmarkSpec, Headline, Protocol, Report, ScoredItem, logged_reply, scored_item
-from .constants import BENCHMARK, PUBLISHED_COUNTS, PUBLISHED_NUMBERS, TASK_NAMES, TASKS, task_component
+from .constants import NAME, PUBLISHED_COUNTS, PUBLISHED_NUMBERS, TASK_NAMES, TASKS, task_component
 from .parsing import score_generation
 from .records import CHECK_FILE, CHECK_FOLDER, read_check_folder
 from .tables import INCOMPLETE_NOTE, build_report, config_lines, count_table_lines, score_table_lines
@@ -159,7 +159,7 @@ def _reference() -> dict[str, dict[str, float]]:
 
 REPORT_SPECS = (
     BenchmarkSpec(
-        name=BENCHMARK,
+        name=NAME,
         title="FActBench",
         task_names=frozenset(TASK_NAMES.values()),
         score_sample=score_sample,

@@ -6,8 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from .. import data as data_layer
-from . import BENCHMARK as DECLARATION
-from .constants import BENCHMARK
+from . import BENCHMARK
 from .loader import load
 from .parsing import score_generation
 from .prompts import prompt
@@ -19,8 +18,8 @@ def custom_dataset(factbench_task: str, data_dir: str | None = None, split: str 
     FActBench's settings (``factbench_sample_size``, ``factbench_bioasq_path``) are read by its declaration
     (``Benchmark.read_settings``); the unscoped ``sample_size`` and ``bioasq_path`` are refused with those names.
     """
-    data_layer.refuse_training_split(BENCHMARK, split)
-    settings = DECLARATION.read_settings(metadata)
+    data_layer.refuse_training_split(BENCHMARK.name, split)
+    settings = BENCHMARK.read_settings(metadata)
     return data_layer.to_dataset_dict(load(factbench_task, data_dir, settings["bioasq_path"], settings["sample_size"]))
 
 

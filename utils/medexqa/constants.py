@@ -9,7 +9,8 @@ from dataclasses import dataclass
 
 from ..data import DataError
 
-BENCHMARK = "medexqa"
+NAME = "medexqa"
+DATA_FOLDER = NAME  # DIR/medexqa
 HUB_REPO = "bluesky333/MedExQA"
 # The dataset repository's commit cited together with the authors' code commit 9a5b34af by two
 # independent public projects; our local copy's counts reproduce the paper's denominators. The hub

@@ -35,7 +35,6 @@ from typing import Any
 from ..models import choose_dtype
 
 METRICS = ("rouge_l", "bleu", "meteor", "bertscore")
-EVALUATE_NAMES = {"rouge_l": "rouge", "bleu": "bleu", "meteor": "meteor", "bertscore": "bertscore"}
 SCIBERT = "allenai/scibert_scivocab_uncased"
 NLTK_DATA_ENV = "NLTK_DATA"
 # bert-score's own layer choice for SciBERT (its model2layers table), which evaluate uses by default.

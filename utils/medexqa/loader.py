@@ -16,12 +16,13 @@ from typing import Any
 from .. import data as data_layer
 from . import constants
 from .constants import (
-    BENCHMARK,
     COLUMNS,
+    DATA_FOLDER,
     FIRST_QUESTIONS,
     HUB_REPO,
     HUB_REVISION,
     LETTERS,
+    NAME,
     PUBLISHED_COUNTS,
     SPECIALTIES,
     SPLITS,
@@ -31,7 +32,7 @@ from .constants import (
 logger = logging.getLogger(__name__)
 
 LOCAL_LAYOUT = (
-    f"DIR/{BENCHMARK}/{{test,dev}}/<specialty>_{{test,dev}}.tsv, the hub's header-less TSV files "
+    f"DIR/{DATA_FOLDER}/{{test,dev}}/<specialty>_{{test,dev}}.tsv, the hub's header-less TSV files "
     f"(columns {', '.join(COLUMNS)}); specialties: " + ", ".join(s.stem for s in SPECIALTIES.values())
 )
 
@@ -100,13 +101,13 @@ def _load_file(path: Path, code: str, split: str) -> tuple[dict[str, Any], ...]:
 
 
 def _load_specialty(spec: Specialty, split: str, data_dir: str | None) -> tuple[dict[str, Any], ...]:
-    folder = data_layer.local_benchmark_dir(BENCHMARK, data_dir)
+    folder = data_layer.local_benchmark_dir(DATA_FOLDER, data_dir)
     if folder is not None:
         path = folder / spec.path(split)
         if not path.is_file():
             raise data_layer.DataError(f"{path}: missing. Expected layout: {LOCAL_LAYOUT}")
         return _load_file(path, code=spec.code, split=split)
-    path = data_layer.download_hub_file(HUB_REPO, spec.path(split), HUB_REVISION, BENCHMARK, LOCAL_LAYOUT)
+    path = data_layer.download_hub_file(HUB_REPO, spec.path(split), HUB_REVISION, DATA_FOLDER, LOCAL_LAYOUT)
     rows = data_layer.read_table(path, delimiter="\t", fieldnames=COLUMNS)
     return validate(
         rows, f"hf://datasets/{HUB_REPO}@{HUB_REVISION}/{spec.path(split)}", spec, split, require_count=True
@@ -118,7 +119,7 @@ def load(
 ) -> tuple[dict[str, Any], ...]:
     """The rows of one specialty (code or file stem), or of all five in table order, from ``data_dir``,
     ``$MEDEVAL_DATA_DIR`` or the pinned hub copy. Each row adds ``specialty``, ``split`` and ``row`` (1-based line)."""
-    data_layer.refuse_training_split(BENCHMARK, split)
+    data_layer.refuse_training_split(NAME, split)
     if split not in SPLITS:
         raise data_layer.DataError(f"MedExQA has the splits {', '.join(SPLITS)}; asked for '{split}'")
     chosen = [constants.specialty(specialty)] if specialty is not None else list(SPECIALTIES.values())

@@ -12,8 +12,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .. import data as data_layer
-from . import BENCHMARK as DECLARATION
-from .constants import BENCHMARK, LETTERS
+from . import BENCHMARK
+from .constants import LETTERS
 from .loader import load, to_doc
 from .parsing import EXPLICIT_STEPS, score_generation, score_logit
 from .prompts import generation_prompt, logit_prompt
@@ -39,8 +39,8 @@ def custom_dataset(specialty: str, data_dir: str | None = None, **metadata: Any)
     ignored.
     """
     if isinstance(metadata.get("split"), str):
-        data_layer.refuse_training_split(BENCHMARK, metadata["split"])
-    settings = DECLARATION.read_settings(metadata)
+        data_layer.refuse_training_split(BENCHMARK.name, metadata["split"])
+    settings = BENCHMARK.read_settings(metadata)
     seed = settings["shuffle_seed"] if settings["shuffle"] else None
     evaluated = load(data_dir, split=settings["split"], specialty=specialty)
     dev = load(data_dir, split="dev", specialty=specialty)

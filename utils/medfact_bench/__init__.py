@@ -2,7 +2,7 @@
 
 from ..benchmarks import Asset, Benchmark
 from . import constants, demo_data, parsing
-from .constants import BENCHMARK as NAME
+from .constants import DATA_FOLDER, NAME
 from .demo_data import demo_label_note
 from .report_spec import REPORT_SPECS
 
@@ -11,7 +11,7 @@ __all__ = ["BENCHMARK", "demo_label_note"]  # the note the report shows next to 
 BENCHMARK = Benchmark(
     name=NAME,
     title="MedFact-Bench",
-    data_folder=NAME,
+    data_folder=DATA_FOLDER,
     report_specs=REPORT_SPECS,
     smoke_tasks=("medfact_bench_scifact", "medfact_bench_healthver"),
     build_demo_data=demo_data.build_demo_data,

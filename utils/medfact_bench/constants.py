@@ -7,11 +7,12 @@ from __future__ import annotations
 
 from .. import data as data_layer
 
-BENCHMARK = "medfact_bench"
+NAME = "medfact_bench"
+DATA_FOLDER = NAME  # DIR/medfact_bench
 HUB = data_layer.HubDataset("ncbi/MedFact-Bench", "249028caf7ad5a3e63331269a606f4b2696693ed", split="train")
 COLUMNS = ("dataset", "claim", "source", "label", "system_prompt", "user_prompt")
 LOCAL_LAYOUT = (
-    f"DIR/{BENCHMARK}/ holding one .parquet, .jsonl, .json or .csv file with the hub's columns ({', '.join(COLUMNS)})"
+    f"DIR/{DATA_FOLDER}/ holding one .parquet, .jsonl, .json or .csv file with the hub's columns ({', '.join(COLUMNS)})"
 )
 
 # Component -> rows in the published set, in the paper's order.
@@ -32,7 +33,7 @@ LABEL_TOTALS = {"SUPPORT": 10118, "NEI": 2988, "CONTRADICT": 1168}
 SYSTEM_PROMPT_SHA256 = "f0b47375f1680cd40c830a72c94b2d30b4865500b93b4bbb93d7bd3d7e8022ea"
 
 # lm-eval task name -> component (task names cannot carry the hyphen of the data's component).
-TASK_COMPONENTS = {f"{BENCHMARK}_{c.replace('-', '_')}": c for c in PUBLISHED_COUNTS}
+TASK_COMPONENTS = {f"{NAME}_{c.replace('-', '_')}": c for c in PUBLISHED_COUNTS}
 
 # The paper's generation: greedy, no stop string, at most this many new tokens.
 MAX_NEW_TOKENS = 1024

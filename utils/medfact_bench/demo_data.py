@@ -12,13 +12,12 @@ assembled from two real, related sources:
   benchmark's 903-row abstract-level component.
 
 Every row says where its label comes from (``label_source``: ``medv1_l3b_prediction`` or ``gold``;
-synthetic rows ``synthetic``); the loader keeps it in the logged doc, and :func:`demo_label_note`
+``synthetic`` in the rows tests and timing scripts make); the loader keeps it in the logged doc, and :func:`demo_label_note`
 gives the sentence to show next to a number scored on such labels.
 """
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -26,7 +25,7 @@ from typing import Any
 from .. import data as data_layer
 from ..files import write_jsonl
 from ..scoring import INVALID
-from .constants import LABEL_SOURCE, LABELS, PUBLISHED_COUNTS
+from .constants import LABEL_SOURCE
 from .parsing import score_to_label
 from .prompts import user_prompt
 
@@ -87,30 +86,3 @@ def _row(component: str, claim: str, source: str, label: str, label_source: str,
 
 def build_demo_data(shared_data: Path, target: Path) -> None:
     write_jsonl(medfact_demo_rows(shared_data), target / MEDFACT_DEMO_FILE)
-
-
-def synthetic_medfact_rows(
-    shared_data: str | os.PathLike, counts: dict[str, int] | None = None, label_totals: dict[str, int] | None = None
-) -> list[dict[str, str]]:
-    """Rows in MedFact-Bench's format with any component counts, for plumbing checks and timing.
-
-    Text is real (the SciFact claim/article pairs, reused in turn) but labels are assigned in
-    turn, SUPPORT/NEI/CONTRADICT, or in blocks matching ``label_totals``: never score these.
-    """
-    counts = counts or PUBLISHED_COUNTS
-    pairs = [row for row in medfact_demo_rows(Path(shared_data)) if row["dataset"] == "scifact"]
-    total = sum(counts.values())
-    if label_totals:
-        if sum(label_totals.values()) != total:
-            raise ValueError(f"label totals {label_totals} do not add up to {total} rows")
-        labels = [label for label, n in label_totals.items() for _ in range(n)]
-    else:
-        labels = [LABELS[i % len(LABELS)] for i in range(total)]
-    rows = []
-    for component, n in counts.items():
-        for _ in range(n):
-            pair = pairs[len(rows) % len(pairs)]
-            rows.append(
-                _row(component, pair["claim"], pair["source"], labels[len(rows)], "synthetic", pair["system_prompt"])
-            )
-    return rows

@@ -11,8 +11,8 @@ from typing import Any
 
 from .. import data as data_layer
 from .constants import (
-    BENCHMARK,
     COLUMNS,
+    DATA_FOLDER,
     HUB,
     LABEL_SOURCE,
     LABEL_SOURCES,
@@ -87,8 +87,8 @@ def load_file(path: Path) -> MedFactData:
 
 def load(data_dir: str | None = None) -> MedFactData:
     """The validated benchmark from ``data_dir``, ``$MEDEVAL_DATA_DIR`` or the pinned hub copy."""
-    folder = data_layer.local_benchmark_dir(BENCHMARK, data_dir)
+    folder = data_layer.local_benchmark_dir(DATA_FOLDER, data_dir)
     if folder is not None:
-        return load_file(data_layer.single_table_file(folder, BENCHMARK, COLUMNS))
-    rows, label = data_layer.load_hub_rows(HUB, BENCHMARK, LOCAL_LAYOUT)
+        return load_file(data_layer.single_table_file(folder, DATA_FOLDER, COLUMNS))
+    rows, label = data_layer.load_hub_rows(HUB, DATA_FOLDER, LOCAL_LAYOUT)
     return validate_rows(rows, label, require_full_set=True)

@@ -15,7 +15,7 @@ from ..scoring import (
     logged_reply,
     scored_item,
 )
-from .constants import BENCHMARK, LABELS, MAX_NEW_TOKENS, PUBLISHED_COUNTS, PUBLISHED_NUMBERS
+from .constants import LABELS, MAX_NEW_TOKENS, NAME, PUBLISHED_COUNTS, PUBLISHED_NUMBERS
 from .demo_data import demo_label_note
 from .parsing import SCORE_BLOCK, score_reply
 
@@ -61,9 +61,9 @@ def generation_settings(sample: Mapping[str, Any]) -> dict[str, Any]:
 
 REPORT_SPECS = (
     BenchmarkSpec(
-        name=BENCHMARK,
+        name=NAME,
         title="MedFact-Bench",
-        task_prefix=BENCHMARK,
+        task_prefix=NAME,
         score_sample=score_sample,
         expected_counts=PUBLISHED_COUNTS,
         settings_of=generation_settings,

@@ -6,8 +6,8 @@ from collections import Counter
 from typing import Any
 
 from .. import data as data_layer
-from . import BENCHMARK as DECLARATION
-from .constants import BENCHMARK, PUBLISHED_COUNTS, TASK_COMPONENTS
+from . import BENCHMARK
+from .constants import PUBLISHED_COUNTS, TASK_COMPONENTS
 from .loader import load
 from .parsing import score_reply
 from .prompts import user_prompt
@@ -21,8 +21,8 @@ def custom_dataset(
     lm-eval also passes the task metadata and the model arguments; they are ignored, except a name with
     this benchmark's prefix, which it has no settings for (``Benchmark.read_settings``).
     """
-    data_layer.refuse_training_split(BENCHMARK, split)
-    DECLARATION.read_settings(metadata)
+    data_layer.refuse_training_split(BENCHMARK.name, split)
+    BENCHMARK.read_settings(metadata)
     loaded = load(data_dir)
     if component is not None and component not in PUBLISHED_COUNTS:
         raise data_layer.DataError(

@@ -7,14 +7,13 @@ Modules: ``constants`` (pinned source, benchmarks, counts, families), ``prompts`
 
 from ..benchmarks import Asset, Benchmark, Setting, SettingKind
 from . import commands, constants, parsing
-from .constants import BENCHMARK as NAME
-from .constants import SHUFFLE_SEED
+from .constants import DATA_FOLDER, NAME, SHUFFLE_SEED
 from .report_spec import REPORT_SPECS
 
 BENCHMARK = Benchmark(
     name=NAME,
     title="MillerQA",
-    data_folder=NAME,
+    data_folder=DATA_FOLDER,
     report_specs=REPORT_SPECS,
     register_commands=commands.register,
     smoke_tasks=("millerqa_triage", "millerqa_choiceonly_triage", "millerqa_ll_triage"),

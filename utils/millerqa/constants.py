@@ -9,7 +9,8 @@ from __future__ import annotations
 import string
 from dataclasses import dataclass
 
-BENCHMARK = "millerqa"
+NAME = "millerqa"
+DATA_FOLDER = NAME  # DIR/millerqa
 GITHUB_REPO = "KatherLab/MillerQA"
 GITHUB_COMMIT = "92af60f8eac8b532fe882ae0dcbb701797660be8"
 GITHUB_RAW = f"https://raw.githubusercontent.com/{GITHUB_REPO}/{GITHUB_COMMIT}/benchmarks"
@@ -101,7 +102,7 @@ PUBLISHED_COUNTS = {
 PUBLISHED_NUMBERS: dict[str, dict[str, float]] = {}
 
 LOCAL_LAYOUT = (
-    f"DIR/{BENCHMARK}/ laid out like the upstream benchmarks/ folder ({MANIFEST}, curated/<source>/<name>.json, "
+    f"DIR/{DATA_FOLDER}/ laid out like the upstream benchmarks/ folder ({MANIFEST}, curated/<source>/<name>.json, "
     f"pre_qc/<source>/<name>.json), or DIR itself a clone of {GITHUB_REPO} at {GITHUB_COMMIT}"
 )
 

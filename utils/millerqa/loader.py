@@ -14,9 +14,9 @@ from .. import data as data_layer
 from ..files import cache_dir
 from . import constants
 from .constants import (
-    BENCHMARK,
     BENCHMARKS,
     CURATED,
+    DATA_FOLDER,
     GITHUB_COMMIT,
     GITHUB_REPO,
     LETTERS,
@@ -36,7 +36,7 @@ def resolve_root(data_dir: str | None) -> Path | None:
     """
     if data_dir and (Path(data_dir).expanduser() / "benchmarks" / MANIFEST).is_file():
         return Path(data_dir).expanduser() / "benchmarks"
-    folder = data_layer.local_benchmark_dir(BENCHMARK, data_dir)
+    folder = data_layer.local_benchmark_dir(DATA_FOLDER, data_dir)
     if folder is None:
         return None
     return folder / "benchmarks" if (folder / "benchmarks" / MANIFEST).is_file() else folder
@@ -50,8 +50,8 @@ def _file(root: Path | None, relative: str) -> Path:
         return root / relative
     return data_layer.download_pinned_file(
         f"{constants.GITHUB_RAW}/{relative}",
-        cache_dir() / BENCHMARK / GITHUB_COMMIT / relative,
-        BENCHMARK,
+        cache_dir() / DATA_FOLDER / GITHUB_COMMIT / relative,
+        DATA_FOLDER,
         LOCAL_LAYOUT,
     )
 

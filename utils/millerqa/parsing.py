@@ -51,7 +51,6 @@ _FENCE_LANGUAGE = re.compile(r"(?:json)?\s*", re.IGNORECASE)  # what the authors
 
 # How the answer object was found, in cascade order; the regex steps are the authors' parse_failed.
 JSON_METHODS = ("json", "json_escaped", "fenced", "braces", "last_object")
-REGEX_METHODS = ("regex_key", "regex_letter")
 
 # ----------------------------------------------------------------------------- JSON, in linear time
 
@@ -247,7 +246,7 @@ def fenced_block(text: str) -> str | None:
 @dataclass(frozen=True)
 class ParsedReply:
     fields: Mapping[str, Any]  # the answer object, or what the regex fallback found
-    method: str  # one of JSON_METHODS + REGEX_METHODS, "none", or "unclosed_think"
+    method: str  # one of JSON_METHODS, "regex_key", "regex_letter", "none", or "unclosed_think"
 
 
 def parse_reply(reply: str) -> ParsedReply:

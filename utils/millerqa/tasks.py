@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import logging
 import math
+import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .. import data as data_layer
-from . import BENCHMARK as DECLARATION
-from . import loader
-from .constants import BENCHMARK, CURATED, LETTERS
+from . import BENCHMARK, loader
+from .constants import CURATED, LETTERS
 from .parsing import score_loglikelihoods, score_reply
 from .prompts import choice_only_prompt, loglikelihood_prompt, shuffled_doc, user_prompt
 
@@ -57,28 +57,45 @@ def model_label_from(model_label: str | None = None, pretrained: Any = None, mod
 
 
 def custom_dataset(
-    benchmark: str,
+    set_name: str | None = None,
     release: str = CURATED,
     data_dir: str | None = None,
     pretrained: Any = None,
     model: Any = None,
     split: str | None = None,
+    *,
+    benchmark: str | None = None,
     **metadata: Any,
 ):
-    """lm-eval ``custom_dataset`` hook: one benchmark's docs, shuffled for this model, as split 'test'.
+    """lm-eval ``custom_dataset`` hook: one set's docs, shuffled for this model, as split 'test'.
 
     lm-eval passes the task metadata, ``--metadata`` and every ``--model_args`` value (``pretrained``,
     ``model`` and the rest stay as they are); MillerQA's settings are read by its declaration
     (``Benchmark.read_settings``). The docs depend only on the data, the label and the seed, so every
-    process of a multi-GPU run builds the same.
+    process of a multi-GPU run builds the same. ``benchmark`` is the deprecated name of ``set_name``
+    (a YAML of one's own may still give ``dataset_kwargs: {benchmark: ...}``).
     """
-    data_layer.refuse_training_split(BENCHMARK, split)
-    settings = DECLARATION.read_settings(metadata)
+    if benchmark is not None:
+        if set_name is not None:
+            raise data_layer.DataError(
+                f"MillerQA: give the set once, as set_name ({set_name!r}), not also as benchmark ({benchmark!r})"
+            )
+        warnings.warn(
+            "MillerQA custom_dataset(benchmark=...) is deprecated: name the set with set_name=... "
+            "(dataset_kwargs: {set_name: ...})",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        set_name = benchmark
+    if set_name is None:
+        raise data_layer.DataError("MillerQA: custom_dataset needs set_name, one of its sets (e.g. triage)")
+    data_layer.refuse_training_split(BENCHMARK.name, split)
+    settings = BENCHMARK.read_settings(metadata)
     label, derived = model_label_from(settings["model_label"], pretrained, model)
     seed = settings["shuffle_seed"]
-    items = loader.load(benchmark, release, data_dir)
+    items = loader.load(set_name, release, data_dir)
     return data_layer.to_dataset_dict(
-        [shuffled_doc(item, benchmark, release, label, seed, model_label_derived=derived) for item in items]
+        [shuffled_doc(item, set_name, release, label, seed, model_label_derived=derived) for item in items]
     )
 
 

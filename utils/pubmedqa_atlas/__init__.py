@@ -7,7 +7,7 @@ hooks), report_spec (``REPORT_SPECS``), probe (the linear probe), commands (``pu
 
 from ..benchmarks import Asset, Benchmark
 from . import commands, constants, parsing, prompts
-from .constants import BENCHMARK as DATA_FOLDER
+from .constants import DATA_FOLDER
 from .report_spec import REPORT_SPECS
 
 BENCHMARK = Benchmark(

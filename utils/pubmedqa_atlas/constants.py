@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from ..data import HubDataset
 
-BENCHMARK = "pubmedqa"  # the folder in a data directory (DIR/pubmedqa)
+DATA_FOLDER = "pubmedqa"  # DIR/pubmedqa
 HUB = HubDataset("qiaojin/PubMedQA", "9001f2853fb87cab8d220904e0de81ac6973b318", config="pqa_labeled", split="train")
 UPSTREAM_COMMIT = "1cbae8e92f72f20c8d3747cbb3bf5bc53554d997"
 TEST_IDS_URL = f"https://raw.githubusercontent.com/pubmedqa/pubmedqa/{UPSTREAM_COMMIT}/data/test_ground_truth.json"
@@ -15,7 +15,7 @@ TEST_IDS_SHA256 = "939fe566f09017d13b1ca64d2ddfee0bc2374b366048152997669cccedc44
 ITEMS_FILE = "ori_pqal.json"
 TEST_IDS_FILE = "test_ground_truth.json"
 LOCAL_LAYOUT = (
-    f"DIR/{BENCHMARK}/ holding {ITEMS_FILE} and {TEST_IDS_FILE} from github.com/pubmedqa/pubmedqa "
+    f"DIR/{DATA_FOLDER}/ holding {ITEMS_FILE} and {TEST_IDS_FILE} from github.com/pubmedqa/pubmedqa "
     f"(folder data/, commit {UPSTREAM_COMMIT})"
 )
 

@@ -17,7 +17,7 @@ from typing import Any
 
 from .. import data as data_layer
 from .constants import (
-    BENCHMARK,
+    DATA_FOLDER,
     HUB,
     ITEMS_FILE,
     LABELS,
@@ -209,16 +209,16 @@ def records_from_hub(rows: Sequence[Mapping[str, Any]], source: str) -> dict[str
 
 def load(data_dir: str | None = None) -> PubMedQA:
     """The validated split from ``data_dir``, ``$MEDEVAL_DATA_DIR`` or the pinned hub + GitHub copies."""
-    folder = data_layer.local_benchmark_dir(BENCHMARK, data_dir)
+    folder = data_layer.local_benchmark_dir(DATA_FOLDER, data_dir)
     if folder is not None:
         return load_local(folder)
-    rows, label = data_layer.load_hub_rows(HUB, BENCHMARK, LOCAL_LAYOUT)
+    rows, label = data_layer.load_hub_rows(HUB, DATA_FOLDER, LOCAL_LAYOUT)
     from ..files import cache_dir
 
     ids_path = data_layer.download_pinned_file(
         TEST_IDS_URL,
-        cache_dir() / BENCHMARK / UPSTREAM_COMMIT / TEST_IDS_FILE,
-        BENCHMARK,
+        cache_dir() / DATA_FOLDER / UPSTREAM_COMMIT / TEST_IDS_FILE,
+        DATA_FOLDER,
         LOCAL_LAYOUT,
         sha256=TEST_IDS_SHA256,
     )

@@ -31,8 +31,7 @@ from .loader import load
 from .parsing import macro_f1_value
 from .prompts import PROBE_TEXT, probe_text
 
-# 1: features standardised before the head; 2: the card's head on the raw pooled vectors (the default);
-# 3: float32 by default on any hardware (2 ran bfloat16 where the CPU had it natively).
+# Its changes, version by version: lm_eval_tasks/pubmedqa_atlas/README.md, "Changelog".
 PROBE_VERSION = 3
 POOLINGS = ("mean", "cls", "last")  # mean is the protocol; cls / last are offered for comparisons
 # The logistic head, fixed in advance and never tuned on test: scikit-learn's LogisticRegression with

@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .. import data as data_layer
-from . import BENCHMARK as DECLARATION
+from . import BENCHMARK
 from .loader import Item, load
 from .parsing import macro_f1_value, score_choice, score_generation
 from .prompts import generative_prompt, zero_shot_prompt
@@ -33,7 +33,7 @@ def custom_dataset(subset: str = "full", data_dir: str | None = None, **metadata
     lm-eval also passes the task metadata and the model arguments; they are ignored, except a name with
     this benchmark's prefix, which it has no settings for (``Benchmark.read_settings``).
     """
-    DECLARATION.read_settings(metadata)
+    BENCHMARK.read_settings(metadata)
     return data_layer.to_dataset_dict([item.doc() for item in load(data_dir).subset(subset)])
 
 
@@ -56,7 +56,7 @@ def builtin_custom_dataset(data_dir: str | None = None, **metadata: Any):
     ori_pqal.json's fields): 'test' = the 500 official test items, 'train' = the 500-item train pool."""
     import datasets
 
-    DECLARATION.read_settings(metadata)
+    BENCHMARK.read_settings(metadata)
 
     loaded = load(data_dir)
 
