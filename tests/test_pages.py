@@ -223,3 +223,13 @@ def test_report_md_opens_with_every_headline_and_ends_with_the_provenance():
     )
     assert sum(line.startswith("| ") and "`" in line for line in summary) == len(GOLDEN_REPORT["benchmarks"])
     assert '- limit: None; seeds: {"random": 7}' in lines[provenance:]
+
+
+def test_no_discordant_items_row_is_smaller_than_the_bound_the_leaderboard_builds_by():
+    # The smallest row a pair can give: empty texts, no item id, one-character task, doc ids 0.
+    a = {"task": "t", "item_id": None, "doc_id": 0, "component": "", "gold": "", "prompt": "", "pred": "",
+         "outcome": "correct", "reply": "", "choices": []}  # fmt: skip
+    b = {**a, "outcome": "wrong"}
+    data = explorer.pairs_data("s", {"id": "run-1"}, {"id": "run-2"}, [(a, b)], [(b, a)], 10_000)
+    assert [len(json.dumps(row, separators=(",", ":")).encode()) + 1 for row in data["rows"]] == [78, 78]
+    assert explorer.MIN_PAIR_ROW <= 78

@@ -179,10 +179,14 @@ class Discordant:
     a_only_correct: Pairing
     b_only_correct: Pairing
 
-    def items(self, sa: Section, sb: Section, which: str) -> list[tuple[ScoredItem, ScoredItem]]:
-        """(A's item, B's item) of ``which`` ("a_only_correct" or "b_only_correct"): built only where shown."""
+    def items(
+        self, sa: Section, sb: Section, which: str, first: int | None = None
+    ) -> list[tuple[ScoredItem, ScoredItem]]:
+        """(A's item, B's item) of ``which`` ("a_only_correct" or "b_only_correct"), the ``first`` ones only when
+        given: built only where shown."""
         chosen = getattr(self, which)
-        return [(sa.items[i], sb.items[j]) for i, j in zip(chosen.a.tolist(), chosen.b.tolist(), strict=True)]
+        a, b = chosen.a[:first].tolist(), chosen.b[:first].tolist()
+        return [(sa.items[i], sb.items[j]) for i, j in zip(a, b, strict=True)]
 
 
 def discordant_items(sa: Section, sb: Section, paired: Pairing | None = None) -> Discordant:

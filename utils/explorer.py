@@ -218,6 +218,9 @@ PAIR_FIELDS = (
     "answer_b",
 )
 PAIR_COLUMNS = ("which", *PAIR_FIELDS)
+# Bytes no discordant item's row in a page's data is below (its labels, ids, outcomes and shortened texts): a budget
+# of B bytes holds at most B // MIN_PAIR_ROW rows, so no more of a pair's items need building.
+MIN_PAIR_ROW = 64
 # Texts of one discordant item (two prompts at most, two answers), for its share of a text budget.
 PAIR_TEXTS = 4
 A_ONLY, B_ONLY = "A right, B wrong", "B right, A wrong"
@@ -251,10 +254,12 @@ def pairs_data(
     a_only: Sequence[tuple[Mapping[str, Any], Mapping[str, Any]]],
     b_only: Sequence[tuple[Mapping[str, Any], Mapping[str, Any]]],
     budget: int = PAGE_BUDGET,
+    n_total: int | None = None,
 ) -> dict[str, Any]:
     """The page data of two runs' discordant items (pairs of item records, A's then B's), in at most ``budget``
     bytes: per item, which run was right and its :func:`pair_record` (the question, both predictions, outcomes and
-    answers).
+    answers). ``n_total``: how many there are, when only the first of each kind are given (the rest could not fit:
+    :data:`MIN_PAIR_ROW`).
 
     ``a`` and ``b``: each run's id, label and links ({"report": href of its report.html, "items": href of its
     items file}).
@@ -272,7 +277,7 @@ def pairs_data(
         "a": dict(a),
         "b": dict(b),
         "limit": limit,
-        "n_total": len(pairs),
+        "n_total": len(pairs) if n_total is None else n_total,
         "columns": list(PAIR_COLUMNS),
         "rows": rows,
     }

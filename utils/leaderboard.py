@@ -611,8 +611,9 @@ def _disagreements(
             "b": c["b"],
             "counts": f"{c['a']} vs {c['b']}: A right, B wrong: {n_a}; B right, A wrong: {n_b}",
         }
+        first = share // explorer.MIN_PAIR_ROW + 1  # no more of each kind fit in the pair's share
         a_only, b_only = (
-            [(item_record(a), item_record(b)) for a, b in found.items(sa, sb, key)]
+            [(item_record(a), item_record(b)) for a, b in found.items(sa, sb, key, first)]
             for key in ("a_only_correct", "b_only_correct")
         )
         sides = {
@@ -630,7 +631,7 @@ def _disagreements(
             }
             for side, run_id in (("a", c["a"]), ("b", c["b"]))
         }
-        data = explorer.pairs_data(name, sides["a"], sides["b"], a_only, b_only, share)
+        data = explorer.pairs_data(name, sides["a"], sides["b"], a_only, b_only, share, n_a + n_b)
         if data["rows"] or not data["n_total"]:
             heading = (
                 f"A = {labels[c['a']]}, B = {labels[c['b']]}: filter, search, click an item for both answers and "
