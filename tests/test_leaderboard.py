@@ -210,6 +210,10 @@ def test_discordant_items_of_every_pair_hand_worked(written):
     # A 1100|011, B 1111|111, C 0101|001 (scifact | healthver); items in (task, doc_id) order: healthver first.
     out = written[0]
     lines = [json.loads(line) for line in (out / lb.DISCORDANT_FILE).read_text(encoding="utf-8").splitlines()]
+    assert all(line["fields"] == list(lb.DISCORDANT_FIELDS) for line in lines)
+    for line in lines:  # each item by its fields' names
+        for key in ("a_only_correct", "b_only_correct"):
+            line[key] = [dict(zip(line["fields"], entry, strict=True)) for entry in line[key]]
     found = {
         (line["a"], line["b"]): tuple(
             [[e["task"], e["doc_id_a"], e["doc_id_b"]] for e in line[key]]

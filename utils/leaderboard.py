@@ -27,7 +27,7 @@ import json
 import multiprocessing
 import os
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -262,27 +262,22 @@ def report_folder(results_path: Path, provenance: Mapping[str, Any]) -> str | No
 _DISCORDANT_KINDS = ("a_only_correct", "b_only_correct")
 
 
-def _discordant_entry(a: ScoredItem, b: ScoredItem) -> dict[str, Any]:
-    return {
-        "task": a.task,
-        "item_id": a.item_id,
-        "doc_id_a": a.doc_id,
-        "doc_id_b": b.doc_id,
-        "pred_a": a.pred,
-        "pred_b": b.pred,
-        "outcome_a": a.outcome,
-        "outcome_b": b.outcome,
-    }
+# Each discordant item of leaderboard_discordant.jsonl, a list of these (named once per line, under "fields").
+DISCORDANT_FIELDS = ("task", "item_id", "doc_id_a", "doc_id_b", "pred_a", "pred_b", "outcome_a", "outcome_b")
 
 
-def discordant_lines(disagreements: Disagreements) -> list[dict[str, Any]]:
+def _discordant_entry(a: ScoredItem, b: ScoredItem) -> list[Any]:
+    return [a.task, a.item_id, a.doc_id, b.doc_id, a.pred, b.pred, a.outcome, b.outcome]
+
+
+def discordant_lines(disagreements: Disagreements) -> Iterator[dict[str, Any]]:
     """leaderboard_discordant.jsonl: per section and pair, the discordant items by their ids (task, item id, each
-    run's doc_id) with both runs' predictions and outcomes, at most :data:`DISCORDANT_PER_PAIR` of each kind (``n_*``
+    run's doc_id) with both runs' predictions and outcomes (each a list of :data:`DISCORDANT_FIELDS`), at most :data:`DISCORDANT_PER_PAIR` of each kind (``n_*``
     counts them all; ``cut``: some were left out). No texts: the page shows the question and both answers, and each
-    run's items file holds them whole, so the file stays small however many pairs there are."""
-    lines = []
+    run's items file holds them whole, so the file stays small however many pairs there are. One line at a time:
+    only one pair's entries are held."""
     for (name, id_a, id_b), (sa, sb, found) in disagreements.items():
-        line: dict[str, Any] = {"section": name, "a": id_a, "b": id_b}
+        line: dict[str, Any] = {"section": name, "a": id_a, "b": id_b, "fields": list(DISCORDANT_FIELDS)}
         for key in _DISCORDANT_KINDS:
             chosen = getattr(found, key)
             line[key] = [
@@ -291,8 +286,7 @@ def discordant_lines(disagreements: Disagreements) -> list[dict[str, Any]]:
             ]
             line[f"n_{key}"] = len(chosen.a)
         line["cut"] = any(line[f"n_{key}"] > DISCORDANT_PER_PAIR for key in _DISCORDANT_KINDS)
-        lines.append(line)
-    return lines
+        yield line
 
 
 # ----------------------------------------------------------------------------- rendering
