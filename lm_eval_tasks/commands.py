@@ -43,6 +43,7 @@ def _report_targets(runs: list[Path], out: str | None, each: bool) -> list[Path 
 
 
 def _report(args: argparse.Namespace) -> int:
+    from lm_eval_tasks.utils.redaction import redact_path
     from lm_eval_tasks.utils.report import write_report
     from lm_eval_tasks.utils.runs import find_all_results
     from lm_eval_tasks.utils.scoring import Headline
@@ -53,7 +54,7 @@ def _report(args: argparse.Namespace) -> int:
         scored, files = write_report(run, target)
         report = scored.report()
         for path in files:
-            print(path)
+            print(redact_path(str(path)))  # a folder lm-eval named after a model URL may hold its password
         for name, bench in report["benchmarks"].items():
             if bench["headline_metric"] == Headline.NONE.value:
                 print(f"{name}: {bench['n_items']} items; its scores are in report.md (no accuracy headline)")
@@ -85,9 +86,10 @@ def _compare(args: argparse.Namespace) -> int:
 
 def _leaderboard(args: argparse.Namespace) -> int:
     from lm_eval_tasks.utils.leaderboard import write_leaderboard
+    from lm_eval_tasks.utils.redaction import redact_path
 
     for path in write_leaderboard(args.runs, args.out):
-        print(path)
+        print(redact_path(str(path)))
     return 0
 
 

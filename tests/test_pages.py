@@ -233,3 +233,22 @@ def test_no_discordant_items_row_is_smaller_than_the_bound_the_leaderboard_build
     data = explorer.pairs_data("s", {"id": "run-1"}, {"id": "run-2"}, [(a, b)], [(b, a)], 10_000)
     assert [len(json.dumps(row, separators=(",", ":")).encode()) + 1 for row in data["rows"]] == [78, 78]
     assert explorer.MIN_PAIR_ROW <= 78
+
+
+@pytest.mark.parametrize("budget", [5_000, 20_000, 60_000])
+def test_a_pair_too_long_for_its_share_keeps_the_rows_the_whole_computation_keeps(budget):
+    # More items than the budget could hold at MIN_PAIR_ROW bytes each: the rows are built only as far as they fit,
+    # and they are the rows (and the limit) computing every row first gives.
+    a = {"task": "t", "item_id": "x", "doc_id": 0, "component": "c", "gold": "SUPPORT", "prompt": "Claim? " * 40,
+         "pred": "SUPPORT", "outcome": "correct", "reply": "<score>2</score> " * 30, "choices": []}  # fmt: skip
+    pairs = [({**a, "doc_id": i}, {**a, "doc_id": i, "outcome": "wrong", "pred": "NEI"}) for i in range(1000)]
+    assert len(pairs) * explorer.MIN_PAIR_ROW > budget
+    data = explorer.pairs_data("s", {"id": "run-1"}, {"id": "run-2"}, pairs, [], budget)
+
+    def row(pair, limit):
+        which, ra, rb = pair
+        return [which, *explorer.pair_record(ra, rb, limit).values()]
+
+    entries = [(explorer.A_ONLY, ra, rb) for ra, rb in pairs]
+    assert (data["limit"], data["rows"]) == explorer._fit(entries, row, explorer.PAIR_TEXTS * len(entries), budget)
+    assert 0 < len(data["rows"]) < len(pairs) and data["n_total"] == 1000

@@ -40,6 +40,11 @@ def test_a_url_password_in_the_model_name_and_folder_reaches_no_report_and_no_co
     assert cli(["compare", str(runs[0]), str(runs[1])]) == 0  # the table names the runs by their masked paths
     assert PASSWORD not in capsys.readouterr().out
     assert_no_password([tmp_path / "compare.json"])
+    # The paths report and leaderboard print (the folders lm-eval named after the model URL) are masked too.
+    assert cli(["report", str(runs[0])]) == 0
+    assert cli(["leaderboard", str(tmp_path / "a"), str(tmp_path / "b"), "--out", str(tmp_path / "board")]) == 0
+    printed = capsys.readouterr().out
+    assert PASSWORD not in printed and f"{FOLDER.replace(PASSWORD, '***')}" in printed
 
 
 def test_a_url_password_in_the_model_name_and_folder_reaches_no_leaderboard(tmp_path):

@@ -73,10 +73,26 @@ def text_limit(n_texts: int, budget: int) -> int:
 
 
 def _fit(
-    entries: Sequence[Any], row: Callable[[Any, int], list[Any]], n_texts: int, budget: int
+    entries: Sequence[Any],
+    row: Callable[[Any, int], list[Any]],
+    n_texts: int,
+    budget: int,
+    min_row: int = 0,
 ) -> tuple[int, list[list[Any]]]:
     """The text limit and the rows (``row(entry, limit)``) that ``budget`` bytes hold: every entry's row when its
-    ``n_texts`` texts fit at :data:`MIN_SHOWN` characters or more, else the first rows that fit."""
+    ``n_texts`` texts fit at :data:`MIN_SHOWN` characters or more, else the first rows that fit.
+
+    ``min_row``: bytes no row is below. When the entries cannot all fit even so, texts are at :data:`MIN_SHOWN` and
+    rows are built one at a time only as far as the budget goes (the same rows, without building the others)."""
+    if len(entries) * min_row > budget:
+        rows, used = [], 0
+        for entry in entries:
+            shown = row(entry, MIN_SHOWN)
+            used += _size(shown)
+            if used > budget:
+                break
+            rows.append(shown)
+        return MIN_SHOWN, rows
     fixed = _rows_size([row(entry, 0) for entry in entries])  # each row with its texts cut to nothing
     limit = text_limit(n_texts, int((budget - fixed) * _TEXT_SHARE))
     rows = [row(entry, limit) for entry in entries]
@@ -251,26 +267,28 @@ def pairs_data(
     section: str,
     a: Mapping[str, Any],
     b: Mapping[str, Any],
-    a_only: Sequence[tuple[Mapping[str, Any], Mapping[str, Any]]],
-    b_only: Sequence[tuple[Mapping[str, Any], Mapping[str, Any]]],
+    a_only: Sequence[tuple[Any, Any]],
+    b_only: Sequence[tuple[Any, Any]],
     budget: int = PAGE_BUDGET,
     n_total: int | None = None,
+    record: Callable[[Any], Mapping[str, Any]] | None = None,
 ) -> dict[str, Any]:
-    """The page data of two runs' discordant items (pairs of item records, A's then B's), in at most ``budget``
-    bytes: per item, which run was right and its :func:`pair_record` (the question, both predictions, outcomes and
-    answers). ``n_total``: how many there are, when only the first of each kind are given (the rest could not fit:
-    :data:`MIN_PAIR_ROW`).
+    """The page data of two runs' discordant items (pairs of item records, A's then B's, or of what ``record``
+    makes one of), in at most ``budget`` bytes: per item, which run was right and its :func:`pair_record` (the
+    question, both predictions, outcomes and answers). ``n_total``: how many there are, when only the first of each
+    kind are given (the rest could not fit: :data:`MIN_PAIR_ROW`).
 
     ``a`` and ``b``: each run's id, label and links ({"report": href of its report.html, "items": href of its
     items file}).
     """
+    made = record or (lambda entry: entry)
 
-    def row(pair: tuple[str, Mapping[str, Any], Mapping[str, Any]], limit: int) -> list[Any]:
-        which, ra, rb = pair
-        return [which, *pair_record(ra, rb, limit).values()]
+    def row(pair: tuple[str, Any, Any], limit: int) -> list[Any]:
+        which, ea, eb = pair
+        return [which, *pair_record(made(ea), made(eb), limit).values()]
 
-    pairs = [(A_ONLY, ra, rb) for ra, rb in a_only] + [(B_ONLY, ra, rb) for ra, rb in b_only]
-    limit, rows = _fit(pairs, row, PAIR_TEXTS * len(pairs), budget)
+    pairs = [(A_ONLY, ea, eb) for ea, eb in a_only] + [(B_ONLY, ea, eb) for ea, eb in b_only]
+    limit, rows = _fit(pairs, row, PAIR_TEXTS * len(pairs), budget, MIN_PAIR_ROW)
     return {
         "kind": "pairs",
         "section": section,

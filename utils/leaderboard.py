@@ -606,10 +606,7 @@ def _disagreements(
             "counts": f"{c['a']} vs {c['b']}: A right, B wrong: {n_a}; B right, A wrong: {n_b}",
         }
         first = share // explorer.MIN_PAIR_ROW + 1  # no more of each kind fit in the pair's share
-        a_only, b_only = (
-            [(item_record(a), item_record(b)) for a, b in found.items(sa, sb, key, first)]
-            for key in ("a_only_correct", "b_only_correct")
-        )
+        a_only, b_only = (found.items(sa, sb, key, first) for key in ("a_only_correct", "b_only_correct"))
         sides = {
             side: {
                 "id": run_id,
@@ -625,7 +622,7 @@ def _disagreements(
             }
             for side, run_id in (("a", c["a"]), ("b", c["b"]))
         }
-        data = explorer.pairs_data(name, sides["a"], sides["b"], a_only, b_only, share, n_a + n_b)
+        data = explorer.pairs_data(name, sides["a"], sides["b"], a_only, b_only, share, n_a + n_b, item_record)
         if data["rows"] or not data["n_total"]:
             heading = (
                 f"A = {labels[c['a']]}, B = {labels[c['b']]}: filter, search, click an item for both answers and "
