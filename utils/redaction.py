@@ -402,7 +402,9 @@ _PART_SYNTAX = re.compile(r"""["'\[\](){},]""")
 def _top_level_parts(text: str) -> Iterator[tuple[int, int]]:
     """Offsets of the comma-separated parts as lm-eval's CLI splits them (outside brackets and quotes).
 
-    Only quotes, brackets and commas move the state, so only they are visited (found by one regex scan).
+    Only quotes, brackets and commas move the state, so only they are visited (found by one regex scan). Unlike
+    :func:`_closing_bracket`, a backslash escapes nothing here: lm-eval's splitter does not read escapes, and a
+    part must end where lm-eval's does.
     """
     depth, quote_char, start = 0, None, 0
     for match in _PART_SYNTAX.finditer(text):
@@ -492,7 +494,10 @@ def _closing_quote(text: str, start: int, opener: str, escapes: int) -> int:
 
 
 def _closing_bracket(text: str, start: int) -> int:
-    """Index just after the bracket that closes the one at ``start``, quotes respected (end of text if none)."""
+    """Index just after the bracket that closes the one at ``start``, quotes respected (end of text if none).
+
+    Unlike :func:`_top_level_parts` (lm-eval's CLI split, which reads no escapes), a backslash escapes the next
+    character: the value here is a JSON or Python literal, whose strings do."""
     depth, quote_char, index = 0, None, start
     while index < len(text):
         char = text[index]
