@@ -181,3 +181,25 @@ def test_a_long_named_partial_left_by_a_killed_write_is_removed_by_the_next(tmp_
     os.utime(left, (old, old))
     write_atomically(tmp_path, {name: b"# r"})
     assert [p.name for p in tmp_path.iterdir()] == [name]
+
+
+def test_a_file_given_as_chunks_is_written_as_they_come_and_a_failure_midway_leaves_nothing(tmp_path):
+    made = []
+
+    def chunks(fail_at=None):
+        for number in range(3):
+            if number == fail_at:
+                raise ValueError("the generator broke")
+            made.append(number)
+            yield f"line {number}\n".encode()
+
+    (tmp_path / "big.jsonl").write_bytes(b"old")
+    written = write_atomically(tmp_path, {"small.json": b"{}", "big.jsonl": chunks()})
+    assert written == [tmp_path / "small.json", tmp_path / "big.jsonl"]
+    assert (tmp_path / "big.jsonl").read_bytes() == b"line 0\nline 1\nline 2\n"
+    assert made == [0, 1, 2]
+    with pytest.raises(ValueError, match="the generator broke"):
+        write_atomically(tmp_path, {"small.json": b"[]", "big.jsonl": chunks(fail_at=2)})
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["big.jsonl", "small.json"]
+    assert (tmp_path / "big.jsonl").read_bytes() == b"line 0\nline 1\nline 2\n"
+    assert (tmp_path / "small.json").read_bytes() == b"{}"

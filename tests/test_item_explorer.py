@@ -525,9 +525,7 @@ def test_the_leaderboard_shows_both_replies_of_every_discordant_item(two_runs, t
     replies_a = [r for _, r in MEDFACT_ROWS]
     replies_b = [i["reply"] for i in items_of(b / "report", "medfact_bench")]
     # A right, B wrong: item 0; B right, A wrong: items 1 (NEI) and 2 (CONTRADICT); 3 and 4 both wrong.
-    (line,) = [json.loads(x) for x in (tmp_path / "board" / leaderboard.DISCORDANT_FILE).read_text().splitlines()]
-    for key in ("a_only_correct", "b_only_correct"):
-        line[key] = [dict(zip(line["fields"], entry, strict=True)) for entry in line[key]]
+    (line,) = leaderboard.read_discordant(tmp_path / "board" / leaderboard.DISCORDANT_FILE)
     # Each discordant item stands alone on the page: the question and both runs' answers and outcomes, from the
     # runs; the file lists it by its ids with both predictions and outcomes.
     assert line["a_only_correct"] == [

@@ -209,11 +209,28 @@ def test_written_files(written):
 def test_discordant_items_of_every_pair_hand_worked(written):
     # A 1100|011, B 1111|111, C 0101|001 (scifact | healthver); items in (task, doc_id) order: healthver first.
     out = written[0]
-    lines = [json.loads(line) for line in (out / lb.DISCORDANT_FILE).read_text(encoding="utf-8").splitlines()]
-    assert all(line["fields"] == list(lb.DISCORDANT_FIELDS) for line in lines)
-    for line in lines:  # each item by its fields' names
-        for key in ("a_only_correct", "b_only_correct"):
-            line[key] = [dict(zip(line["fields"], entry, strict=True)) for entry in line[key]]
+    raw = [json.loads(line) for line in (out / lb.DISCORDANT_FILE).read_text(encoding="utf-8").splitlines()]
+    # Each run's items once (before the first pair that refers to it), then each pair's items as indices in both.
+    assert [(line["section"], line.get("run"), line.get("a"), line.get("b")) for line in raw] == [
+        ("medfact_bench", "run-1", None, None),
+        ("medfact_bench", "run-2", None, None),
+        ("medfact_bench", None, "run-1", "run-2"),
+        ("medfact_bench", "run-3", None, None),
+        ("medfact_bench", None, "run-1", "run-3"),
+        ("medfact_bench", None, "run-2", "run-3"),
+    ]
+    assert raw[0]["fields"] == ["task", "item_id", "doc_id", "pred", "outcome"]
+    assert raw[0]["items"][0] == ["medfact_bench_healthver", "healthver/0", 0, "INVALID", "INVALID"]
+    assert raw[2]["a_only_correct"] == {"a": [], "b": []}
+    assert raw[2]["b_only_correct"] == {"a": [0, 5, 6], "b": [0, 5, 6]}
+    assert (raw[2]["n_b_only_correct"], raw[2]["cut"]) == (3, False)
+    lines = list(lb.read_discordant(out / lb.DISCORDANT_FILE))
+    assert all(
+        set(e) == set(lb.DISCORDANT_FIELDS)
+        for line in lines
+        for k in ("a_only_correct", "b_only_correct")
+        for e in line[k]
+    )
     found = {
         (line["a"], line["b"]): tuple(
             [[e["task"], e["doc_id_a"], e["doc_id_b"]] for e in line[key]]

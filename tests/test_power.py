@@ -165,3 +165,18 @@ def test_detectable_reports():
 def test_bad_inputs_raise_naming_the_argument(call, argument):
     with pytest.raises(ValueError, match=f"^{argument}"):
         call()
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    requests=st.lists(st.lists(st.integers(0, 3000), min_size=1, max_size=40), min_size=1, max_size=6),
+    alpha=st.sampled_from([0.05, 0.01]),
+)
+def test_critical_values_computed_once_per_process_are_those_computed_afresh(requests, alpha):
+    # Whatever order and overlap the leaderboard's pairs ask for them in, the table gives the values the inverse CDF
+    # gives each m on its own.
+    power._CRITICAL.clear()
+    for m in requests:
+        m = np.array(m)
+        got = power._critical_values(m, alpha)
+        assert got.tolist() == [int(power.mcnemar_critical_values(np.array([x]), alpha)[0]) for x in m.tolist()]

@@ -9,7 +9,7 @@ import os
 import re
 import tempfile
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -101,8 +101,11 @@ def remove_stale_temps(folder: Path, names: Iterable[str] = ()) -> list[Path]:
     return removed
 
 
-def write_atomically(out_dir: str | os.PathLike, files: Mapping[str, bytes]) -> list[Path]:
+def write_atomically(out_dir: str | os.PathLike, files: Mapping[str, bytes | Iterable[bytes]]) -> list[Path]:
     """Write every file to a temporary name in ``out_dir`` first, then rename them all into place.
+
+    A file's content is its bytes, or an iterable of byte chunks written as they come (a file too large to hold
+    whole in memory, such as a leaderboard's discordant items over thousands of pairs).
 
     A temporary file is removed on any failure from the moment it exists, and those a killed write left
     behind are removed by the next write to their folder. An OS error (a full disk, the file-size limit)
@@ -129,7 +132,10 @@ def write_atomically(out_dir: str | os.PathLike, files: Mapping[str, bytes]) -> 
             staged.append((Path(temp), current))  # tracked before anything else can fail
             with os.fdopen(handle, "wb") as stream:
                 os.chmod(temp, 0o666 & ~umask)  # mkstemp makes 0600; a report is as readable as any file we write
-                stream.write(content)
+                if isinstance(content, bytes):
+                    stream.write(content)
+                else:
+                    stream.writelines(content)
         for temp, final in staged:
             current = final
             os.replace(temp, final)
@@ -153,7 +159,13 @@ def utf8(text: str) -> bytes:
 
 
 def jsonl_bytes(rows: Iterable[Mapping[str, Any]]) -> bytes:
-    return utf8("".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows))
+    return b"".join(jsonl_lines(rows))
+
+
+def jsonl_lines(rows: Iterable[Mapping[str, Any]]) -> Iterator[bytes]:
+    """Each row as one line of JSON, made only when the writer asks for it (:func:`write_atomically`)."""
+    for row in rows:
+        yield utf8(json.dumps(row, ensure_ascii=False) + "\n")
 
 
 def write_jsonl(rows: Iterable[Mapping[str, Any]], path: str | os.PathLike) -> Path:

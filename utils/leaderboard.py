@@ -7,9 +7,9 @@ per section, and per pair of runs the items where they disagree). Each run folde
 
 Disagreements: for every pair and section, the shared items A got right and B wrong and the reverse (the
 discordant pairs behind the McNemar counts, :func:`.comparison.discordant_items`). leaderboard.json gives
-their counts; ``leaderboard_discordant.jsonl`` lists them, one line per pair and section (each item by its ids
-with both runs' predictions and outcomes, :func:`discordant_lines`; at most :data:`DISCORDANT_PER_PAIR` of each
-kind per pair); leaderboard.html shows each on its own (the question, both answers side by side, from the scored
+their counts; ``leaderboard_discordant.jsonl`` lists them, one line per pair and section (each item by its indices
+in both runs' items, listed once per run with their ids, predictions and outcomes, :func:`discordant_lines`; at
+most :data:`DISCORDANT_PER_PAIR` of each kind per pair; :func:`read_discordant` reads them back); leaderboard.html shows each on its own (the question, both answers side by side, from the scored
 runs, :func:`.explorer.pair_record`) and links to each run's report (its item explorer opens the item) and items
 file where ``report`` wrote them (:func:`.scored_file.report_folders`), each pair as far as its share of the
 page's budget (:func:`.explorer.budget_left`) goes.
@@ -39,14 +39,13 @@ from tqdm import tqdm
 from . import explorer, pages, paper_tables, plots
 from .comparison import Discordant, adjust, compare_section, discordant_items, pairing, test_name
 from .data import DataError, read_json
-from .files import jsonl_bytes, utf8, write_atomically
+from .files import jsonl_lines, utf8, write_atomically
 from .pages import Html, estimate_attrs, interval
 from .redaction import redact_path
 from .results import SCHEMA_VERSION as REPORT_SCHEMA_VERSION
 from .results import ScoredRun, Section, item_record, items_file
 from .runs import find_all_results, model_name
 from .scored_file import report_folders, score_or_read
-from .scoring import ScoredItem
 from .stats import format_estimate
 from .text import md
 
@@ -109,21 +108,23 @@ def run_labels(provenances: Sequence[Mapping[str, Any]], paths: Sequence[Path]) 
     return labels
 
 
-def score_runs(run_paths: Sequence[str | os.PathLike], workers: int | None = None) -> list[ScoredRun]:
+def score_runs(run_paths: Sequence[str | os.PathLike], workers: int | None = None) -> Iterator[ScoredRun]:
     """Every run under ``run_paths``, each scored once (or read from its report's scored_run.json when that matches
-    it, :mod:`.scored_file`); runs are scored in parallel, one process per core."""
+    it, :mod:`.scored_file`), in order, each as soon as it is done: runs are scored in parallel, one process per
+    core, while the caller works on those already given."""
     paths = list(dict.fromkeys(p.resolve() for path in run_paths for p in find_all_results(path)))
     if not paths:
         raise DataError("no runs given")
     workers = min(workers or len(os.sched_getaffinity(0)), len(paths))
     progress = {"desc": "scoring runs", "unit": "run", "total": len(paths), "disable": len(paths) < 3}
     if workers < 2:
-        return [score_or_read(path) for path in tqdm(paths, **progress)]
+        yield from (score_or_read(path) for path in tqdm(paths, **progress))
+        return
     # fork where there is one: a worker then needs no re-import of the caller's main module (a script read from
     # stdin cannot be re-imported), only what it inherits.
     context = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn")
     with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
-        return list(tqdm(pool.map(score_or_read, paths), **progress))
+        yield from tqdm(pool.map(score_or_read, paths), **progress)
 
 
 # ----------------------------------------------------------------------------- the leaderboard
@@ -171,13 +172,31 @@ Disagreements = dict[tuple[str, str, str], tuple[Section, Section, Discordant]]
 
 def build(run_paths: Sequence[str | os.PathLike]) -> tuple[dict[str, Any], Disagreements]:
     """leaderboard.json, and every pair's discordant items."""
-    scored = score_runs(run_paths)
+    scored: list[ScoredRun] = []
+    # (section, index of A, index of B) -> the pair's comparison and its discordant items. Each run is compared with
+    # those before it as soon as it is scored, while the next ones are being scored.
+    pairs: dict[tuple[str, int, int], tuple[dict[str, Any], Section, Section, Discordant]] = {}
+    for run_b in score_runs(run_paths):
+        for name, sb in run_b.sections.items():
+            if sb.spec.compared_metric is None:
+                continue
+            for index_a, run_a in enumerate(scored):
+                if name in run_a.sections:
+                    sa = run_a.sections[name]
+                    paired = pairing(sa, sb)
+                    found = discordant_items(sa, sb, paired)
+                    compared = compare_section(run_a, run_b, name, paired, found)
+                    pairs[(name, index_a, len(scored))] = (compared, sa, sb, found)
+        scored.append(run_b)
     ids = [f"run-{index}" for index in range(1, len(scored) + 1)]
     # Paths as the runs' provenance shows them: a credential in a folder name (lm-eval names folders after the
     # model) is masked there.
     shown = [Path(run.provenance["results_file"]) for run in scored]
     labels = run_labels([run.provenance for run in scored], shown)
     names = list(dict.fromkeys(name for run in scored for name in run.sections))
+    by_section: dict[str, list[tuple[int, int]]] = {}
+    for name, index_a, index_b in sorted(pairs):
+        by_section.setdefault(name, []).append((index_a, index_b))
     benchmarks, disagreements = {}, {}
     for name in names:
         present = [(run_id, run) for run_id, run in zip(ids, scored, strict=True) if name in run.sections]
@@ -189,15 +208,11 @@ def build(run_paths: Sequence[str | os.PathLike]) -> tuple[dict[str, Any], Disag
             else None
         )
         comparisons = []
-        if not unavailable:
-            for i, (id_a, run_a) in enumerate(present):
-                for id_b, run_b in present[i + 1 :]:
-                    sa, sb = run_a.sections[name], run_b.sections[name]
-                    paired = pairing(sa, sb)
-                    found = discordant_items(sa, sb, paired)
-                    comparisons.append({"a": id_a, "b": id_b, **compare_section(run_a, run_b, name, paired, found)})
-                    disagreements[(name, id_a, id_b)] = (sa, sb, found)
-            adjust(comparisons)
+        for index_a, index_b in by_section.get(name, []):
+            compared, sa, sb, found = pairs[(name, index_a, index_b)]
+            comparisons.append({"a": ids[index_a], "b": ids[index_b], **compared})
+            disagreements[(name, ids[index_a], ids[index_b])] = (sa, sb, found)
+        adjust(comparisons)
         runs = {run_id: _entry(run.sections[name].numbers) for run_id, run in present}
         benchmarks[name] = {
             "title": spec.title,
@@ -262,31 +277,73 @@ def report_folder(results_path: Path, provenance: Mapping[str, Any]) -> str | No
 _DISCORDANT_KINDS = ("a_only_correct", "b_only_correct")
 
 
-# Each discordant item of leaderboard_discordant.jsonl, a list of these (named once per line, under "fields").
+# Each item of a run's line in leaderboard_discordant.jsonl, a list of these (named once per line, under "fields").
+ITEM_FIELDS = ("task", "item_id", "doc_id", "pred", "outcome")
+# Each discordant item as :func:`read_discordant` gives it back: the item's ids with both runs' doc_id, prediction
+# and outcome.
 DISCORDANT_FIELDS = ("task", "item_id", "doc_id_a", "doc_id_b", "pred_a", "pred_b", "outcome_a", "outcome_b")
 
 
-def _discordant_entry(a: ScoredItem, b: ScoredItem) -> list[Any]:
-    return [a.task, a.item_id, a.doc_id, b.doc_id, a.pred, b.pred, a.outcome, b.outcome]
-
-
 def discordant_lines(disagreements: Disagreements) -> Iterator[dict[str, Any]]:
-    """leaderboard_discordant.jsonl: per section and pair, the discordant items by their ids (task, item id, each
-    run's doc_id) with both runs' predictions and outcomes (each a list of :data:`DISCORDANT_FIELDS`), at most :data:`DISCORDANT_PER_PAIR` of each kind (``n_*``
-    counts them all; ``cut``: some were left out). No texts: the page shows the question and both answers, and each
-    run's items file holds them whole, so the file stays small however many pairs there are. One line at a time:
-    only one pair's entries are held."""
+    """leaderboard_discordant.jsonl, two kinds of line, one at a time (only one line's lists are held):
+
+    - per section, each run of a pair once, before the first pair that refers to it: ``{"section", "run",
+      "fields", "items"}``, its scored items in order, each a list of :data:`ITEM_FIELDS`;
+    - per section and pair: ``{"section", "a", "b", "a_only_correct": {"a": [...], "b": [...]},
+      "b_only_correct": ...}``, each discordant item as its index in run a's items and in run b's, at most
+      :data:`DISCORDANT_PER_PAIR` of each kind (``n_*`` counts them all; ``cut``: some were left out).
+
+    Indices, not the items again: over thousands of pairs the file grows by integers per discordant item, and each
+    run's items are listed once. No texts: the page shows the question and both answers, and each run's items
+    file holds them whole. :func:`read_discordant` reads it back item by item.
+    """
+    listed: set[tuple[str, str]] = set()
     for (name, id_a, id_b), (sa, sb, found) in disagreements.items():
-        line: dict[str, Any] = {"section": name, "a": id_a, "b": id_b, "fields": list(DISCORDANT_FIELDS)}
+        for run_id, section in ((id_a, sa), (id_b, sb)):
+            if (name, run_id) not in listed:
+                listed.add((name, run_id))
+                yield {
+                    "section": name,
+                    "run": run_id,
+                    "fields": list(ITEM_FIELDS),
+                    "items": [[i.task, i.item_id, i.doc_id, i.pred, i.outcome] for i in section.items],
+                }
+        line: dict[str, Any] = {"section": name, "a": id_a, "b": id_b}
         for key in _DISCORDANT_KINDS:
             chosen = getattr(found, key)
-            line[key] = [
-                _discordant_entry(sa.items[i], sb.items[j])
-                for i, j in zip(chosen.a[:DISCORDANT_PER_PAIR].tolist(), chosen.b[:DISCORDANT_PER_PAIR].tolist())
-            ]
+            line[key] = {"a": chosen.a[:DISCORDANT_PER_PAIR].tolist(), "b": chosen.b[:DISCORDANT_PER_PAIR].tolist()}
             line[f"n_{key}"] = len(chosen.a)
         line["cut"] = any(line[f"n_{key}"] > DISCORDANT_PER_PAIR for key in _DISCORDANT_KINDS)
         yield line
+
+
+def read_discordant(path: str | os.PathLike) -> Iterator[dict[str, Any]]:
+    """The pair lines of a leaderboard_discordant.jsonl with each discordant item resolved to a dict of
+    :data:`DISCORDANT_FIELDS` (the runs' lines it refers to are held, one per section and run)."""
+    items: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    with open(path, encoding="utf-8") as lines:
+        for text in lines:
+            line = json.loads(text)
+            if "run" in line:
+                items[(line["section"], line["run"])] = [
+                    dict(zip(line["fields"], e, strict=True)) for e in line["items"]
+                ]
+                continue
+            a, b = items[(line["section"], line["a"])], items[(line["section"], line["b"])]
+            for key in _DISCORDANT_KINDS:
+                line[key] = [
+                    {
+                        "task": a[i]["task"],
+                        "item_id": a[i]["item_id"],
+                        **{
+                            f"{field}_{side}": item[field]
+                            for side, item in (("a", a[i]), ("b", b[j]))
+                            for field in ("doc_id", "pred", "outcome")
+                        },
+                    }
+                    for i, j in zip(line[key]["a"], line[key]["b"], strict=True)
+                ]
+            yield line
 
 
 # ----------------------------------------------------------------------------- rendering
@@ -699,12 +756,14 @@ def to_html(
 
 def render(
     board: Mapping[str, Any], disagreements: Disagreements | None = None, out_dir: str | os.PathLike | None = None
-) -> dict[str, bytes]:
+) -> dict[str, bytes | Iterator[bytes]]:
+    """The leaderboard's files; the discordant items' file as lines made while it is written (over thousands of
+    pairs it is larger than the rest together)."""
     return {
         "leaderboard.json": utf8(json.dumps(board, indent=2, ensure_ascii=False) + "\n"),
         "leaderboard.md": utf8(to_markdown(board)),
         "leaderboard.csv": utf8(to_csv(board)),
-        DISCORDANT_FILE: jsonl_bytes(discordant_lines(disagreements or {})),
+        DISCORDANT_FILE: jsonl_lines(discordant_lines(disagreements or {})),
         "leaderboard.html": utf8(to_html(board, disagreements, out_dir)),
         "leaderboard.tex": utf8(paper_tables.to_latex(board)),
         "methods.md": utf8(paper_tables.to_methods(board)),

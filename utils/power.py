@@ -30,6 +30,10 @@ _SPREAD = 8.0
 _MARGIN = 12
 # Bisection stops when the bracket on |delta| / q is this narrow.
 _TOLERANCE = 1e-4
+# Per alpha, the critical value of each number of discordant items computed so far (_UNKNOWN where not yet): a
+# leaderboard's thousands of pairs share most of their m, and the inverse CDF is the dearest step of a pair.
+_CRITICAL: dict[float, np.ndarray] = {}
+_UNKNOWN = -2
 
 
 def _count(name: str, value: object) -> int:
@@ -68,6 +72,18 @@ def mcnemar_critical_values(discordant: np.ndarray | int, alpha: float = ALPHA) 
     return np.where((k >= 0) & (2 * _cdf(k, m, 0.5) >= alpha), k - 1, k)
 
 
+def _critical_values(m: np.ndarray, alpha: float) -> np.ndarray:
+    """:func:`mcnemar_critical_values` of ``m`` (non-negative whole numbers), each computed once per process."""
+    table = _CRITICAL.get(alpha, np.full(0, _UNKNOWN, dtype=np.int64))
+    if m.size and m.max() >= len(table):
+        table = np.concatenate([table, np.full(m.max() + 1 - len(table), _UNKNOWN, dtype=np.int64)])
+    missing = m[table[m] == _UNKNOWN]
+    if missing.size:
+        table[missing] = mcnemar_critical_values(missing, alpha)
+    _CRITICAL[alpha] = table
+    return table[m]
+
+
 def _cdf(k: np.ndarray, n: np.ndarray | int, p: float) -> np.ndarray:
     """P(X <= k) for X ~ Binomial(n, p): 0 below 0, 1 from n on."""
     k = np.asarray(k)
@@ -96,7 +112,7 @@ class _PowerCurve:
     def __init__(self, n: int, q: float, alpha: float):
         mean, spread = n * q, _SPREAD * math.sqrt(n * q * (1 - q)) + _MARGIN
         m = np.arange(max(0, math.floor(mean - spread)), min(n, math.ceil(mean + spread)) + 1)
-        k = mcnemar_critical_values(m, alpha)
+        k = _critical_values(m, alpha)
         can_reject = k >= 0
         self.m, self.k = m[can_reject], k[can_reject]
         self.weights = _pmf(self.m, n, q)
