@@ -5,8 +5,12 @@ dates, file hashes) and the timings."""
 
 import json
 import os
+import subprocess
+import sys
 from pathlib import Path
 
+import pytest
+from lm_eval_tasks.utils.report import render
 from lm_eval_tasks.utils.results import score_path
 
 from tests.runs import evaluated_run
@@ -16,12 +20,36 @@ GOLDEN = Path(__file__).parent / "golden" / "report_all_benchmarks.json"
 TASKS = (*FIVE_BENCHMARKS, "factbench_gen")
 
 
-def test_every_number_is_the_one_the_previous_code_gave(demo_data_dir, tmp_path):
-    report = score_path(evaluated_run(tmp_path / "run", demo_data_dir, TASKS)).report()
+@pytest.fixture(scope="module")
+def run(demo_data_dir, tmp_path_factory):
+    return evaluated_run(tmp_path_factory.mktemp("five") / "run", demo_data_dir, TASKS)
+
+
+def test_every_number_is_the_one_the_previous_code_gave(run):
+    report = score_path(run).report()
     numbers = {key: report[key] for key in ("schema_version", "bootstrap", "benchmarks", "empty_tasks")}
     # The run's folder is the test's own: named as a placeholder.
-    text = json.dumps(numbers, indent=1, sort_keys=True, ensure_ascii=False).replace(str(tmp_path), "TMP") + "\n"
+    text = json.dumps(numbers, indent=1, sort_keys=True, ensure_ascii=False).replace(str(run.parent), "TMP") + "\n"
     if os.environ.get("MEDEVAL_WRITE_GOLDEN") == "1":
         GOLDEN.write_text(text, encoding="utf-8")
     assert json.loads(text) == json.loads(GOLDEN.read_text(encoding="utf-8"))
     assert set(report["benchmarks"]) >= {"medfact_bench", "medexqa_logit", "medexqa", "pubmedqa_atlas_n100"}
+
+
+def test_a_report_draws_its_figures_ahead_in_another_process_and_writes_the_same_files(run, tmp_path):
+    # The command draws every figure in its second process while the rest is made: nothing is drawn in the command's
+    # own process (matplotlib is never imported there), and the files are those drawn in one process.
+    script = (
+        "import sys; from lm_eval_tasks.utils import report; report.write_report(sys.argv[1], sys.argv[2]); "
+        "print('matplotlib' in sys.modules)"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script, str(run), str(tmp_path / "ahead")], capture_output=True, text=True, check=True
+    )
+    assert done.stdout.strip() == "False"
+    here = render(score_path(run))
+    written = {p.name: p.read_bytes() for p in (tmp_path / "ahead").iterdir()}
+    assert sorted(written) == sorted(here)
+    assert sum(name.endswith(".png") for name in written) >= 3
+    for name, content in here.items():
+        assert written[name] == content, name

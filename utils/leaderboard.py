@@ -24,7 +24,6 @@ from __future__ import annotations
 import csv
 import io
 import json
-import multiprocessing
 import os
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -40,6 +39,7 @@ from . import explorer, pages, paper_tables, plots
 from .comparison import Discordant, adjust, compare_section, discordant_items, pairing, test_name
 from .data import DataError, read_json
 from .files import jsonl_lines, utf8, write_atomically
+from .machine import process_context, usable_cores
 from .pages import Html, estimate_attrs, interval
 from .redaction import redact_path
 from .results import SCHEMA_VERSION as REPORT_SCHEMA_VERSION
@@ -115,15 +115,12 @@ def score_runs(run_paths: Sequence[str | os.PathLike], workers: int | None = Non
     paths = list(dict.fromkeys(p.resolve() for path in run_paths for p in find_all_results(path)))
     if not paths:
         raise DataError("no runs given")
-    workers = min(workers or len(os.sched_getaffinity(0)), len(paths))
+    workers = min(workers or usable_cores(), len(paths))
     progress = {"desc": "scoring runs", "unit": "run", "total": len(paths), "disable": len(paths) < 3}
     if workers < 2:
         yield from (score_or_read(path) for path in tqdm(paths, **progress))
         return
-    # fork where there is one: a worker then needs no re-import of the caller's main module (a script read from
-    # stdin cannot be re-imported), only what it inherits.
-    context = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn")
-    with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
+    with ProcessPoolExecutor(max_workers=workers, mp_context=process_context()) as pool:
         yield from tqdm(pool.map(score_or_read, paths), **progress)
 
 

@@ -13,9 +13,13 @@ import hashlib
 import io
 import json
 import textwrap
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from concurrent.futures import Future, ProcessPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from typing import Any
+
+from .machine import process_context, usable_cores
 
 # Characters per line of a wrapped label, legend entry and title.
 LABEL_WIDTH, LEGEND_WIDTH, TITLE_WIDTH = 40, 30, 70
@@ -62,23 +66,96 @@ def data_uri(png: bytes) -> str:
 
 _DRAWN: dict[str, bytes] = {}  # figures drawn in this process, by what drew them: a report's PNG file and its page
 _DRAWN_KEPT = 64
+# While not None (:func:`recording`), the figures asked for, instead of drawn.
+_RECORDING: list[tuple[Callable[..., bytes], tuple[Any, ...]]] | None = None
+
+
+def _key(draw: Callable[..., bytes], args: tuple[Any, ...]) -> str:
+    return hashlib.sha256(json.dumps([draw.__qualname__, args], sort_keys=True, default=str).encode()).hexdigest()
+
+
+def _keep(key: str, drawn: bytes) -> None:
+    if len(_DRAWN) >= _DRAWN_KEPT:
+        _DRAWN.pop(next(iter(_DRAWN)))
+    _DRAWN[key] = drawn
 
 
 def plain_text_png(draw: Callable[..., bytes], *args: Any) -> bytes:
     """``draw(*args)`` (a function returning PNG bytes) with mathtext off, e.g. ``report.confusion_png``; the same
     figure asked for twice (a report's PNG file and its page) is drawn once."""
-    import matplotlib
-
-    key = hashlib.sha256(json.dumps([draw.__qualname__, args], sort_keys=True, default=str).encode()).hexdigest()
+    key = _key(draw, args)
     if key in _DRAWN:
         return _DRAWN[key]
+    if _RECORDING is not None:
+        _RECORDING.append((draw, args))
+        return b""
+    import matplotlib
+
     matplotlib.use("Agg")
     with matplotlib.rc_context(_PLAIN_TEXT):
         drawn = draw(*args)
-    if len(_DRAWN) >= _DRAWN_KEPT:
-        _DRAWN.pop(next(iter(_DRAWN)))
-    _DRAWN[key] = drawn
+    _keep(key, drawn)
     return drawn
+
+
+@contextmanager
+def recording() -> Iterator[list[tuple[Callable[..., bytes], tuple[Any, ...]]]]:
+    """Within it, :func:`plain_text_png` records each figure asked for (``(draw, args)``) and gives empty bytes
+    instead of drawing it: what a page will ask for, to draw it ahead (:class:`Drawer`)."""
+    global _RECORDING
+    _RECORDING = []
+    try:
+        yield _RECORDING
+    finally:
+        _RECORDING = None
+
+
+def _import_matplotlib() -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot  # noqa: F401
+
+
+def _draw(draw: Callable[..., bytes], args: tuple[Any, ...]) -> bytes:
+    return plain_text_png(draw, *args)
+
+
+class Drawer:
+    """Figures drawn in another process while this one goes on: made early, it imports matplotlib there meanwhile;
+    :meth:`draw` sends the figures, :meth:`wait` keeps each as drawn here, so :func:`plain_text_png` finds them.
+    With one core, or where no process can start, it does nothing and figures are drawn where asked for."""
+
+    def __init__(self) -> None:
+        self._pool: ProcessPoolExecutor | None = None
+        self._pending: list[tuple[str, Future[bytes]]] = []
+        if usable_cores() < 2:
+            return
+        try:
+            self._pool = ProcessPoolExecutor(1, process_context())
+            self._pool.submit(_import_matplotlib)
+        except (OSError, RuntimeError):  # no process can start (limits, a broken pool): figures are drawn here
+            self._pool = None
+
+    def draw(self, figures: Sequence[tuple[Callable[..., bytes], tuple[Any, ...]]]) -> None:
+        if self._pool is None:
+            return
+        try:
+            self._pending += [(_key(draw, args), self._pool.submit(_draw, draw, args)) for draw, args in figures]
+        except RuntimeError:  # the worker died (a broken pool): what it did not take is drawn here when asked for
+            pass
+
+    def wait(self) -> None:
+        """Every figure sent kept here (one that failed there is drawn here when asked for); the process ends."""
+        for key, future in self._pending:
+            try:
+                _keep(key, future.result())
+            except Exception:  # noqa: BLE001 - drawn again here, where its error shows
+                pass
+        self._pending = []
+        if self._pool is not None:
+            self._pool.shutdown()
+            self._pool = None
 
 
 def dot_whisker_png(

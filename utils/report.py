@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from . import scorecard, scored_file, stats
+from . import plots, scorecard, scored_file, stats
 from .benchmarks import report_specs
 from .files import jsonl_bytes, utf8, write_atomically
 from .plots import confusion_png, plain_text_png, reliability_png
@@ -325,27 +325,41 @@ def to_markdown(report: Mapping[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def render(scored: ScoredRun) -> dict[str, bytes]:
-    report = scored.report()
-    files = {
-        "report.json": utf8(json.dumps(report, indent=2, ensure_ascii=False) + "\n"),
-        "report.md": utf8(to_markdown(report)),
-    }
+def _figures(report: Mapping[str, Any]) -> dict[str, bytes]:
+    """The PNG files: drawn as the page draws them (mathtext off: labels are the run's text), so the page reuses them."""
+    files = {}
     for name, bench in report["benchmarks"].items():
-        # Drawn as the page draws them (mathtext off: labels are the run's text), so the page reuses them.
         if "confusion_matrix" in bench:
             files[f"confusion_{name}.png"] = plain_text_png(confusion_png, {**bench, "title": str(bench["title"])})
         if bench.get("calibration"):
             files[f"reliability_{name}.png"] = plain_text_png(
                 reliability_png, bench["calibration"], f"{bench['title']}: reliability"
             )
-    items = scored.item_details()
-    for name, records in items.items():
-        files[items_file(name)] = jsonl_bytes(records)
-    files["report.html"] = utf8(scorecard.render_html(report, items))
-    if scored_file.reusable(scored):
-        files[scored_file.FILE] = scored_file.saved(scored)
     return files
+
+
+def render(scored: ScoredRun, drawer: plots.Drawer | None = None) -> dict[str, bytes]:
+    """The report's files; with a ``drawer``, its figures are drawn in another process while the rest is made."""
+    report = scored.report()
+    if drawer is not None:
+        with plots.recording() as figures:
+            _figures(report)
+            for name, bench in report["benchmarks"].items():
+                scorecard.section_view(name, bench)
+        drawer.draw(figures)
+    files = {
+        "report.json": utf8(json.dumps(report, indent=2, ensure_ascii=False) + "\n"),
+        "report.md": utf8(to_markdown(report)),
+    }
+    items = scored.item_details()
+    items_files = {items_file(name): jsonl_bytes(records) for name, records in items.items()}
+    saved = {scored_file.FILE: scored_file.saved(scored)} if scored_file.reusable(scored) else {}
+    if drawer is not None:
+        drawer.wait()
+    files |= _figures(report)
+    files |= items_files
+    files["report.html"] = utf8(scorecard.render_html(report, items))
+    return files | saved
 
 
 # Files of an earlier report that the current one may not write again (a section no longer in the run, a scored
@@ -355,9 +369,13 @@ _PER_SECTION_FILES = ("confusion_*.png", "reliability_*.png", "items_*.jsonl", s
 
 def write_report(path: str | os.PathLike, out_dir: str | os.PathLike | None = None) -> tuple[ScoredRun, list[Path]]:
     """Write the report of the run at ``path``; the folder then holds exactly this report, no file of an earlier one."""
-    scored = score_path(path)
-    target = Path(out_dir) if out_dir else scored.results_path.parent / "report"
-    written = write_atomically(target, render(scored))
+    drawer = plots.Drawer()  # started first: it imports matplotlib while the run is scored
+    try:
+        scored = score_path(path)
+        target = Path(out_dir) if out_dir else scored.results_path.parent / "report"
+        written = write_atomically(target, render(scored, drawer))
+    finally:
+        drawer.wait()
     for pattern in _PER_SECTION_FILES:
         for stale in set(target.glob(pattern)) - set(written):
             stale.unlink()
