@@ -22,6 +22,7 @@ Holm's adjustment over the comparable pairs of that section. Renderers here form
 from __future__ import annotations
 
 import csv
+import functools
 import io
 import json
 import multiprocessing
@@ -109,21 +110,24 @@ def run_labels(provenances: Sequence[Mapping[str, Any]], paths: Sequence[Path]) 
     return labels
 
 
-def score_runs(run_paths: Sequence[str | os.PathLike], workers: int | None = None) -> list[ScoredRun]:
+def score_runs(
+    run_paths: Sequence[str | os.PathLike], workers: int | None = None, tokenizer: str | None = None
+) -> list[ScoredRun]:
     """Every run under ``run_paths``, each scored once (or read from its report's scored_run.json when that matches
-    it, :mod:`.scored_file`); runs are scored in parallel, one process per core."""
+    it, :mod:`.scored_file`), reply lengths counted as ``tokenizer`` asks; runs are scored in parallel, one process
+    per core (each loads a tokenizer once, when a run it scores needs it)."""
     paths = list(dict.fromkeys(p.resolve() for path in run_paths for p in find_all_results(path)))
     if not paths:
         raise DataError("no runs given")
     workers = min(workers or len(os.sched_getaffinity(0)), len(paths))
     progress = {"desc": "scoring runs", "unit": "run", "total": len(paths), "disable": len(paths) < 3}
     if workers < 2:
-        return [score_or_read(path) for path in tqdm(paths, **progress)]
+        return [score_or_read(path, tokenizer) for path in tqdm(paths, **progress)]
     # fork where there is one: a worker then needs no re-import of the caller's main module (a script read from
     # stdin cannot be re-imported), only what it inherits.
     context = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn")
     with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
-        return list(tqdm(pool.map(score_or_read, paths), **progress))
+        return list(tqdm(pool.map(functools.partial(score_or_read, tokenizer=tokenizer), paths), **progress))
 
 
 # ----------------------------------------------------------------------------- the leaderboard
@@ -169,9 +173,9 @@ def _ranks(runs: Mapping[str, Mapping[str, Any]]) -> dict[str, int | None]:
 Disagreements = dict[tuple[str, str, str], tuple[Section, Section, Discordant]]
 
 
-def build(run_paths: Sequence[str | os.PathLike]) -> tuple[dict[str, Any], Disagreements]:
-    """leaderboard.json, and every pair's discordant items."""
-    scored = score_runs(run_paths)
+def build(run_paths: Sequence[str | os.PathLike], tokenizer: str | None = None) -> tuple[dict[str, Any], Disagreements]:
+    """leaderboard.json, and every pair's discordant items (reply lengths counted as ``tokenizer`` asks)."""
+    scored = score_runs(run_paths, tokenizer=tokenizer)
     ids = [f"run-{index}" for index in range(1, len(scored) + 1)]
     # Paths as the runs' provenance shows them: a credential in a folder name (lm-eval names folders after the
     # model) is masked there.
@@ -711,6 +715,8 @@ def render(
     }
 
 
-def write_leaderboard(run_paths: Sequence[str | os.PathLike], out_dir: str | os.PathLike) -> list[Path]:
-    board, disagreements = build(run_paths)
+def write_leaderboard(
+    run_paths: Sequence[str | os.PathLike], out_dir: str | os.PathLike, tokenizer: str | None = None
+) -> list[Path]:
+    board, disagreements = build(run_paths, tokenizer)
     return write_atomically(out_dir, render(board, disagreements, Path(out_dir).resolve()))
