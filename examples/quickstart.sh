@@ -64,18 +64,20 @@ lm_eval --model hf --model_args "pretrained=${model},dtype=auto" --device cpu --
   "${chat_args[@]}" --log_samples --output_path "$out/run"
 evaluated=$(date +%s)
 echo "== report"
-python -m lm_eval_tasks report "$out/run" --out "$out/report"
+# reply lengths in the model's own tokens (the committed examples/results/quickstart-* were made so)
+python -m lm_eval_tasks report "$out/run" --out "$out/report" --tokenizer run
 echo "install and model preparation: $((installed - started)) s; evaluation: $((evaluated - installed)) s"
 echo "scorecard: $out/report/report.html"
 cat <<NEXT
 
 Next steps (copy them into any shell; the first line makes the commands available there):
   cd "$repo" && . .venv/bin/activate
-  python -m lm_eval_tasks report "$out/run" --out "$out/report"   # the report again
+  python -m lm_eval_tasks report "$out/run" --out "$out/report" --tokenizer run   # the report again
   # Two models on the same tasks with the same protocol (plain prompts: gemma-3-270m has no chat template),
   # then A minus B with its CI and p-value, and the leaderboard of both:
   CHAT=0 bash examples/quickstart.sh
   MODEL=gemma3-270m bash examples/quickstart.sh
-  python -m lm_eval_tasks compare out/quickstart-smollm2-nochat/run out/quickstart-gemma3-270m-nochat/run
-  python -m lm_eval_tasks leaderboard out/quickstart-smollm2-nochat/run out/quickstart-gemma3-270m-nochat/run --out out/leaderboard
+  # (--tokenizer run as the reports were made: their scored runs are read back, not scored again)
+  python -m lm_eval_tasks compare out/quickstart-smollm2-nochat/run out/quickstart-gemma3-270m-nochat/run --tokenizer run
+  python -m lm_eval_tasks leaderboard out/quickstart-smollm2-nochat/run out/quickstart-gemma3-270m-nochat/run --out out/leaderboard --tokenizer run
 NEXT

@@ -1,7 +1,8 @@
 """Time of ``redaction.redact`` on hostile texts at 1x, 8x and 64x their size.
 
 The shapes repeat the forms that once were, or could be, scanned again and again: query names that are
-credentials only in a URL (``?code=``, ``&sig=``), percent-encoded names, keys that never get a value.
+credentials only in a URL (``?code=``, ``&sig=``), percent-encoded names, keys that never get a value,
+well-known key prefixes glued to a word.
 A linear scan takes about 8x and 64x as long on the larger inputs; a quadratic one about 64x and 4096x.
 Run from the repository root: ``python examples/redaction_timing.py``.
 """
@@ -20,6 +21,12 @@ SHAPES = {
     "api%5Fkey= repeated": "api%5Fkey=",
     "a%41 (a key never ended)": "a%41",
     "base_url=...?pwd= repeated": "base_url=http://h/?pwd=",
+    # well-known key prefixes glued to a word, each start of a key shape that is never completed
+    "xsk-proj- repeated": "xsk-proj-",
+    "task-ghp_ repeated": "task-ghp_",
+    "keyAKIA repeated": "keyAKIA",
+    "ahf_ then letters repeated": "ahf_abcdefghij",
+    "xoxb-1- repeated": "xoxb-1-",
 }
 
 

@@ -51,7 +51,7 @@ def _report(args: argparse.Namespace) -> int:
 
     runs = find_all_results(args.path) if args.each else [Path(args.path)]
     for run, target in zip(runs, _report_targets(runs, args.out, args.each)):
-        scored, files = write_report(run, target)
+        scored, files = write_report(run, target, args.tokenizer)
         report = scored.report()
         for path in files:
             print(redact_path(str(path)))  # a folder lm-eval named after a model URL may hold its password
@@ -75,7 +75,7 @@ def _compare(args: argparse.Namespace) -> int:
     from lm_eval_tasks.utils.leaderboard import compare_markdown
     from lm_eval_tasks.utils.scored_file import score_or_read
 
-    comparison = compare_runs(score_or_read(args.run_a), score_or_read(args.run_b))
+    comparison = compare_runs(score_or_read(args.run_a, args.tokenizer), score_or_read(args.run_b, args.tokenizer))
     text = json.dumps(comparison, indent=2) + "\n"
     if args.out:
         out = Path(args.out)
@@ -88,7 +88,7 @@ def _leaderboard(args: argparse.Namespace) -> int:
     from lm_eval_tasks.utils.leaderboard import write_leaderboard
     from lm_eval_tasks.utils.redaction import redact_path
 
-    for path in write_leaderboard(args.runs, args.out):
+    for path in write_leaderboard(args.runs, args.out, args.tokenizer):
         print(redact_path(str(path)))
     return 0
 
@@ -134,6 +134,16 @@ def _demo_data(args: argparse.Namespace) -> int:
     return 0
 
 
+def _add_tokenizer_option(command: argparse.ArgumentParser) -> None:
+    command.add_argument(
+        "--tokenizer",
+        metavar="NAME_OR_PATH|run",
+        help="count reply lengths in tokens of this tokenizer (a folder, or a model in the local Hugging Face cache; "
+        "loaded offline, an error if it cannot be), or 'run' for each run's own (its tokenizer= or pretrained=; "
+        "./run for a folder named run); default: in words",
+    )
+
+
 def register(commands: argparse._SubParsersAction) -> None:
     report = commands.add_parser("report", help="report (JSON, Markdown, PNG) over an lm_eval --log_samples run")
     report.add_argument("path", help="lm_eval --output_path folder holding one run, or one results_*.json")
@@ -143,6 +153,7 @@ def register(commands: argparse._SubParsersAction) -> None:
         action="store_true",
         help="report every run under the folder (several timestamps or models), each in its own folder",
     )
+    _add_tokenizer_option(report)
     report.set_defaults(func=_report)
 
     compare = commands.add_parser("compare", help="paired comparison (A minus B) of two runs on the same items")
@@ -150,6 +161,7 @@ def register(commands: argparse._SubParsersAction) -> None:
     compare.add_argument("run_b")
     compare.add_argument("--out", help="also write the comparison JSON here")
     compare.add_argument("--json", action="store_true", help="print the comparison JSON instead of the table")
+    _add_tokenizer_option(compare)
     compare.set_defaults(func=_compare)
 
     leaderboard = commands.add_parser(
@@ -166,6 +178,7 @@ def register(commands: argparse._SubParsersAction) -> None:
     leaderboard.add_argument(
         "--out", required=True, help="folder for leaderboard.json/.md/.csv/.html/.tex and methods.md"
     )
+    _add_tokenizer_option(leaderboard)
     leaderboard.set_defaults(func=_leaderboard)
 
     prepare = commands.add_parser("prepare-model", help="convert a packaged small model for --model hf")

@@ -1,6 +1,8 @@
 """Hostile reply shapes: the ones that made earlier parsers quadratic or crash (tests and examples/parse_timing.py)."""
 
 ANSWER = '{"selected_answer": "C", "explanation": "Because.", "confidence": 70}'
+# The digit three of other scripts (Arabic-Indic, fullwidth, Devanagari): re's \d, int() and float() all take them.
+OTHER_DIGITS = ("\u0663", "\uff13", "\u0969")
 
 
 def pad(prefix: str, filler: str, suffix: str, size: int) -> str:

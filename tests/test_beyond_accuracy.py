@@ -3,12 +3,15 @@ differences and reply lengths (issue 17), each number recomputed here from the l
 
 import json
 import math
+import re
+import shutil
 from collections import defaultdict
 
 import numpy as np
 import pytest
 from lm_eval_tasks.utils import calibration, leaderboard, lengths, stats
 from lm_eval_tasks.utils.benchmarks import report_specs
+from lm_eval_tasks.utils.data import DataError
 from lm_eval_tasks.utils.report import write_report
 from lm_eval_tasks.utils.results import SMALL_GROUP, score_path, score_section
 from lm_eval_tasks.utils.runs import Run
@@ -268,41 +271,125 @@ REPLIES = [
 ]
 
 
-def test_reply_lengths_in_words_when_the_tokenizer_is_not_available(tmp_path):
+def _tiny_tokenizer(tiny_model_dir, folder):
+    """A copy of the tiny model's tokenizer in ``folder`` (a folder a test may remove), and its token counts of
+    REPLIES."""
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(str(tiny_model_dir))
+    tokenizer.save_pretrained(str(folder))
+    return [len(tokenizer(reply, add_special_tokens=False)["input_ids"]) for _, reply in REPLIES]
+
+
+def test_reply_lengths_are_in_words_without_tokenizer_even_when_the_run_s_folder_loads(tmp_path, tiny_model_dir):
     run = write_run(
-        tmp_path / "run" / "m", {"medfact_bench_scifact": REPLIES}, model_args={"pretrained": "no/such-model"}
+        tmp_path / "run" / "m", {"medfact_bench_scifact": REPLIES}, model_args={"pretrained": str(tiny_model_dir)}
     )
     numbers = score_path(run).sections["medfact_bench"].numbers["reply_lengths"]
     # words: 7 ("<think>The ... mortality.</think><score>2</score>" splits at 6 spaces), 3, 0
-    assert numbers["unit"] == "words" and "'no/such-model' is not available offline" in numbers["unit_source"]
+    assert numbers["unit"] == "words" and numbers["unit_source"].startswith("words: no --tokenizer given")
     assert (numbers["n"], numbers["min"], numbers["median"], numbers["max"]) == (3, 0.0, 3.0, 7.0)
     assert numbers["mean"] == pytest.approx(10 / 3)
     assert numbers["hit_max_gen_toks"] is None and numbers["max_gen_toks"] == [1024]
 
 
-def test_reply_lengths_in_tokens_and_replies_that_reached_max_gen_toks(tmp_path, tiny_model_dir):
-    from transformers import AutoTokenizer
-
-    tokenizer = AutoTokenizer.from_pretrained(str(tiny_model_dir))
-    counts = [len(tokenizer(reply, add_special_tokens=False)["input_ids"]) for _, reply in REPLIES]
+def test_reply_lengths_in_tokens_of_the_run_s_tokenizer_and_replies_that_reached_max_gen_toks(tmp_path, tiny_model_dir):
+    counts = _tiny_tokenizer(tiny_model_dir, tmp_path / "tok")
     budget = sorted(counts)[1]  # the middle reply reaches it exactly, the longest passes it, the empty one does not
     generation = {"until": [], "max_gen_toks": budget, "do_sample": False}
     run = write_run(
         tmp_path / "run" / "m",
         {"medfact_bench_scifact": REPLIES},
-        model_args={"pretrained": str(tiny_model_dir)},
+        model_args={"pretrained": str(tmp_path / "tok")},
         generation=generation,
     )
     results = json.loads(next(run.glob("results_*.json")).read_text())
     results["total_evaluation_time_seconds"] = "12.5"
     next(run.glob("results_*.json")).write_text(json.dumps(results))
-    numbers = score_path(run).sections["medfact_bench"].numbers["reply_lengths"]
-    assert numbers["unit"] == "tokens" and str(tiny_model_dir) in numbers["unit_source"]
+    numbers = score_path(run, lengths.RUN).sections["medfact_bench"].numbers["reply_lengths"]
+    assert numbers["unit"] == "tokens" and numbers["unit_source"] == f"tokens: the tokenizer of {tmp_path / 'tok'}"
     assert (numbers["min"], numbers["max"]) == (float(min(counts)), float(max(counts)))
     assert numbers["mean"] == pytest.approx(np.mean(counts))
     assert numbers["hit_max_gen_toks"] == {"n": 2, "of": 3, "share": pytest.approx(2 / 3)}
     assert numbers["max_gen_toks"] == [budget] and "evaluation_time_seconds" not in numbers  # the run's, once
     assert score_path(run).provenance["evaluation_time_seconds"] == 12.5
+    # A named tokenizer counts the same, whatever the run names.
+    other = write_run(tmp_path / "other" / "m", {"medfact_bench_scifact": REPLIES}, generation=generation)
+    named = score_path(other, str(tmp_path / "tok")).sections["medfact_bench"].numbers["reply_lengths"]
+    assert {k: v for k, v in named.items() if k != "unit_source"} == {
+        k: v for k, v in numbers.items() if k != "unit_source"
+    }
+
+
+def test_a_tokenizer_that_cannot_be_loaded_is_an_error_naming_it(tmp_path, tiny_model_dir):
+    _tiny_tokenizer(tiny_model_dir, tmp_path / "tok")
+    run = write_run(
+        tmp_path / "run" / "m", {"medfact_bench_scifact": REPLIES}, model_args={"pretrained": str(tmp_path / "tok")}
+    )
+    shutil.rmtree(tmp_path / "tok")  # the run's model folder is gone since the run: an error, never words
+    with pytest.raises(
+        DataError, match=re.escape(f"--tokenizer 'run': cannot load the tokenizer '{tmp_path / 'tok'}'")
+    ):
+        score_path(run, lengths.RUN)
+    with pytest.raises(DataError, match="--tokenizer 'no/such-model': cannot load the tokenizer 'no/such-model'"):
+        score_path(run, "no/such-model")
+    with pytest.raises(DataError, match="--tokenizer: no name given"):
+        score_path(run, " ")
+    nameless = write_run(tmp_path / "api" / "m", {"medfact_bench_scifact": REPLIES}, model_args={"model": "gpt-x"})
+    with pytest.raises(DataError, match="the run's model_args name no tokenizer= or pretrained="):
+        score_path(nameless, lengths.RUN)
+    assert score_path(nameless).sections["medfact_bench"].numbers["reply_lengths"]["unit"] == "words"
+
+
+@pytest.mark.parametrize(
+    "name, shown",
+    [
+        ("https://user:PASSWORD@host/x", "'https://user:***@host/x'"),
+        ("x" * 300, "'" + "x" * 300 + "'"),  # longer than a file name may be: the same error, not an OSError
+        ("a\nb", "'a\\nb'"),  # on one line
+    ],
+)
+def test_the_error_names_the_tokenizer_masked_on_one_line(tmp_path, capsys, name, shown):
+    from lm_eval_tasks.__main__ import main
+
+    run = write_run(tmp_path / "run" / "m", {"medfact_bench_scifact": REPLIES})
+    assert main(["report", str(run), "--tokenizer", name]) == 1
+    error = capsys.readouterr().err
+    assert error.count("\n") == 1 and f"cannot load the tokenizer {shown} offline" in error
+    assert "PASSWORD" not in error and not (run / "report").exists()
+
+
+def test_a_password_in_the_tokenizer_s_name_reaches_no_file(tmp_path, tiny_model_dir, monkeypatch, capsys):
+    from lm_eval_tasks.__main__ import main
+
+    # A folder the name reaches as a path ("https:/user:PASSWORD@host/x"), so the tokenizer loads.
+    _tiny_tokenizer(tiny_model_dir, tmp_path / "https:" / "user:PASSWORD@host" / "x")
+    monkeypatch.chdir(tmp_path)
+    run = write_run(tmp_path / "run" / "m", {"medfact_bench_scifact": REPLIES})
+    assert main(["report", str(run), "--tokenizer", "https://user:PASSWORD@host/x"]) == 0
+    lengths_ = json.loads((run / "report" / "report.json").read_text())["benchmarks"]["medfact_bench"]["reply_lengths"]
+    assert (lengths_["unit"], lengths_["unit_source"]) == ("tokens", "tokens: the tokenizer of https://user:***@host/x")
+    assert not [path for path in (run / "report").iterdir() if b"PASSWORD" in path.read_bytes()]
+    assert "PASSWORD" not in capsys.readouterr().out
+
+
+def test_a_tokenizer_is_loaded_once_per_command_and_only_for_a_generative_section(
+    tmp_path, tiny_model_dir, demo_data_dir, monkeypatch
+):
+    from transformers import AutoTokenizer
+
+    _tiny_tokenizer(tiny_model_dir, tmp_path / "tok")
+    loads = []
+    real = AutoTokenizer.from_pretrained
+    monkeypatch.setattr(AutoTokenizer, "from_pretrained", lambda name, **kw: loads.append(name) or real(name, **kw))
+    runs = [write_run(tmp_path / f"run{i}" / "m", {"medfact_bench_scifact": REPLIES}) for i in range(3)]
+    scored = leaderboard.score_runs(runs, workers=1, tokenizer=str(tmp_path / "tok"))
+    assert loads == [str(tmp_path / "tok")]  # three runs, one load
+    assert [run.sections["medfact_bench"].numbers["reply_lengths"]["unit"] for run in scored] == ["tokens"] * 3
+    # A run with no generative section loads nothing: a tokenizer that does not exist is never asked for.
+    logit = evaluated_run(tmp_path / "logit", demo_data_dir, ("pubmedqa_atlas_n100",), limit=3)
+    assert "reply_lengths" not in score_path(logit, "no/such-model").sections["pubmedqa_atlas_n100"].numbers
+    assert loads == [str(tmp_path / "tok")]
 
 
 def test_a_request_without_a_logged_budget_is_counted_not_guessed():

@@ -33,7 +33,7 @@ def test_help_lists_every_command_with_its_usage(capsys):
     lines = [line for line in text.splitlines() if line.startswith("python -m lm_eval_tasks ")]
     assert [re.match(r"python -m lm_eval_tasks ([a-z-]+)", line)[1] for line in lines] == ["--include-path", *COMMANDS]
     # each line is the command's own usage, without argparse's [-h]
-    assert "python -m lm_eval_tasks report [--out OUT] [--each] path" in lines
+    assert "python -m lm_eval_tasks report [--out OUT] [--each] [--tokenizer NAME_OR_PATH|run] path" in lines
     assert "python -m lm_eval_tasks demo-data --shared SHARED --out OUT" in lines
     assert not any("[-h]" in line for line in lines)
 

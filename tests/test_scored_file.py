@@ -115,3 +115,29 @@ def test_a_run_whose_section_reads_other_files_is_never_saved(demo_data_dir, tmp
     stale.write_text("{}")
     _, written = write_report(run, tmp_path / "report")
     assert scored_file.FILE not in {path.name for path in written} and not stale.exists()
+
+
+def test_lengths_in_words_and_in_tokens_are_different_keys(tmp_path, tiny_model_dir, monkeypatch):
+    from tests.test_beyond_accuracy import REPLIES, _tiny_tokenizer
+    from tests.test_report import write_run
+
+    _tiny_tokenizer(tiny_model_dir, tmp_path / "tok")
+    run = write_run(tmp_path / "run" / "m", {"medfact_bench_scifact": REPLIES}, model_args={"pretrained": "m"})
+    results_path = find_results(run)
+    folder = results_path.parent / "report"
+    tokenizer = str(tmp_path / "tok")
+    write_report(run, tokenizer=tokenizer)
+    assert scored_file.read(results_path, folder) is None  # written in tokens: not for a command in words
+    assert scored_file.read(results_path, folder, "run") is None  # nor for the run's own (another tokenizer)
+    read = scored_file.read(results_path, folder, tokenizer)
+    assert read.sections["medfact_bench"].numbers["reply_lengths"]["unit"] == "tokens"
+    write_report(run)
+    assert scored_file.read(results_path, folder, tokenizer) is None  # written in words: not for --tokenizer
+    read = scored_file.score_or_read(run)
+    assert read.sections["medfact_bench"].numbers["reply_lengths"]["unit"] == "words"
+    # The key names a folder by where it is and holds no password.
+    monkeypatch.chdir(tmp_path)
+    assert scored_file.run_key(results_path, "tok")["reply_lengths"] == f"tokens: {tmp_path}/tok"
+    assert scored_file.run_key(results_path, "run")["reply_lengths"] == "tokens: run"
+    assert scored_file.run_key(results_path)["reply_lengths"] == "words"
+    assert scored_file.run_key(results_path, "https://u:PASSWORD@h/x")["reply_lengths"] == "tokens: https://u:***@h/x"

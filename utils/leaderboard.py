@@ -22,6 +22,7 @@ Holm's adjustment over the comparable pairs of that section. Renderers here form
 from __future__ import annotations
 
 import csv
+import functools
 import io
 import json
 import os
@@ -108,20 +109,23 @@ def run_labels(provenances: Sequence[Mapping[str, Any]], paths: Sequence[Path]) 
     return labels
 
 
-def score_runs(run_paths: Sequence[str | os.PathLike], workers: int | None = None) -> Iterator[ScoredRun]:
+def score_runs(
+    run_paths: Sequence[str | os.PathLike], workers: int | None = None, tokenizer: str | None = None
+) -> Iterator[ScoredRun]:
     """Every run under ``run_paths``, each scored once (or read from its report's scored_run.json when that matches
-    it, :mod:`.scored_file`), in order, each as soon as it is done: runs are scored in parallel, one process per
-    core, while the caller works on those already given."""
+    it, :mod:`.scored_file`), reply lengths counted as ``tokenizer`` asks, in order, each as soon as it is done: runs
+    are scored in parallel, one process per core (each loads a tokenizer once, when a run it scores needs it), while
+    the caller works on those already given."""
     paths = list(dict.fromkeys(p.resolve() for path in run_paths for p in find_all_results(path)))
     if not paths:
         raise DataError("no runs given")
     workers = min(workers or usable_cores(), len(paths))
     progress = {"desc": "scoring runs", "unit": "run", "total": len(paths), "disable": len(paths) < 3}
     if workers < 2:
-        yield from (score_or_read(path) for path in tqdm(paths, **progress))
+        yield from (score_or_read(path, tokenizer) for path in tqdm(paths, **progress))
         return
     with ProcessPoolExecutor(max_workers=workers, mp_context=process_context()) as pool:
-        yield from tqdm(pool.map(score_or_read, paths), **progress)
+        yield from tqdm(pool.map(functools.partial(score_or_read, tokenizer=tokenizer), paths), **progress)
 
 
 # ----------------------------------------------------------------------------- the leaderboard
@@ -167,13 +171,13 @@ def _ranks(runs: Mapping[str, Mapping[str, Any]]) -> dict[str, int | None]:
 Disagreements = dict[tuple[str, str, str], tuple[Section, Section, Discordant]]
 
 
-def build(run_paths: Sequence[str | os.PathLike]) -> tuple[dict[str, Any], Disagreements]:
-    """leaderboard.json, and every pair's discordant items."""
+def build(run_paths: Sequence[str | os.PathLike], tokenizer: str | None = None) -> tuple[dict[str, Any], Disagreements]:
+    """leaderboard.json, and every pair's discordant items (reply lengths counted as ``tokenizer`` asks)."""
     scored: list[ScoredRun] = []
     # (section, index of A, index of B) -> the pair's comparison and its discordant items. Each run is compared with
     # those before it as soon as it is scored, while the next ones are being scored.
     pairs: dict[tuple[str, int, int], tuple[dict[str, Any], Section, Section, Discordant]] = {}
-    for run_b in score_runs(run_paths):
+    for run_b in score_runs(run_paths, tokenizer=tokenizer):
         for name, sb in run_b.sections.items():
             if sb.spec.compared_metric is None:
                 continue
@@ -767,6 +771,8 @@ def render(
     }
 
 
-def write_leaderboard(run_paths: Sequence[str | os.PathLike], out_dir: str | os.PathLike) -> list[Path]:
-    board, disagreements = build(run_paths)
+def write_leaderboard(
+    run_paths: Sequence[str | os.PathLike], out_dir: str | os.PathLike, tokenizer: str | None = None
+) -> list[Path]:
+    board, disagreements = build(run_paths, tokenizer)
     return write_atomically(out_dir, render(board, disagreements, Path(out_dir).resolve()))

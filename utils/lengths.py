@@ -1,14 +1,18 @@
 """Reply lengths of a generative section: their distribution and the share that ran into the token budget.
 
-Lengths are counted in tokens with the run's own tokenizer when it can be loaded offline (the
-``pretrained=`` folder or a copy already in the local Hugging Face cache; nothing is downloaded), else in
-whitespace-separated words, and the summary says which and why. A reply "hit max_gen_toks" when its
-re-tokenized length reaches the request's logged ``max_gen_toks``; re-tokenizing the decoded text can differ
-from the generated count by a token, so this is read in tokens only (never guessed from words).
+The unit is the command's choice, never what exists on disk when it runs: whitespace-separated words by default;
+tokens with ``--tokenizer NAME_OR_FOLDER``, or with ``--tokenizer run`` each run's own tokenizer (its model_args'
+``tokenizer=``, else ``pretrained=``). A tokenizer asked for is loaded offline (a local folder or a copy already in
+the local Hugging Face cache; nothing is downloaded), once per name in a process, and one that cannot be loaded is
+a :class:`~.data.DataError` naming it. A reply "hit max_gen_toks" when its re-tokenized length reaches the
+request's logged ``max_gen_toks``; re-tokenizing the decoded text can differ from the generated count by a token,
+so this is read in tokens only (never guessed from words).
 """
 
 from __future__ import annotations
 
+import functools
+import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,10 +20,12 @@ from typing import Any
 
 import numpy as np
 
-from .redaction import model_args_value
+from .data import DataError
+from .redaction import mask, model_args_value, secret_values
 
 WORDS = "words"
 TOKENS = "tokens"
+RUN = "run"  # --tokenizer run: each run's own tokenizer
 
 
 @dataclass(frozen=True)
@@ -28,11 +34,23 @@ class LengthCounter:
 
     unit: str
     count: Callable[[str], int]
-    source: str  # the tokenizer loaded, or why lengths are in words
+    source: str  # the tokenizer loaded, or why lengths are in words (masked: it is written to the report)
 
 
 def word_count(text: str) -> int:
     return len(text.split())
+
+
+def choice_key(tokenizer: str | None) -> str:
+    """The ``--tokenizer`` choice as a scored run's key holds it, masked (the key is written beside the report); a
+    relative folder joined to the working directory, so that another folder of that name elsewhere is another key."""
+    if tokenizer is None:
+        return WORDS
+    if tokenizer != RUN and not os.path.isabs(tokenizer) and os.path.isdir(tokenizer):
+        # Joined, not resolved: normalising would turn "https://user:pw@h" into "https:/user:pw@h", which the
+        # masking no longer reads as a URL.
+        tokenizer = os.path.join(os.getcwd(), tokenizer)
+    return f"{TOKENS}: {mask(tokenizer)}"
 
 
 def _may_load_offline(name: str) -> bool:
@@ -48,26 +66,46 @@ def _may_load_offline(name: str) -> bool:
         return False
 
 
-def run_counter(model_args: Any) -> LengthCounter:
-    """The run's tokenizer (``pretrained=`` of its model_args), loaded offline, else words with the reason."""
-    name = model_args_value(model_args, "pretrained") or model_args_value(model_args, "tokenizer")
-    if not isinstance(name, str) or not name.strip():
-        return LengthCounter(WORDS, word_count, "words: the run names no pretrained model or tokenizer")
-    unavailable = LengthCounter(WORDS, word_count, f"words: the tokenizer of {name!r} is not available offline")
+@functools.cache
+def _token_count(name: str) -> Callable[[str], int]:
+    """The token count of the tokenizer ``name``, loaded offline once per process; LookupError when it cannot be
+    (not cached: the next call tries again)."""
     if not _may_load_offline(name):
-        return unavailable
+        raise LookupError(name)
     try:
         from transformers import AutoTokenizer
 
         tokenizer = AutoTokenizer.from_pretrained(name, local_files_only=True)
-    except Exception:  # any failure (not installed, not a folder, not cached, a broken file) means words
-        # The reason names no exception: a report must not change with how a folder read later is broken.
-        return unavailable
+    except Exception as exc:  # any failure (not installed, not a folder, not cached, a broken file) is the same
+        raise LookupError(name) from exc
 
     def count(text: str) -> int:
         return len(tokenizer(text, add_special_tokens=False)["input_ids"])
 
-    return LengthCounter(TOKENS, count, f"tokens: the tokenizer of {name}")
+    return count
+
+
+def counter(tokenizer: str | None, model_args: Any) -> LengthCounter:
+    """How a run's replies are measured under ``--tokenizer`` (None: not given; :data:`RUN`: the run's own, from its
+    ``model_args``; else a tokenizer's name or folder); a :class:`~.data.DataError` when it cannot be loaded."""
+    if tokenizer is None:
+        return LengthCounter(WORDS, word_count, "words: no --tokenizer given (--tokenizer run counts the run's tokens)")
+    secrets = secret_values(model_args)
+    if not tokenizer.strip():  # not the working directory's tokenizer, which Path("") would name
+        raise DataError("--tokenizer: no name given (a tokenizer's name or folder, or 'run')")
+    name = tokenizer
+    if tokenizer == RUN:
+        name = model_args_value(model_args, "tokenizer") or model_args_value(model_args, "pretrained")
+        if not isinstance(name, str) or not name.strip():
+            raise DataError("--tokenizer run: the run's model_args name no tokenizer= or pretrained=")
+    try:
+        count = _token_count(name)
+    except LookupError as exc:
+        raise DataError(
+            f"--tokenizer {mask(tokenizer, secrets)!r}: cannot load the tokenizer {mask(name, secrets)!r} offline "
+            "(a local folder, or a model in the local Hugging Face cache); without --tokenizer, lengths are in words"
+        ) from exc
+    return LengthCounter(TOKENS, count, mask(f"tokens: the tokenizer of {name}", secrets))
 
 
 def summary(lengths: Sequence[int], budgets: Sequence[int | None], counter: LengthCounter) -> dict[str, Any]:

@@ -9,7 +9,8 @@ gives back the same form with each credential replaced by ``***``. A credential 
 - inside URLs: ``?key=...``, ``&api_key=...``, ``?code=...`` (Azure Functions), ``?sig=...`` (SAS tokens),
   the password of ``user:pass@host``; names may be percent-encoded (``api%5Fkey``);
 - after ``Bearer`` (and ``Basic`` with a base64 token), and by the shape of well-known key
-  formats (``sk-...``, ``hf_...``, ``ghp_...``, ``AKIA...``) wherever they stand.
+  formats (``sk-...``, ``hf_...``, ``ghp_...``, ``AKIA...``) wherever a word may begin, and glued to the end of a
+  word in their issuers' exact form.
 
 A ``key=value`` string is split both the way lm-eval 0.4.13's CLI splits it (commas outside
 brackets and quotes, ``_cli.utils.split_top_level``) and the way its Python API does
@@ -111,10 +112,24 @@ _URL_USERINFO = re.compile(r"""(?<![A-Za-z0-9+.\-])[A-Za-z][A-Za-z0-9+.\-]*+://(
 _AUTH_SCHEME = re.compile(
     r"""(?<![A-Za-z])(?:bearer\s++([^\s,;"'}\])<>]++)|basic\s++([A-Za-z0-9+/]{8,}+=*+))""", re.IGNORECASE
 )
+# What tells a Basic token from the word after "basic" ("basic metabolic panel", "Basic Learning"): base64 of
+# "user:pass" holds a digit, '+', '/', '=' or a capital after a small letter; a word holds none.
+_BASE64_MARK = re.compile(r"[0-9+/=]|[a-z][A-Z]")
+# A well-known key where a word may begin: at the start or after any character that is no letter or digit
+# ("task-ghp_...", "x_sk-...").
 _KEY_SHAPES = re.compile(
-    r"(?<![A-Za-z0-9_\-])(?:sk-[A-Za-z0-9_\-]{16,}+|hf_[A-Za-z0-9]{30,}+"
+    r"(?<![A-Za-z0-9])(?:sk-[A-Za-z0-9_\-]{16,}+|hf_[A-Za-z0-9]{30,}+"
     r"|gh[pousr]_[A-Za-z0-9]{30,}+|github_pat_[A-Za-z0-9_]{40,}+|xox[abprs]-[A-Za-z0-9\-]{10,}+"
     r"|A[KS]IA[0-9A-Z]{16}+|AIza[0-9A-Za-z_\-]{35}+|glpat-[A-Za-z0-9_\-]{20}+)"
+)
+# The same keys glued to the end of a word ("keyAKIA...", "emptyghp_..."): only in their issuers' exact form
+# (prefix, alphabet and length, then no letter or digit), which no word or identifier takes by chance ("whisk-",
+# "risk-benefit", "half_" are short of it). Each alternative is bounded or possessive, so the scan is linear.
+_GLUED_KEY_SHAPES = re.compile(
+    r"(?<=[A-Za-z0-9])(?:sk-(?:[A-Za-z0-9]{48}|(?:proj|svcacct|admin|ant-[a-z]{3}[0-9]{2})-[A-Za-z0-9_\-]{40,}+)"
+    r"|hf_[A-Za-z]{34}|gh[pousr]_[A-Za-z0-9]{36}|github_pat_[A-Za-z0-9]{22}_[A-Za-z0-9]{59}"
+    r"|xox[abprs]-[0-9]{8,}+-[A-Za-z0-9\-]{10,}+|A[KS]IA[0-9A-Z]{16}|AIza[0-9A-Za-z_\-]{35}|glpat-[A-Za-z0-9_\-]{20})"
+    r"(?![A-Za-z0-9])"
 )
 
 Span = tuple[int, int]  # [start, end) of a credential in the text
@@ -375,10 +390,13 @@ def _secret_spans(text: str) -> Iterator[Span]:
             yield (colon + 1 if colon >= 0 else start), end
     yield from _query_value_spans(text)
     for match in _AUTH_SCHEME.finditer(text):
-        group = 1 if match.group(1) is not None else 2
-        yield match.span(group)
-    for match in _KEY_SHAPES.finditer(text):
-        yield match.span()
+        if match.group(1) is not None:
+            yield match.span(1)
+        elif _BASE64_MARK.search(match.group(2)):
+            yield match.span(2)
+    for shapes in (_KEY_SHAPES, _GLUED_KEY_SHAPES):
+        for match in shapes.finditer(text):
+            yield match.span()
 
 
 def _query_value_spans(text: str) -> Iterator[Span]:

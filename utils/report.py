@@ -367,11 +367,14 @@ def render(scored: ScoredRun, drawer: plots.Drawer | None = None) -> dict[str, b
 _PER_SECTION_FILES = ("confusion_*.png", "reliability_*.png", "items_*.jsonl", scored_file.FILE)
 
 
-def write_report(path: str | os.PathLike, out_dir: str | os.PathLike | None = None) -> tuple[ScoredRun, list[Path]]:
-    """Write the report of the run at ``path``; the folder then holds exactly this report, no file of an earlier one."""
+def write_report(
+    path: str | os.PathLike, out_dir: str | os.PathLike | None = None, tokenizer: str | None = None
+) -> tuple[ScoredRun, list[Path]]:
+    """Write the report of the run at ``path`` (reply lengths counted as ``tokenizer`` asks,
+    :func:`.lengths.counter`); the folder then holds exactly this report, no file of an earlier one."""
     drawer = plots.Drawer()  # started first: it imports matplotlib while the run is scored
     try:
-        scored = score_path(path)
+        scored = score_path(path, tokenizer)
         target = Path(out_dir) if out_dir else scored.results_path.parent / "report"
         written = write_atomically(target, render(scored, drawer))
     finally:

@@ -25,9 +25,9 @@ import json
 import math
 import os
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from functools import cached_property
+from functools import cache, cached_property
 from pathlib import Path
 from typing import Any
 
@@ -132,6 +132,7 @@ class ScoredRun:
     sections: dict[str, Section]
     empty_tasks: tuple[str, ...]
     unreported_tasks: tuple[str, ...]
+    tokenizer: str | None = None  # the --tokenizer its reply lengths were counted with (None: words)
 
     def report(self) -> dict[str, Any]:
         """report.json."""
@@ -292,11 +293,14 @@ def score_items(run: Run, spec: BenchmarkSpec) -> list[ScoredItem]:
     return sorted(items, key=lambda item: (item.task, item.doc_id))
 
 
-def score(run: Run) -> ScoredRun:
-    """Every section of ``run``, scored once."""
+def score(run: Run, tokenizer: str | None = None) -> ScoredRun:
+    """Every section of ``run``, scored once; reply lengths counted as ``--tokenizer`` asks (:func:`.lengths.counter`)."""
     provenance = run_info(run)
     sections, owned, settings = {}, set(), {}
-    counter: list[lengths.LengthCounter] = []  # the run's tokenizer, loaded once, when a section generates
+    config = run.results.get("config")
+    model_args = config.get("model_args") if isinstance(config, Mapping) else None
+    # Made when a section first needs it (a generative one), once for all the run's sections.
+    counter = cache(lambda: lengths.counter(tokenizer, model_args))
     for spec in report_specs():
         items = score_items(run, spec)
         owned |= {item.task for item in items}
@@ -317,6 +321,7 @@ def score(run: Run) -> ScoredRun:
         unreported_tasks=tuple(
             sorted(_masked(run, task) for task, samples in run.samples.items() if samples and task not in owned)
         ),
+        tokenizer=tokenizer,
     )
 
 
@@ -344,8 +349,8 @@ def declared_settings(sections: Mapping[str, Section]) -> dict[str, list[dict[st
     return out
 
 
-def score_path(path: str | os.PathLike) -> ScoredRun:
-    return score(load_run(path))
+def score_path(path: str | os.PathLike, tokenizer: str | None = None) -> ScoredRun:
+    return score(load_run(path), tokenizer)
 
 
 # ----------------------------------------------------------------------------- one section
@@ -635,12 +640,8 @@ def _calibration(items: Sequence[ScoredItem], spec: BenchmarkSpec) -> dict[str, 
     return out
 
 
-def _reply_lengths(
-    run: Run, spec: BenchmarkSpec, provenance: Mapping[str, Any], counter: list[lengths.LengthCounter]
-) -> dict[str, Any]:
+def _reply_lengths(run: Run, spec: BenchmarkSpec, counter: lengths.LengthCounter) -> dict[str, Any]:
     """The length distribution of the section's logged replies and the share that reached max_gen_toks."""
-    if not counter:
-        counter.append(lengths.run_counter(provenance.get("model_args")))
     replies, budgets = [], []
     for task in sorted(t for t in run.samples if spec.owns(t)):
         for sample in run.samples[task]:
@@ -649,7 +650,7 @@ def _reply_lengths(
             budget = (logged_generation_kwargs(sample) or {}).get("max_gen_toks")
             budgets.append(budget if isinstance(budget, int) and not isinstance(budget, bool) else None)
     # lm-eval records one evaluation time per run: it is the run section's evaluation_time_seconds, not a section's.
-    return lengths.summary([counter[0].count(reply) for reply in replies], budgets, counter[0])
+    return lengths.summary([counter.count(reply) for reply in replies], budgets, counter)
 
 
 def _component_groups(
@@ -777,10 +778,11 @@ def score_section(
     spec: BenchmarkSpec,
     run: Run,
     provenance: Mapping[str, Any] | None = None,
-    counter: list[lengths.LengthCounter] | None = None,
+    counter: Callable[[], lengths.LengthCounter] | None = None,
 ) -> Section:
     """A spec's section of ``run`` from its scored items (``provenance``: the run's, computed when not given;
-    ``counter``: a one-element cache of the run's reply-length counter, shared by the run's sections)."""
+    ``counter``: how its replies are measured, made on first use and shared by the run's sections; words when not
+    given)."""
     provenance = run_info(run) if provenance is None else provenance
     by_component = _by_component(items, spec)
     coverage = _coverage(by_component, spec, run)
@@ -827,7 +829,9 @@ def score_section(
     if spec.beyond_accuracy.confidence_source is not None:
         numbers["calibration"] = _calibration(items, spec)
     if generative:
-        numbers["reply_lengths"] = _reply_lengths(run, spec, provenance, [] if counter is None else counter)
+        numbers["reply_lengths"] = _reply_lengths(
+            run, spec, lengths.counter(None, None) if counter is None else counter()
+        )
     if spec.extra_section is not None:
         numbers["extra"] = dict(spec.extra_section(run))
     keys = tuple(spec.pairing.item_key(item) for item in items)

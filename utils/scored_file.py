@@ -2,8 +2,9 @@
 instead of scoring the run again.
 
 The file is keyed by what the scores depend on: the sha256 of every file the run read (its results file and each
-samples file, hashed from their bytes now), this package's version, the report schema and a digest of the
-package's own code (a development checkout changes code without changing its version). Anything that does not
+samples file, hashed from their bytes now), this package's version, the report schema, a digest of the
+package's own code (a development checkout changes code without changing its version) and the command's
+``--tokenizer`` (reply lengths in words or in tokens, :func:`.lengths.choice_key`). Anything that does not
 match, or a file that cannot be read as one, means the run is scored afresh (so does a run with a section that
 reads other files at report time, :func:`reusable`): the file is a shortcut, never a
 source of numbers the run's own files would not give. It holds only masked texts (those of the items files).
@@ -24,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from . import stats
+from . import lengths, stats
 from .benchmarks import report_specs
 from .calibration import Forecast
 from .data import DataError, read_json
@@ -60,9 +61,9 @@ def _file_sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
-def run_key(results_path: Path) -> dict[str, Any]:
+def run_key(results_path: Path, tokenizer: str | None = None) -> dict[str, Any]:
     """What a saved scored run of ``results_path`` must match: a sha256 of its files (names and bytes), the
-    versions."""
+    versions, and what its reply lengths were counted with (``--tokenizer``)."""
     from lm_eval_tasks import __version__
 
     results = read_json(results_path)
@@ -81,6 +82,7 @@ def run_key(results_path: Path) -> dict[str, Any]:
         "schema_version": SCHEMA_VERSION,
         "code_sha256": code_digest(),
         "files_sha256": files.hexdigest(),
+        "reply_lengths": lengths.choice_key(tokenizer),
     }
 
 
@@ -118,7 +120,7 @@ def saved(scored: ScoredRun) -> bytes:
             for name, section in scored.sections.items()
         },
     }
-    key = json.dumps(run_key(scored.results_path), ensure_ascii=True)
+    key = json.dumps(run_key(scored.results_path, scored.tokenizer), ensure_ascii=True)
     return utf8(key + "\n" + json.dumps(body, ensure_ascii=True, separators=(",", ":")) + "\n")
 
 
@@ -149,14 +151,15 @@ def _section(spec, entry: Mapping[str, Any]) -> Section:
     return Section(spec, items, keys, dict(entry["numbers"]), compared, settings, bool(entry["generative"]))
 
 
-def read(results_path: Path, folder: Path) -> ScoredRun | None:
-    """The scored run saved in ``folder`` when it is the scoring of ``results_path`` by this code; else None."""
+def read(results_path: Path, folder: Path, tokenizer: str | None = None) -> ScoredRun | None:
+    """The scored run saved in ``folder`` when it is the scoring of ``results_path`` by this code, its reply
+    lengths counted as ``tokenizer`` asks; else None."""
     path = folder / FILE
     if not path.is_file():
         return None
     try:
         with open(path, "rb") as handle:
-            if json.loads(handle.readline(1 << 16)) != run_key(results_path):
+            if json.loads(handle.readline(1 << 16)) != run_key(results_path, tokenizer):
                 return None
             body = json.loads(handle.read())
         specs = {spec.name: spec for spec in report_specs() if spec.extra_section is None}
@@ -175,6 +178,7 @@ def read(results_path: Path, folder: Path) -> ScoredRun | None:
         sections=sections,
         empty_tasks=tuple(body["empty_tasks"]),
         unreported_tasks=tuple(body["unreported_tasks"]),
+        tokenizer=tokenizer,
     )
 
 
@@ -193,11 +197,12 @@ def report_folders(results_path: Path) -> list[Path]:
     return list(dict.fromkeys(found))
 
 
-def score_or_read(path: str | os.PathLike) -> ScoredRun:
-    """The run at ``path``, read from a matching scored_run.json beside its report, else scored."""
+def score_or_read(path: str | os.PathLike, tokenizer: str | None = None) -> ScoredRun:
+    """The run at ``path``, read from a matching scored_run.json beside its report, else scored (reply lengths
+    counted as ``tokenizer`` asks, :func:`.lengths.counter`)."""
     results_path = find_results(path)
     for folder in report_folders(results_path):
-        found = read(results_path, folder)
+        found = read(results_path, folder, tokenizer)
         if found is not None:
             return found
-    return score_path(results_path)
+    return score_path(results_path, tokenizer)

@@ -16,6 +16,8 @@ from lm_eval_tasks.utils.factbench.parsing import score_generation
 from lm_eval_tasks.utils.factbench.pipeline import split_sentences
 from lm_eval_tasks.utils.text import strip_think
 
+from tests.hostile_replies import OTHER_DIGITS
+
 # ----------------------------------------------------------------------------- the previous rules, as reference
 
 _OLD_BULLET = re.compile(r"^\s*(?:[-*•–]|\d{1,3}[.)])\s+(.*\S)\s*$")
@@ -134,6 +136,12 @@ def test_parsers_give_a_verdict_for_any_text(text):
     assert parse_verdict(text) in (True, False, None)
     measures = score_generation(text)
     assert measures == {"generated_words": float(len(text.split())), "empty_generation": float(not text.split())}
+
+
+@pytest.mark.parametrize("digit", OTHER_DIGITS)
+def test_a_number_in_another_scripts_digits_is_no_list_marker(digit):
+    assert parse_facts(f"{digit}. The drug lowers blood pressure.") == ([], "unparsed")
+    assert parse_facts(f"1. First fact.\n{digit}{digit}) Not a fact.") == (["First fact."], "facts")
 
 
 @settings(max_examples=100, deadline=None)

@@ -14,6 +14,7 @@ from lm_eval_tasks.utils.openai_client import parse_endpoint_spec, read_prices
 
 from lm_eval_tasks.__main__ import main as cli
 from tests.fake_openai import FakeChatServer
+from tests.hostile_replies import OTHER_DIGITS
 
 STAMP = "2026-11-30T10-00-00.000000"
 REF1, REF2 = "the cat sat on the mat", "a dog barked"
@@ -226,6 +227,20 @@ def test_any_judge_reply_gives_a_score_in_range_or_none(text):
 )
 def test_hostile_judge_replies(reply, expected):
     assert parsing.parse_judge_score(reply) == expected
+
+
+@pytest.mark.parametrize("digit", OTHER_DIGITS)
+def test_a_judge_score_in_another_scripts_digits_is_unparsed(digit):
+    assert parsing.parse_judge_score(f"<score>{digit}</score>") is None
+    assert parsing.parse_judge_score(f"<score>1.{digit}</score>") is None
+    assert parsing.parse_judge_score(f"<score>7</score> then <score>{digit}</score>") == 70.0  # the last ASCII one
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(["<score>", "</score>", " ", "7", ".", "1", "0", "x", *OTHER_DIGITS])).map("".join))
+def test_another_scripts_digit_reads_as_a_letter_would(text):
+    as_letters = text.translate({ord(digit): "x" for digit in OTHER_DIGITS})
+    assert parsing.parse_judge_score(text) == parsing.parse_judge_score(as_letters)
 
 
 JUDGE_REPLIES = {"judge-a": "Good.\n<score>8</score>", "judge-b": "Hmm.\n<score>6</score>"}

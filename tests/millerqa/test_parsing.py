@@ -12,6 +12,8 @@ from lm_eval_tasks.utils.millerqa import parsing
 from lm_eval_tasks.utils.redaction import mask
 from lm_eval_tasks.utils.text import strip_think
 
+from tests.hostile_replies import OTHER_DIGITS
+
 # ----------------------------------------------------------------------------- the oracle: the cascade as it was
 
 
@@ -396,6 +398,27 @@ def test_other_hostile_shapes_get_a_verdict(reply, method, letter, confidence):
 )
 def test_confidence_values_beyond_int(value, clamped):
     assert parsing.clamp_confidence(value) == clamped
+
+
+@pytest.mark.parametrize("digit", OTHER_DIGITS)
+def test_a_confidence_in_another_scripts_digits_is_none(digit):
+    # Not JSON (JSON numbers are ASCII), so the regex fallback reads the letter and no confidence.
+    answer = parsing.score_reply(DOC, '{"selected_answer": "C", "confidence": ' + digit * 2 + "}")
+    assert (answer.method, answer.letter, answer.confidence) == ("regex_key", "C", None)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.sampled_from(['"confidence": ', '"selected_answer": "C"', '"', ",", "{", "}", " ", "7", *OTHER_DIGITS]),
+        max_size=30,
+    ).map("".join)
+)
+def test_another_scripts_digit_reads_as_a_non_digit_would(reply):
+    # "_": a word character that is no digit and no letter (so not read as an answer letter either)
+    as_other = reply.translate({ord(digit): "_" for digit in OTHER_DIGITS})
+    (read, as_read) = (verdict(parsing.score_reply(DOC, text)) for text in (reply, as_other))
+    assert read[:4] + read[5:] == as_read[:4] + as_read[5:]  # all but the explanation, whose text differs
 
 
 # ----------------------------------------------------------------------------- credentials in the answer

@@ -76,10 +76,10 @@ def decomposer_messages(sentence: str) -> list[dict[str, str]]:
 
 
 DECOMPOSER_PROMPT_HASH = prompt_hash(json.dumps(decomposer_messages("{sentence}"), ensure_ascii=False))
-# A bullet ("-", "*", "•", "–") or a number of 1-3 digits with "." or ")", then whitespace. Only the
+# A bullet ("-", "*", "•", "–") or a number of 1-3 ASCII digits with "." or ")", then whitespace. Only the
 # prefix is matched: the fact is the rest of the line, stripped (a pattern spanning the whole line
 # backtracks quadratically on a marker followed by a long run of spaces).
-_BULLET = re.compile(r"\s*(?:[-*•–]|\d{1,3}[.)])\s")
+_BULLET = re.compile(r"\s*(?:[-*•–]|[0-9]{1,3}[.)])\s")
 _NO_FACTS = re.compile(r"\bno (?:atomic )?facts?\b", re.IGNORECASE)
 
 

@@ -165,7 +165,8 @@ def prompt_included_reading(doc: Mapping[str, Any], score: GenerationScore) -> E
 
 # ----------------------------------------------------------------------------- the judges' replies (explanation scores)
 
-_JUDGE_SCORE = re.compile(r"<score>\s*(\d+(?:\.\d+)?)\s*</score>")
+# ASCII digits only, as the judge prompt asks: re's \d takes any script's digits ("٣", "３"), which float() reads.
+_JUDGE_SCORE = re.compile(r"<score>\s*([0-9]+(?:\.[0-9]+)?)\s*</score>")
 
 
 def parse_judge_score(text: str | None) -> float | None:

@@ -41,7 +41,8 @@ _MAX_INT_TEXT = 4300
 
 _ANSWER_KEY = re.compile(r'"selected_answer"\s*:\s*"([A-Za-z])"')
 _STANDALONE_CAPITAL = re.compile(r"\b([A-Z])\b")
-_CONFIDENCE_KEY = re.compile(r'"confidence"\s*:\s*(\d+)')
+# ASCII digits only, as JSON writes numbers: re's \d takes any script's digits ("３", "٣"), which int() reads.
+_CONFIDENCE_KEY = re.compile(r'"confidence"\s*:\s*([0-9]+)')
 _EXPLANATION_KEY = re.compile(r'"explanation"\s*:\s*"([^"]*)"', re.DOTALL)
 _LEADING_LETTER = re.compile(r"^([A-Za-z])[.):\s]")
 _CONTROL_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
