@@ -383,7 +383,7 @@ def test_a_tokenizer_is_loaded_once_per_command_and_only_for_a_generative_sectio
     real = AutoTokenizer.from_pretrained
     monkeypatch.setattr(AutoTokenizer, "from_pretrained", lambda name, **kw: loads.append(name) or real(name, **kw))
     runs = [write_run(tmp_path / f"run{i}" / "m", {"medfact_bench_scifact": REPLIES}) for i in range(3)]
-    scored = leaderboard.score_runs(runs, workers=1, tokenizer=str(tmp_path / "tok"))
+    scored = list(leaderboard.score_runs(runs, workers=1, tokenizer=str(tmp_path / "tok")))
     assert loads == [str(tmp_path / "tok")]  # three runs, one load
     assert [run.sections["medfact_bench"].numbers["reply_lengths"]["unit"] for run in scored] == ["tokens"] * 3
     # A run with no generative section loads nothing: a tokenizer that does not exist is never asked for.
