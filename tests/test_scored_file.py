@@ -91,9 +91,56 @@ def test_forged_numbers_under_a_matching_key_with_broken_items_are_ignored(repor
     folder.mkdir()
     (folder / scored_file.FILE).write_text(key + "\n" + json.dumps(body))
     assert scored_file.read(results_path, folder) is None
-    first["items"][0].pop("unknown_field")
-    (folder / scored_file.FILE).write_text(key + "\n" + json.dumps(body))
+    (folder / scored_file.FILE).write_bytes((results_path.parent / "report" / scored_file.FILE).read_bytes())
     assert scored_file.read(results_path, folder) is not None  # the same file, untouched, is read
+
+
+def test_a_file_edited_or_signed_by_another_user_is_scored_afresh(reported, tmp_path, monkeypatch):
+    # The key can be computed by anyone from the run's files; the signature only with this user's secret.
+    results_path, scored = reported
+    original = (results_path.parent / "report" / scored_file.FILE).read_bytes()
+    key, body = original.split(b"\n", 1)
+    folder = tmp_path / "report"
+    folder.mkdir()
+    name = next(iter(scored.sections))
+    forged = json.loads(body)
+    forged["sections"][name]["numbers"]["n_items"] += 1  # a number the samples do not give
+    text = json.dumps(forged, ensure_ascii=True, separators=(",", ":")).encode()
+    (folder / scored_file.FILE).write_bytes(key + b"\n" + text + b"\n")
+    assert scored_file.read(results_path, folder) is None
+    resigned = {**json.loads(key), "signature": "0" * 64}
+    (folder / scored_file.FILE).write_bytes(json.dumps(resigned).encode() + b"\n" + body)
+    assert scored_file.read(results_path, folder) is None
+    (folder / scored_file.FILE).write_bytes(original)
+    assert scored_file.read(results_path, folder) is not None
+    # Another user's (or machine's) secret: the same file is not theirs to reuse.
+    monkeypatch.setattr(scored_file, "_secret", lambda: b"f" * 64)
+    assert scored_file.read(results_path, folder) is None
+
+
+def test_the_secret_is_the_users_own_and_without_one_nothing_is_reused(reported, tmp_path, monkeypatch):
+    results_path, scored = reported
+    monkeypatch.setenv("MEDEVAL_CACHE_DIR", str(tmp_path / "cache"))
+    scored_file._secret.cache_clear()
+    try:
+        written = scored_file.saved(scored)
+        secret = tmp_path / "cache" / scored_file.SECRET_FILE
+        assert secret.stat().st_mode & 0o777 == 0o600
+        assert len(secret.read_text().strip()) == 64
+        folder = tmp_path / "report"
+        folder.mkdir()
+        (folder / scored_file.FILE).write_bytes(written)
+        assert scored_file.read(results_path, folder) is not None
+        # A cache folder that cannot be made (a file in its place): nothing signed, nothing reused.
+        (tmp_path / "blocked").write_text("")
+        monkeypatch.setenv("MEDEVAL_CACHE_DIR", str(tmp_path / "blocked" / "cache"))
+        scored_file._secret.cache_clear()
+        unsigned = scored_file.saved(scored)
+        assert json.loads(unsigned.split(b"\n", 1)[0])["signature"] is None
+        (folder / scored_file.FILE).write_bytes(unsigned)
+        assert scored_file.read(results_path, folder) is None
+    finally:
+        scored_file._secret.cache_clear()
 
 
 def test_a_leaderboard_from_saved_runs_equals_one_scored_afresh(reported, monkeypatch):

@@ -9,6 +9,11 @@ match, or a file that cannot be read as one, means the run is scored afresh (so 
 reads other files at report time, :func:`reusable`): the file is a shortcut, never a
 source of numbers the run's own files would not give. It holds only masked texts (those of the items files).
 
+Anyone can compute the key from a run's files, so the key line also holds an HMAC-SHA256 of the rest of the file
+under a secret of this user's own (``scored_run.key`` in :func:`.files.cache_dir`, made on first use, readable by
+the user only): a file edited after it was written, or written on another machine or by another user, is scored
+afresh, never trusted.
+
 JSON, never pickle: a report folder may come from anyone, and reading it must not run code.
 """
 
@@ -16,8 +21,10 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import hmac
 import json
 import os
+import secrets
 from collections.abc import Mapping
 from dataclasses import asdict, fields
 from pathlib import Path
@@ -29,14 +36,15 @@ from . import lengths, stats
 from .benchmarks import report_specs
 from .calibration import Forecast
 from .data import DataError, read_json
-from .files import utf8
+from .files import cache_dir, utf8
 from .redaction import redact_path, secret_values
 from .results import SCHEMA_VERSION, ScoredRun, Section, score_path
 from .runs import find_results, run_timestamp
 from .scoring import ScoredItem
 
 FILE = "scored_run.json"
-FORMAT = 1
+FORMAT = 2
+SECRET_FILE = "scored_run.key"
 _CHUNK = 1 << 20
 _ITEM_FIELDS = tuple(f.name for f in fields(ScoredItem))
 _TUPLES = ("choices", "loglikelihoods", "redacted")
@@ -120,8 +128,34 @@ def saved(scored: ScoredRun) -> bytes:
             for name, section in scored.sections.items()
         },
     }
-    key = json.dumps(run_key(scored.results_path, scored.tokenizer), ensure_ascii=True)
-    return utf8(key + "\n" + json.dumps(body, ensure_ascii=True, separators=(",", ":")) + "\n")
+    text = utf8(json.dumps(body, ensure_ascii=True, separators=(",", ":")))
+    key = {**run_key(scored.results_path, scored.tokenizer), "signature": signature(text)}
+    return utf8(json.dumps(key, ensure_ascii=True) + "\n") + text + b"\n"
+
+
+@functools.cache
+def _secret() -> bytes | None:
+    """This user's secret for :func:`signature`, made on first use; None where the cache folder cannot hold it."""
+    path = cache_dir() / SECRET_FILE
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            handle = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        except FileExistsError:
+            value = path.read_bytes().strip()
+        else:
+            value = secrets.token_hex(32).encode("ascii")
+            with os.fdopen(handle, "wb") as stream:
+                stream.write(value + b"\n")
+    except OSError:
+        return None
+    return value if len(value) == 64 else None  # another process is still writing it, or it was cut
+
+
+def signature(body: bytes) -> str | None:
+    """HMAC-SHA256 of a scored run's body under this user's secret; None where there is none (never reused)."""
+    secret = _secret()
+    return None if secret is None else hmac.new(secret, body, hashlib.sha256).hexdigest()
 
 
 def _scored_item(record: Mapping[str, Any]) -> ScoredItem:
@@ -159,9 +193,20 @@ def read(results_path: Path, folder: Path, tokenizer: str | None = None) -> Scor
         return None
     try:
         with open(path, "rb") as handle:
-            if json.loads(handle.readline(1 << 16)) != run_key(results_path, tokenizer):
+            key = json.loads(handle.readline(1 << 16))
+            if not isinstance(key, dict) or {k: v for k, v in key.items() if k != "signature"} != run_key(
+                results_path, tokenizer
+            ):
                 return None
-            body = json.loads(handle.read())
+            text = handle.read().removesuffix(b"\n")
+        expected = signature(text)
+        if (
+            expected is None
+            or not isinstance(key["signature"], str)
+            or not hmac.compare_digest(key["signature"], expected)
+        ):
+            return None
+        body = json.loads(text)
         specs = {spec.name: spec for spec in report_specs() if spec.extra_section is None}
         sections = {name: _section(specs[name], entry) for name, entry in body["sections"].items()}
         provenance = dict(body["provenance"])
