@@ -15,6 +15,7 @@ from typing import Any
 
 from .data import DataError, iter_jsonl, read_json
 from .redaction import mask, mask_strings, model_args_value, redact, redact_path, secret_values
+from .scoring import logged_arguments
 
 
 @dataclass(frozen=True)
@@ -85,6 +86,9 @@ def _logged_samples(sample_path: Path, task: str, digest: Any = None) -> tuple[l
             repeated += 1
             continue
         kept[key] = (number, row)
+    # Each sample's requests parsed once, here: every reader after this gets their argument tuples.
+    for _, row in kept.values():
+        row["arguments"] = logged_arguments(row)
     return [row for _, row in kept.values()], repeated
 
 
