@@ -437,3 +437,21 @@ def test_each_place_a_report_is_written_is_found_and_another_runs_report_is_not(
     # the same run's report there is found (report/ inside OUTPUT_PATH)
     assert cli(["report", str(run_a), "--out", str(run_a / "report")]) == 0
     assert [run["report_folder"] for run in lb.build([run_a])[0]["runs"]] == [str(run_a / "report")]
+
+
+@pytest.mark.parametrize(
+    "line, problem",
+    [
+        ('{"section": "s", "a": "run-1", "b": "run-2"}', "KeyError"),  # a pair before its runs
+        ('{"section": "s", "run": "run-1", "fields": ["task"], "items": [["t", 1]]}', "ValueError"),
+        ('{"section": "s", "run": "run-1", "fields": 3, "items": [[1]]}', "TypeError"),
+        ("[1, 2]", "expected a JSON object"),
+    ],
+    ids=["pair-first", "short-fields", "fields-not-a-list", "not-an-object"],
+)
+def test_a_broken_discordant_file_is_a_data_error_naming_its_line(tmp_path, line, problem):
+    run = '{"section": "s", "run": "run-0", "fields": ["task"], "items": [["t"]]}'
+    path = tmp_path / lb.DISCORDANT_FILE
+    path.write_text(run + "\n" + line + "\n", encoding="utf-8")
+    with pytest.raises(DataError, match=rf"{re.escape(str(path))}.*line 2.*{problem}"):
+        list(lb.read_discordant(path))

@@ -38,7 +38,7 @@ from tqdm import tqdm
 
 from . import explorer, pages, paper_tables, plots
 from .comparison import Discordant, adjust, compare_section, discordant_items, pairing, test_name
-from .data import DataError, read_json
+from .data import DataError, iter_jsonl, read_json
 from .files import jsonl_lines, utf8, write_atomically
 from .machine import process_context, usable_cores
 from .pages import Html, estimate_attrs, interval
@@ -320,15 +320,14 @@ def discordant_lines(disagreements: Disagreements) -> Iterator[dict[str, Any]]:
 
 def read_discordant(path: str | os.PathLike) -> Iterator[dict[str, Any]]:
     """The pair lines of a leaderboard_discordant.jsonl with each discordant item resolved to a dict of
-    :data:`DISCORDANT_FIELDS` (the runs' lines it refers to are held, one per section and run)."""
+    :data:`DISCORDANT_FIELDS` (the runs' lines it refers to are held, one per section and run); a line that is not
+    such a line is a :class:`DataError` naming the file and line."""
     items: dict[tuple[str, str], list[dict[str, Any]]] = {}
-    with open(path, encoding="utf-8") as lines:
-        for text in lines:
-            line = json.loads(text)
+    for number, line in iter_jsonl(Path(path)):
+        try:
             if "run" in line:
-                items[(line["section"], line["run"])] = [
-                    dict(zip(line["fields"], e, strict=True)) for e in line["items"]
-                ]
+                fields = line["fields"]
+                items[(line["section"], line["run"])] = [dict(zip(fields, e, strict=True)) for e in line["items"]]
                 continue
             a, b = items[(line["section"], line["a"])], items[(line["section"], line["b"])]
             for key in _DISCORDANT_KINDS:
@@ -344,7 +343,9 @@ def read_discordant(path: str | os.PathLike) -> Iterator[dict[str, Any]]:
                     }
                     for i, j in zip(line[key]["a"], line[key]["b"], strict=True)
                 ]
-            yield line
+        except (KeyError, TypeError, ValueError, IndexError) as exc:
+            raise DataError(f"{path}, line {number}: not a line of {DISCORDANT_FILE} ({exc!r})") from exc
+        yield line
 
 
 # ----------------------------------------------------------------------------- rendering
