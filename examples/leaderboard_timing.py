@@ -38,6 +38,8 @@ from lm_eval_tasks.utils.medfact_bench.constants import PUBLISHED_COUNTS
 from tqdm import tqdm
 
 STAMP = "2026-12-01T00-00-00.000000"
+# Leaderboard size -> (wall seconds, peak RSS MB) it should stay under.
+GOALS = {30: (60, 2048), 100: (240, 4096)}
 SCORES = {"SUPPORT": 2, "NEI": 0, "CONTRADICT": -2}
 REPO = Path(__file__).resolve().parents[1]
 # Runs a command and prints its wall seconds and peak resident memory (KiB) as JSON on the last line of stderr.
@@ -158,7 +160,7 @@ def main() -> None:
         print(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}", flush=True)
         print("| command | version | wall s min / median / max | peak RSS MB min / median / max | now / baseline |")
         print("|---|---|---:|---:|---:|")
-        fit = {}
+        fit, goals = {}, []
         for label, command, n in cases:
             timings: dict[str, list[dict]] = {name: [] for name in versions}
             for repeat in range(args.repeats):
@@ -175,7 +177,14 @@ def main() -> None:
                 print(f"| {label} | {name} | {spread(walls)} | {spread(rss, 0)} | {ratio} |", flush=True)
             if label.startswith("leaderboard"):
                 fit[n] = medians
+            if n in GOALS:
+                seconds, megabytes = GOALS[n]
+                wall = statistics.median(t["wall"] for t in timings["now"])
+                rss = statistics.median(t["rss_kib"] / 1024 for t in timings["now"])
+                met = "met" if wall < seconds and rss < megabytes else "MISSED"
+                goals.append(f"goal {label}: under {seconds} s and {megabytes} MB: {met} ({wall:.1f} s, {rss:.0f} MB)")
         print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+        print("\n".join(goals))
         if len(fit) >= 3:
             sizes = sorted(fit)
             design = np.array([[1.0, n, n * (n - 1) / 2] for n in sizes])
