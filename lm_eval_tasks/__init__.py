@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-__version__ = "0.4.0"
+__version__ = "0.5.0"
 
 
 def tasks_dir() -> str:

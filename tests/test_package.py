@@ -10,6 +10,7 @@ import email.parser
 import importlib.metadata
 import json
 import os
+import re
 import subprocess
 import sys
 import tarfile
@@ -208,3 +209,13 @@ def test_the_wheel_installs_with_its_declared_dependencies_and_runs_a_task(share
     # the report re-scores the logged log-likelihoods and agrees with lm-eval's own accuracy
     accuracy = read_results(out)["results"]["medexqa_logit_cp"]["acc,none"]
     assert section["components"]["CP"]["accuracy"]["value"] == pytest.approx(accuracy)
+
+
+def test_the_version_is_the_same_in_the_package_the_citation_and_the_changelog():
+    from lm_eval_tasks import __version__
+
+    citation = (REPO / "CITATION.cff").read_text(encoding="utf-8")
+    assert re.search(rf"^version: {re.escape(__version__)}$", citation, re.M)
+    changelog = (REPO / "CHANGELOG.md").read_text(encoding="utf-8")
+    released = re.search(rf"^## \[{re.escape(__version__)}\] - (\d{{4}}-\d{{2}}-\d{{2}})$", changelog, re.M)
+    assert released and f'date-released: "{released.group(1)}"' in citation
