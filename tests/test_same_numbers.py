@@ -10,7 +10,6 @@ import sys
 from pathlib import Path
 
 import pytest
-from lm_eval_tasks.utils.report import render
 from lm_eval_tasks.utils.results import score_path
 
 from tests.runs import evaluated_run
@@ -38,18 +37,25 @@ def test_every_number_is_the_one_the_previous_code_gave(run):
 
 def test_a_report_draws_its_figures_ahead_in_another_process_and_writes_the_same_files(run, tmp_path):
     # The command draws every figure in its second process while the rest is made: nothing is drawn in the command's
-    # own process (matplotlib is never imported there), and the files are those drawn in one process.
+    # own process (matplotlib is never imported there), and the files are those one process draws (as with one core).
+    # Both in fresh processes: figures drawn here would follow whatever earlier tests did to matplotlib's settings.
     script = (
-        "import sys; from lm_eval_tasks.utils import report; report.write_report(sys.argv[1], sys.argv[2]); "
-        "print('matplotlib' in sys.modules)"
+        "import sys; from lm_eval_tasks.utils import plots, report\n"
+        "if sys.argv[3] == 'one-core': plots.usable_cores = lambda: 1\n"
+        "report.write_report(sys.argv[1], sys.argv[2]); print('matplotlib' in sys.modules)"
     )
-    done = subprocess.run(
-        [sys.executable, "-c", script, str(run), str(tmp_path / "ahead")], capture_output=True, text=True, check=True
-    )
-    assert done.stdout.strip() == "False"
-    here = render(score_path(run))
-    written = {p.name: p.read_bytes() for p in (tmp_path / "ahead").iterdir()}
-    assert sorted(written) == sorted(here)
-    assert sum(name.endswith(".png") for name in written) >= 3
+    drawn = {}
+    for cores in ("two-cores", "one-core"):
+        done = subprocess.run(
+            [sys.executable, "-c", script, str(run), str(tmp_path / cores), cores],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        drawn[cores] = (done.stdout.strip(), {p.name: p.read_bytes() for p in (tmp_path / cores).iterdir()})
+    assert drawn["two-cores"][0] == "False" and drawn["one-core"][0] == "True"
+    ahead, here = drawn["two-cores"][1], drawn["one-core"][1]
+    assert sorted(ahead) == sorted(here)
+    assert sum(name.endswith(".png") for name in ahead) >= 3
     for name, content in here.items():
-        assert written[name] == content, name
+        assert ahead[name] == content, name
