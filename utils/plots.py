@@ -66,8 +66,9 @@ def data_uri(png: bytes) -> str:
 
 _DRAWN: dict[str, bytes] = {}  # figures drawn in this process, by what drew them: a report's PNG file and its page
 _DRAWN_KEPT = 64
-# While not None (:func:`recording`), the figures asked for, instead of drawn.
-_RECORDING: list[tuple[Callable[..., bytes], tuple[Any, ...]]] | None = None
+# While not None (:func:`recording`), the figures asked for, by key, instead of drawn (a report's PNG file and its
+# page ask for the same figure: it is recorded once).
+_RECORDING: dict[str, tuple[Callable[..., bytes], tuple[Any, ...]]] | None = None
 
 
 def _key(draw: Callable[..., bytes], args: tuple[Any, ...]) -> str:
@@ -87,7 +88,7 @@ def plain_text_png(draw: Callable[..., bytes], *args: Any) -> bytes:
     if key in _DRAWN:
         return _DRAWN[key]
     if _RECORDING is not None:
-        _RECORDING.append((draw, args))
+        _RECORDING.setdefault(key, (draw, args))
         return b""
     import matplotlib
 
@@ -99,11 +100,11 @@ def plain_text_png(draw: Callable[..., bytes], *args: Any) -> bytes:
 
 
 @contextmanager
-def recording() -> Iterator[list[tuple[Callable[..., bytes], tuple[Any, ...]]]]:
-    """Within it, :func:`plain_text_png` records each figure asked for (``(draw, args)``) and gives empty bytes
-    instead of drawing it: what a page will ask for, to draw it ahead (:class:`Drawer`)."""
+def recording() -> Iterator[dict[str, tuple[Callable[..., bytes], tuple[Any, ...]]]]:
+    """Within it, :func:`plain_text_png` records each figure asked for (by its key, ``(draw, args)``) and gives empty
+    bytes instead of drawing it: what a page will ask for, to draw it ahead (:class:`Drawer`)."""
     global _RECORDING
-    _RECORDING = []
+    _RECORDING = {}
     try:
         yield _RECORDING
     finally:
@@ -137,11 +138,12 @@ class Drawer:
         except (OSError, RuntimeError):  # no process can start (limits, a broken pool): figures are drawn here
             self._pool = None
 
-    def draw(self, figures: Sequence[tuple[Callable[..., bytes], tuple[Any, ...]]]) -> None:
+    def draw(self, figures: Mapping[str, tuple[Callable[..., bytes], tuple[Any, ...]]]) -> None:
+        """Send ``figures`` (:func:`recording`'s) to be drawn."""
         if self._pool is None:
             return
         try:
-            self._pending += [(_key(draw, args), self._pool.submit(_draw, draw, args)) for draw, args in figures]
+            self._pending += [(key, self._pool.submit(_draw, draw, args)) for key, (draw, args) in figures.items()]
         except RuntimeError:  # the worker died (a broken pool): what it did not take is drawn here when asked for
             pass
 
