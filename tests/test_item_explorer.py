@@ -348,6 +348,7 @@ def open_row(page, index, root=".explorer"):
     )
 
 
+@pytest.mark.browser
 def test_hostile_text_stays_text_in_chromium(hostile_report):
     browser.chromium_or_skip()
     items = items_of(hostile_report, "medfact_bench")
@@ -394,6 +395,7 @@ TEMPLATE_MARKS = """(() => { const d = document.querySelector('.explorer .detail
                                                                     getComputedStyle(m).outlineStyle])}; })()"""
 
 
+@pytest.mark.browser
 def test_the_templates_own_system_message_is_marked_in_the_prompt_in_chromium(tmp_path):
     browser.chromium_or_skip()
     run, prompts = templated_run(tmp_path / "run")
@@ -441,6 +443,7 @@ def _select(page, name, value, root=".explorer"):
     return page.evaluate(f"document.querySelector('{root} .n-shown').textContent")
 
 
+@pytest.mark.browser
 def test_filters_counts_and_an_opened_item_in_chromium(two_runs):
     browser.chromium_or_skip()
     _, _, pubmedqa = two_runs
@@ -501,6 +504,7 @@ def test_filters_counts_and_an_opened_item_in_chromium(two_runs):
         assert page.exceptions() == []
 
 
+@pytest.mark.browser
 def test_a_medfact_reply_and_why_it_is_invalid_in_chromium(two_runs):
     browser.chromium_or_skip()
     folder = two_runs[0] / "report"
@@ -518,6 +522,7 @@ def test_a_medfact_reply_and_why_it_is_invalid_in_chromium(two_runs):
         assert page.evaluate(SHOWN_REPLY)["whole"] == [MEDFACT_ROWS[1][1]]
 
 
+@pytest.mark.browser
 def test_the_leaderboard_shows_both_replies_of_every_discordant_item(two_runs, tmp_path):
     browser.chromium_or_skip()
     a, b, _ = two_runs
@@ -644,6 +649,7 @@ def test_items_of_every_benchmark_from_a_real_lm_eval_run(demo_data_dir, tmp_pat
     assert page.count('<div class="explorer"') == len(scored.sections)
 
 
+@pytest.mark.browser
 def test_choice_texts_share_the_page_budget_and_say_they_were_shortened(tmp_path):
     # 60 items of four 300,000-character choices: 72 M characters, which the page embedded whole.
     choices = [f"{letter}: " + letter.lower() * 299_997 for letter in "ABCD"]

@@ -274,6 +274,7 @@ def test_discordant_items_of_every_pair_hand_worked(written):
         assert (c["a_only_correct"], c["b_only_correct"]) == tuple(map(len, found[c["a"], c["b"]]))
 
 
+@pytest.mark.browser
 def test_leaderboard_in_a_real_browser(written):
     chromium = browser.chromium_or_skip()
     out = written[0]

@@ -21,6 +21,7 @@ from lm_eval_tasks.utils.openai_client import (
     retry_after_seconds,
 )
 
+from tests.conftest import examples
 from tests.fake_openai import FakeChatServer, FakeReply
 
 QUESTION = [
@@ -401,7 +402,7 @@ def test_bad_judge_specs_say_what_is_wrong(spec, message):
 
 
 @given(st.text(alphabet=st.sampled_from(list('=,{}[]"\\: none1.-_abextra_bodymodelbase_url')), max_size=80))
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 def test_any_spec_is_an_endpoint_or_a_data_error(text):
     from lm_eval_tasks.utils.data import DataError
 

@@ -152,6 +152,7 @@ def test_a_leaderboard_of_30_runs_stays_under_25_mb():
     assert page.count("This page holds the first ") == 435
 
 
+@pytest.mark.browser
 def test_the_results_come_before_the_provenance_at_1280_px(tmp_path):
     browser.chromium_or_skip()
     report, items = _section_and_records(30)
@@ -179,6 +180,7 @@ def test_the_templates_and_static_files_are_package_data(name):
     assert all(f'"{pattern}"' in declared for pattern in ("templates/*.j2", "static/*.css", "static/*.js"))
 
 
+@pytest.mark.browser
 def test_a_column_added_to_the_data_is_shown_and_searched_by_its_name(tmp_path):
     browser.chromium_or_skip()
     _, items = _section_and_records(60)

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from lm_eval_tasks.utils import leaderboard as lb
 from lm_eval_tasks.utils.paper_tables import latex, to_latex, to_methods
 
+from tests.conftest import examples
 from tests.test_leaderboard import A, B, medfact_run
 from tests.test_report import STAMP, STRICT, write_run
 
@@ -229,7 +230,7 @@ def test_hostile_label_is_escaped_in_the_table(big):
     assert "\\input{" not in tex and "\\texttt{U+4E2D}" in tex and "\\\"{\\'{e}\\texttt{U+0351}}" in tex
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(st.text())
 def test_any_text_reads_back_from_its_latex(text):
     assert unlatex(latex(text)) == as_typeset(text)
@@ -301,7 +302,7 @@ def test_the_tex_compiles(big, tie, tmp_path):
     assert "Undefined control sequence" not in log
 
 
-@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(15), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.lists(st.text(min_size=1, max_size=40), min_size=3, max_size=3))
 def test_the_tex_compiles_with_any_labels(tie, tmp_path_factory, labels):
     pdflatex_or_skip()

@@ -7,6 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from lm_eval_tasks.utils.text import strip_think
 
+from tests.conftest import examples
 from tests.hostile_replies import SHAPES
 from tests.reply_parsers import PARSERS
 
@@ -57,7 +58,7 @@ replies = st.one_of(st.text(), st.lists(st.sampled_from(PIECES), max_size=40).ma
 
 
 @pytest.mark.parametrize("name", sorted(PARSERS))
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(reply=replies)
 def test_any_reply_gets_a_verdict(name, reply):
     PARSERS[name](reply)
@@ -80,7 +81,7 @@ def quadratic_strip_think(reply: str) -> str | None:
     return without_blocks.rsplit("</think>", 1)[1] if "</think>" in without_blocks else without_blocks
 
 
-@settings(max_examples=3000, deadline=None)
+@settings(max_examples=examples(3000), deadline=None)
 @given(
     reply=st.lists(st.sampled_from(["<think>", "</think>", "<thi", "nk>", "</", "think>", "a", " "]), max_size=14).map(
         "".join

@@ -8,6 +8,8 @@ from hypothesis import strategies as st
 from lm_eval_tasks.utils import power
 from scipy.stats import binomtest, norm
 
+from tests.conftest import examples
+
 
 def simulated_rejection_rate(n: int, q: float, difference: float, runs: int = 4000, seed: int = 0) -> float:
     """Share of simulated paired comparisons in which scipy's exact binomial test rejects at 0.05."""
@@ -81,7 +83,7 @@ def test_mdd_halves_as_items_quadruple_and_matches_the_normal_approximation():
     assert mdd[1600] == pytest.approx(z * math.sqrt(q / 1600), rel=0.10)
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(
     n=st.integers(0, 3000),
     q=st.floats(0, 1),
@@ -167,7 +169,7 @@ def test_bad_inputs_raise_naming_the_argument(call, argument):
         call()
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(
     requests=st.lists(st.lists(st.integers(0, 3000), min_size=1, max_size=40), min_size=1, max_size=6),
     alpha=st.sampled_from([0.05, 0.01]),

@@ -1,24 +1,32 @@
 """The documentation's commands run as written, in order, in one shell (with small limits), and its links resolve.
 
 Every ```bash block of README.md, then of examples/README.md and CONTRIBUTING.md (the files that hold commands a
-user runs), is run in order in one bash process from the repository root, as a newcomer pastes them. A block
+user runs), is run in order in one bash process from the root of a copy of the checkout (its files as git sees
+them, with ``../shared`` beside it), as a newcomer pastes them: nothing is written into the checkout. A block
 preceded by a ``<!-- readme-test: skip (why) -->`` comment is not run. To keep it small, ``lm_eval`` is wrapped (a
 bash function, also seen by examples/quickstart.sh) to score each task's first 2 items and generate at most 16
 tokens (``lm_eval ls`` passes through unchanged), and ``LIMIT=2`` is set for the quickstart. The one skipped block
 that would download (the second model, 238 MB) is replaced by the same model in float32 into that block's folder,
 so the blocks after it find their runs.
+
+Nothing is installed into the environment the tests run in: the copy's ``.venv`` is that environment, where
+examples/install.sh finds its stamp and installs nothing, and ``pip install`` is wrapped to resolve each command
+against it without installing (``--dry-run``: every requirement must be met or installable).
 """
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import subprocess
+import sys
 import tempfile
+from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO
+from tests.conftest import REPO, SHARED
 
 SKIP = "readme-test: skip"
 # The Markdown files whose bash blocks a user runs, in the order the slow test runs them.
@@ -41,6 +49,10 @@ lm_eval() {
   command lm_eval "${args[@]}" --limit 2 --gen_kwargs max_gen_toks=16
 }
 export -f lm_eval
+pip() {
+  if [ "${1:-}" = install ]; then shift; command python -m pip install --dry-run -q "$@"; else command python -m pip "$@"; fi
+}
+export -f pip
 export LIMIT=2
 """
 
@@ -81,39 +93,53 @@ def test_blocks_and_their_skip_reasons_are_read():
     assert readme_blocks(text) == [("one", "<!-- readme-test: skip (x\ny) -->\n"), ("two\nthree", None)]
 
 
-# The folders the README's commands write (under the repository's git-ignored out/): removed first, as on a
-# fresh clone, so that a folder never holds a run of an earlier test (the report refuses to pick one of two).
-WRITTEN = (
-    "quickstart",
-    "quickstart-smollm2-nochat",
-    "quickstart-gemma3-270m-nochat",
-    "byhand",
-    "fullsize",
-    "api",
-    "reports",
-    "leaderboard",
-)
+def checkout_copy(folder: Path) -> Path:
+    """The checkout's files as git sees them (tracked, and untracked ones it does not ignore) copied into
+    ``folder/repo``, with ``folder/shared`` pointing at the shared folder and ``.venv`` at the running environment."""
+    listed = subprocess.run(
+        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+        cwd=REPO,
+        capture_output=True,
+        check=True,
+    ).stdout.decode()
+    copy = folder / "repo"
+    for name in filter(None, listed.split("\0")):
+        source = REPO / name
+        if source.is_file():
+            (copy / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, copy / name)
+    (folder / "shared").symlink_to(SHARED)
+    (copy / ".venv").symlink_to(Path(sys.prefix))
+    return copy
 
 
 @pytest.mark.slow
-def test_the_readme_runs_as_written_in_order():
-    for name in WRITTEN:
-        shutil.rmtree(REPO / "out" / name, ignore_errors=True)
+def test_the_readme_runs_as_written_in_order(tmp_path):
+    bin_dir = str(Path(sys.executable).parent)
+    check = ["bash", str(REPO / "examples" / "install.sh"), "--check"]
+    env = {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"}
+    if subprocess.run(check, env=env, capture_output=True).returncode != 0:
+        pytest.fail(f"{sys.prefix} was not installed by examples/install.sh from this recipe (bash tests/run.sh does)")
+    written_before = sorted(p.name for p in (REPO / "out").iterdir()) if (REPO / "out").is_dir() else []
+    copy = checkout_copy(tmp_path)
     script = ["set -euo pipefail", WRAPPER]
     script.extend(runnable_script())
     # Output goes to files: a process a block leaves running (a server never stopped) cannot hold the test open.
     with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
-        code = subprocess.run(["bash", "-c", "\n".join(script)], cwd=REPO, stdout=out, stderr=err, timeout=3000)
+        code = subprocess.run(["bash", "-c", "\n".join(script)], cwd=copy, stdout=out, stderr=err, timeout=3000)
         out.seek(0), err.seek(0)
         done = subprocess.CompletedProcess(code.args, code.returncode, out.read(), err.read())
     assert done.returncode == 0, done.stderr[-4000:]
+    assert "already installed in this environment" in done.stderr  # the quickstart installed nothing
     # The suggested pair of runs is comparable, so compare's table tests it (a p-value beside "yes"); the
     # leaderboard pages were written.
     compared = [line for line in done.stdout.splitlines() if line.startswith("| ") and " | yes | " in line]
     assert compared and not any(" | - | yes | " in line for line in compared), done.stdout[-3000:]
-    assert (REPO / "out" / "leaderboard" / "leaderboard.html").is_file()
+    assert (copy / "out" / "leaderboard" / "leaderboard.html").is_file()
     if shutil.which("chromium"):
-        assert (REPO / "out" / "report.png").is_file() and (REPO / "out" / "leaderboard.png").is_file()
+        assert (copy / "out" / "report.png").is_file() and (copy / "out" / "leaderboard.png").is_file()
+    # The user's own runs in the checkout are left as they were.
+    assert (sorted(p.name for p in (REPO / "out").iterdir()) if (REPO / "out").is_dir() else []) == written_before
 
 
 def test_every_command_block_runs_or_says_why_not():

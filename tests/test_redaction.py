@@ -9,6 +9,8 @@ from hypothesis import strategies as st
 from lm_eval_tasks.utils import redaction
 from lm_eval_tasks.utils.redaction import is_secret_key, redact, scrub
 
+from tests.conftest import examples
+
 SECRET = "Xq7-SECRET-value9"  # no well-known key shape: each form below must be caught by its key or URL
 
 # (model_args as a results file can hold them, with $S for the secret) -> exactly what redact gives back
@@ -453,7 +455,7 @@ def test_a_random_secret_under_a_url_credential_name_never_survives(name, secret
     )
 
 
-@settings(max_examples=3000, deadline=None)
+@settings(max_examples=examples(3000), deadline=None)
 @given(
     st.lists(
         st.sampled_from(
@@ -473,7 +475,7 @@ def test_a_long_reply_without_a_trigger_skips_the_scan_and_one_with_a_key_is_mas
     assert redact(reply + " api_key=abc123") == reply + " api_key=***"
 
 
-@settings(max_examples=3000, deadline=None)
+@settings(max_examples=examples(3000), deadline=None)
 @given(
     st.lists(
         st.sampled_from(list("aeytoshr:_-{}[]\"' ,\n\\") + ["secret", "token", "pass", "sig", "api", "Key", "auth"])
@@ -716,7 +718,7 @@ def test_the_benchmarks_texts_that_hold_a_key_prefix_or_basic_are_kept(shared_da
 GLUE_PIECES = st.lists(st.sampled_from(["sk-", "hf_", "ghp_", "AKIA", "xoxb-", "proj-", "a", "Z", "7", "-", "_", " "]))
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(before=GLUE_PIECES.map("".join), key=st.sampled_from(GLUED_IN_A_WORD), after=GLUE_PIECES.map("".join))
 def test_a_key_glued_to_any_text_never_survives(before, key, after):
     assert key not in redaction.mask(before + "x" + key + " " + after)

@@ -153,6 +153,7 @@ def report_page(medfact_report, tmp_path_factory):
     return out / "report.html"
 
 
+@pytest.mark.browser
 def test_report_page_in_a_real_browser(medfact_report, report_page):
     chromium = browser.chromium_or_skip()
     dom = browser.dump_dom(report_page, chromium)

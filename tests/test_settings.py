@@ -12,6 +12,8 @@ from lm_eval_tasks.utils.medexqa import BENCHMARK as MEDEXQA
 from lm_eval_tasks.utils.millerqa import BENCHMARK as MILLERQA
 from lm_eval_tasks.utils.pubmedqa_atlas import BENCHMARK as PUBMEDQA
 
+from tests.conftest import examples
+
 FLAG = Setting("shuffle", SettingKind.FLAG, False, "")
 COUNT = Setting("shuffle_seed", SettingKind.COUNT, 42, "")
 TEXT = Setting("model_label", SettingKind.TEXT, None, "")
@@ -137,7 +139,7 @@ VALUES = st.one_of(
 )
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(
     benchmark=st.sampled_from([b for b in discover() if b.settings]),
     index=st.integers(0, 10),

@@ -16,6 +16,7 @@ from lm_eval_tasks.utils.factbench.parsing import score_generation
 from lm_eval_tasks.utils.factbench.pipeline import split_sentences
 from lm_eval_tasks.utils.text import strip_think
 
+from tests.conftest import examples
 from tests.hostile_replies import OTHER_DIGITS
 
 # ----------------------------------------------------------------------------- the previous rules, as reference
@@ -115,19 +116,19 @@ def joined(pieces):
     return st.lists(pieces, max_size=40).map("".join)
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 @given(joined(FACT_PIECES))
 def test_fact_list_parser_keeps_its_rules(reply):
     assert parse_facts(reply) == old_parse_facts(reply)
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 @given(joined(VERDICT_PIECES))
 def test_verdict_parser_keeps_its_rules(reply):
     assert parse_verdict(reply) is old_parse_verdict(reply)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(st.text())
 def test_parsers_give_a_verdict_for_any_text(text):
     facts, outcome = parse_facts(text)
@@ -144,7 +145,7 @@ def test_a_number_in_another_scripts_digits_is_no_list_marker(digit):
     assert parse_facts(f"1. First fact.\n{digit}{digit}) Not a fact.") == (["First fact."], "facts")
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(st.text(max_size=300))
 def test_sentences_are_nonempty_pieces_of_their_line(text):
     lines = text.splitlines()

@@ -16,6 +16,8 @@ from hypothesis import strategies as st
 from lm_eval_tasks.utils import models
 from lm_eval_tasks.utils.medexqa import explanation_metrics as em
 
+from tests.conftest import examples
+
 # evaluate's documented examples (metrics/*/README.md and the modules' docstrings, huggingface/evaluate a7dd338)
 KENOBI = ["hello there general kenobi", "foo bar foobar"]
 KENOBI_REFS = [["hello there general kenobi", "hello there!"], ["foo bar foobar"]]
@@ -61,7 +63,7 @@ def test_13a_tokens_hand_worked(text, expected):
 PIECES = [*"aZ19 \n\t.,-'\"&;/()!?<>é", "&quot;", "&amp;", "&lt;", "&gt;", "<skipped>", "-\n", "3.5", "1,000"]
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(st.one_of(st.lists(st.sampled_from(PIECES), max_size=30).map("".join), st.text(max_size=40)))
 def test_13a_tokens_are_sacrebleus(text):
     from sacrebleu.tokenizers.tokenizer_13a import Tokenizer13a  # what evaluate's tokenizer_13a.py was taken from
@@ -128,7 +130,7 @@ def test_bleu_metric_tokenises_with_13a_and_scales_to_100():
 WORDS = st.lists(st.sampled_from("abcd"), max_size=12)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(
     WORDS,
     st.integers(1, 10).flatmap(

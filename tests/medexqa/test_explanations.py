@@ -13,6 +13,7 @@ from lm_eval_tasks.utils.medexqa import parsing
 from lm_eval_tasks.utils.openai_client import parse_endpoint_spec, read_prices
 
 from lm_eval_tasks.__main__ import main as cli
+from tests.conftest import examples
 from tests.fake_openai import FakeChatServer
 from tests.hostile_replies import OTHER_DIGITS
 
@@ -200,7 +201,7 @@ def test_judge_spec_score_and_prompt():
     assert content.endswith("<score>N</score>.")
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(
     text=st.one_of(
         st.none(),
@@ -236,7 +237,7 @@ def test_a_judge_score_in_another_scripts_digits_is_unparsed(digit):
     assert parsing.parse_judge_score(f"<score>7</score> then <score>{digit}</score>") == 70.0  # the last ASCII one
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(st.lists(st.sampled_from(["<score>", "</score>", " ", "7", ".", "1", "0", "x", *OTHER_DIGITS])).map("".join))
 def test_another_scripts_digit_reads_as_a_letter_would(text):
     as_letters = text.translate({ord(digit): "x" for digit in OTHER_DIGITS})

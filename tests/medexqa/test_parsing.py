@@ -6,6 +6,8 @@ from hypothesis import strategies as st
 from lm_eval_tasks.utils.medexqa import parsing, prompts, tasks
 from lm_eval_tasks.utils.medexqa.parsing import Extraction, extract_answer, replace_option_texts, score_logit
 
+from tests.conftest import examples
+
 OPTIONS = ["X-ray", "Microwave", "Ultraviolet", "Infrared"]
 
 
@@ -211,7 +213,7 @@ hostile_options = st.one_of(
 NO_ANSWER_STEPS = {parsing.UNCLOSED_THINK, parsing.EMPTY, parsing.NO_MATCH}
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(reply=hostile_text, options=hostile_options)
 def test_any_reply_gets_a_verdict(reply, options):
     extraction = extract_answer(reply, options)
@@ -223,7 +225,7 @@ def test_any_reply_gets_a_verdict(reply, options):
     assert extract_answer(f" \n{reply}\t ", options) == extraction
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(text=hostile_text, options=hostile_options)
 def test_the_option_text_mask_marks_exactly_the_inserted_letters(text, options):
     replaced, mask = replace_option_texts(text, options)
@@ -233,7 +235,7 @@ def test_the_option_text_mask_marks_exactly_the_inserted_letters(text, options):
         assert (replaced, sum(mask)) == (text, 0)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(reply=hostile_text)
 def test_both_readings_of_a_logged_reply_give_a_verdict(reply):
     doc = {"question": "Which band?", "answer": "C", **dict(zip("ABCD", OPTIONS))}

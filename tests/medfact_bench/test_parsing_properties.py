@@ -9,6 +9,8 @@ from lm_eval_tasks.utils.medfact_bench.constants import LABELS
 from lm_eval_tasks.utils.medfact_bench.parsing import is_strict_format, parse_score, score_reply
 from lm_eval_tasks.utils.scoring import INVALID
 
+from tests.conftest import examples
+
 # Tags, broken tags, signs, digits (ASCII and not), whitespace (ASCII and Unicode), NUL, lone surrogates.
 PIECES = (
     "<think>",
@@ -115,7 +117,7 @@ def test_every_reply_gets_one_consistent_verdict(reply):
     }
 
 
-@settings(max_examples=1000)
+@settings(max_examples=examples(1000))
 @given(small_reply)
 def test_agrees_with_the_reference_regular_expressions(reply):
     assert parse_score(reply) == reference_score(reply)

@@ -12,6 +12,7 @@ from lm_eval_tasks.utils.millerqa import parsing
 from lm_eval_tasks.utils.redaction import mask
 from lm_eval_tasks.utils.text import strip_think
 
+from tests.conftest import examples
 from tests.hostile_replies import OTHER_DIGITS
 
 # ----------------------------------------------------------------------------- the oracle: the cascade as it was
@@ -264,7 +265,7 @@ def written_depth(text, start):
 # ----------------------------------------------------------------------------- properties
 
 
-@settings(max_examples=500, deadline=None)
+@settings(max_examples=examples(500), deadline=None)
 @given(mutated(near_json()) | replies, st.randoms())
 def test_every_container_ends_where_json_says(text, random):
     """container_at(i) == raw_decode(text, i) for every bracket, asked in any order (the memo is shared)."""
@@ -309,19 +310,19 @@ def test_every_key_is_read_as_json_reads_it(key, layout):
         assert found.has_answer_key == ("selected_answer" in json.loads(text))
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 @given(replies)
 def test_ordinary_replies_get_the_verdicts_of_the_authors_cascade(reply):
     assert verdict(parsing.score_reply(DOC, reply)) == oracle_verdict(reply)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(st.text(st.sampled_from('ab"\\\n\r\t{}'), max_size=60))
 def test_escaping_is_the_authors_character_loop(text):
     assert parsing.escape_control_characters(text) == oracle_escape(text)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(st.lists(st.sampled_from(["`", "```", "json", "JSON", "jſon", " ", "\n", "x", "{}", "\u2003"]), max_size=20))
 def test_the_fence_is_the_authors_regex_without_its_backtracking(pieces):
     text = "".join(pieces)
@@ -334,7 +335,7 @@ def test_the_fence_is_the_authors_regex_without_its_backtracking(pieces):
 JSON_ANSWER = '{"selected_answer": "C", "explanation": "e", "confidence": 70}'
 
 
-@settings(max_examples=15, deadline=None)
+@settings(max_examples=examples(15), deadline=None)
 @given(st.integers(1_000, 20_000))
 def test_json_nested_too_deep_is_not_json_but_still_gets_a_verdict(depth):
     """json raises RecursionError at about 1,000 levels; deeper than MAX_JSON_DEPTH is not read as JSON."""
@@ -356,7 +357,7 @@ def test_nesting_up_to_the_limit_is_json():
     assert parsing.score_reply(DOC, over).method == "regex_key"
 
 
-@settings(max_examples=15, deadline=None)
+@settings(max_examples=examples(15), deadline=None)
 @given(st.integers(4_301, 50_000), st.sampled_from(["", "-"]))
 def test_a_confidence_of_more_than_4300_digits_is_clamped(digits, sign):
     """int() refuses over 4,300 digits (ValueError inside json.loads and in the regex fallback)."""
@@ -407,7 +408,7 @@ def test_a_confidence_in_another_scripts_digits_is_none(digit):
     assert (answer.method, answer.letter, answer.confidence) == ("regex_key", "C", None)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(
     st.lists(
         st.sampled_from(['"confidence": ', '"selected_answer": "C"', '"', ",", "{", "}", " ", "7", *OTHER_DIGITS]),

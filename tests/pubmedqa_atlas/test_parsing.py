@@ -9,8 +9,10 @@ from hypothesis import strategies as st
 from lm_eval_tasks.utils.pubmedqa_atlas import parsing
 from lm_eval_tasks.utils.scoring import INVALID
 
+from tests.conftest import examples
+
 VERDICTS = {"yes", "no", "maybe", None}
-HOSTILE = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+HOSTILE = settings(max_examples=examples(200), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 # Pieces of replies that exercise every part of the patterns, and the tags strip_think looks for.
 FRAGMENTS = [
