@@ -734,3 +734,119 @@ def test_glued_key_shapes_are_linear():
         ("xoxb-1-" * 60_000, "***"),
     ]
     assert [redaction.mask(text) for text, _ in cases] == [text if out is None else out for text, out in cases]
+
+
+# ----------------------------------------------------------------------------- the scan against every scan
+
+# The reference: every scan run on every text, and every key-shaped match tried in turn (what redaction did before
+# it looked only at candidates). The module must find exactly the same spans.
+_REFERENCE_SECRET_WORDS = redaction._SECRET_WORDS | redaction._SECRET_LAST_WORDS
+
+
+def _reference_is_secret_key(name):
+    words = [word.lower() for word in redaction._WORD.findall(redaction.unquote(name))]
+    if not words:
+        return False
+    if any(word in redaction._SECRET_WORDS for word in words):
+        return True
+    if words[-1] not in redaction._SECRET_LAST_WORDS:
+        return False
+    return not (words[-1] == "token" and len(words) > 1 and words[-2] in redaction._TEXT_TOKEN_WORDS)
+
+
+def _reference_keyed_value_spans(text):
+    position = 0
+    while match := redaction._KEY_BEFORE_VALUE.search(text, position):
+        position = match.end()
+        if not _reference_is_secret_key(match.group(2)) or position >= len(text):
+            continue
+        char, escapes = text[position], 0
+        while escapes < 2 and text.startswith("\\", position + escapes):
+            escapes += 1
+        if text[position + escapes : position + escapes + 1] in ("'", '"'):
+            value_start = position + escapes + 1
+            value_end = redaction._closing_quote(text, value_start, text[position:value_start], escapes)
+            if text[value_start:value_end].strip().lower() not in redaction._UNSET_VALUES:
+                yield value_start, value_end
+            position = value_end + 1
+        elif char in "{[(":
+            value_end = redaction._closing_bracket(text, position)
+            yield position, value_end
+            position = value_end
+        else:
+            value_end = redaction._BARE_VALUE.match(text, position).end()
+            if text[position:value_end].lower() not in redaction._UNSET_VALUES:
+                yield position, value_end
+            position = max(value_end, position + 1)
+
+
+def _reference_key_value_spans(text, parts):
+    for start, end in parts:
+        equals = text.find("=", start, end)
+        if equals < 0 or not _reference_is_secret_key(text[start:equals]):
+            continue
+        value_start, value_end = equals + 1, end
+        while value_start < value_end and text[value_start].isspace():
+            value_start += 1
+        while value_end > value_start and text[value_end - 1].isspace():
+            value_end -= 1
+        if redaction._unquote(text[value_start:value_end]).lower() not in redaction._UNSET_VALUES:
+            yield value_start, value_end
+
+
+def _reference_spans(text):
+    spans = [
+        *_reference_key_value_spans(text, redaction._top_level_parts(text)),
+        *_reference_key_value_spans(text, redaction._comma_parts(text)),
+        *_reference_keyed_value_spans(text),
+    ]
+    for match in redaction._URL_USERINFO.finditer(text):
+        start, end = match.span(1)
+        colon = text.find(":", start, end)
+        if end > start:
+            spans.append(((colon + 1 if colon >= 0 else start), end))
+    spans += redaction._query_value_spans(text)
+    for match in redaction._AUTH_SCHEME.finditer(text):
+        if match.group(1) is not None:
+            spans.append(match.span(1))
+        elif redaction._BASE64_MARK.search(match.group(2)):
+            spans.append(match.span(2))
+    for shapes in (redaction._KEY_SHAPES, redaction._GLUED_KEY_SHAPES):
+        spans += [match.span() for match in shapes.finditer(text)]
+    return sorted(set(spans))
+
+
+def _spans(text):
+    return sorted(set(redaction._secret_spans(text)))
+
+
+KEY_VALUE = st.builds(
+    "{0}{1}{0}{2}{3}".format,
+    st.sampled_from(["", '"', "'", '\\"', '\\\\"']),
+    st.sampled_from(["api_key", "x", "Token", "pad_token", "api%5Fkey", "sig", "my-pass", "k%zz", "9key", "auth"]),
+    st.sampled_from([":", "=", " : ", "= ", ":\n"]),
+    st.sampled_from(["", "s3cr", '"s3cr"', "'s'", "{'a': 1}", "[x", "None", '\\"v\\"', "(1, 2)"]),
+)
+KEY_SYNTAX = st.lists(
+    KEY_VALUE
+    | st.sampled_from(
+        list("akeytosphbrdiKAI:=/_-%2F5{}[]()\"' ,.;?&@#\n\t\\İſK")
+        + ["api_key", "apiKey", "Authorization", "x-api-key", "pad_token", "sig", "significant", "pass", "pwd"]
+        + ["cookie", "header", "secret", "credential", "Bearer ", "basic ", "QUJDREVGR0g=", "sk-", "hf_", "ghp_"]
+        + ["github_pat_", "xoxb-", "AKIA", "AIza", "glpat-", "://", "code=", "%5F", "%6B", '\\"', "None", "true"]
+    )
+).map("".join)
+
+
+@settings(max_examples=examples(3000), deadline=None)
+@given(KEY_SYNTAX)
+def test_the_candidate_scan_finds_the_spans_of_every_scan(text):
+    assert _spans(text) == _reference_spans(text)
+    assert redaction.is_secret_key(text) == _reference_is_secret_key(text)
+
+
+def test_the_candidate_scan_finds_the_spans_of_every_scan_on_the_benchmarks_texts(shared_data):
+    texts = [text for text in _data_texts(shared_data) if redaction._may_hold_secret(text)]
+    assert len(texts) > 1000
+    differing = [text[:200] for text in texts if _spans(text) != _reference_spans(text)]
+    assert differing == []

@@ -100,6 +100,9 @@ _UNSET_VALUES = frozenset({"", "none", "null", "true", "false"})
 _QUERY_SECRET_NAMES = frozenset({"code", "sig"})
 
 _WORD = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+")
+# Every word of _SECRET_WORDS and _SECRET_LAST_WORDS holds one of these: a name (or a text) without any, and without
+# a percent escape that could spell one, holds no credential key.
+_SECRET_NAME_PART = re.compile("key|token|auth|cookie|credential|pass|pwd|secret|sig|bearer|header")
 # A key followed by ':' or '=': bare (api_key=), quoted ("api_key": or 'api_key':), or quoted inside
 # an escaped JSON string (\"api_key\":). Possessive quantifiers keep the search linear.
 _KEY_BEFORE_VALUE = re.compile(
@@ -138,6 +141,8 @@ Span = tuple[int, int]  # [start, end) of a credential in the text
 def is_secret_key(name: str) -> bool:
     """Whether a field called ``name`` holds a credential (case, ``-``/``_``, camelCase and percent-encoding
     insensitive: ``api%5Fkey`` is ``api_key``)."""
+    if "%" not in name and not _SECRET_NAME_PART.search(name.lower()):  # most names: one scan says no
+        return False
     words = [word.lower() for word in _WORD.findall(unquote(name))]
     if not words:
         return False
@@ -330,21 +335,21 @@ _ANYWHERE = (
 #   (key=value forms, URL query values and percent-encoded names all need a '=' or a '%xx', checked apart).
 _KEY_WORDS = ("key", "token", "auth", "cookie", "credential", "pass", "pwd", "secret", "sig", "header")
 _PERCENT_ESCAPE = re.compile(r"%[0-9A-Fa-f]{2}")
-# One scan of the lowered text for every word of _ANYWHERE (and '='), in C: most texts are replies, and most hold
-# none (an IGNORECASE pattern is several times slower than lowering first).
-_ANYWHERE_SCAN = re.compile("=|" + "|".join(re.escape(word) for word in _ANYWHERE))
 _KEY_END_CHARS = frozenset(" \t\n\r\"'\\")
-_KEY_WORD_SCAN = re.compile("|".join(_KEY_WORDS))
 
 
 def _may_hold_secret(text: str) -> bool:
     """Whether the full scan could find a credential in ``text`` (False: it cannot); linear in its length."""
+    # Substring searches of the lowered text, in C (a regex alternation of the same words scans several times
+    # slower): most texts are replies, and most hold none.
     lowered = text.lower()
-    if _ANYWHERE_SCAN.search(lowered) or ("%" in text and _PERCENT_ESCAPE.search(text)):
+    if "=" in text or any(word in lowered for word in _ANYWHERE) or ("%" in text and _PERCENT_ESCAPE.search(text)):
         return True
     if text.lstrip()[:1] in ("{", "[") and "\\u" in text:  # JSON keys may be written with escapes
         return True
-    if ":" not in text or not _KEY_WORD_SCAN.search(lowered):  # no key-shaped word at all: nothing before a ':'
+    if ":" not in text or not any(
+        word in lowered for word in _KEY_WORDS
+    ):  # no key-shaped word at all: nothing before a ':'
         return False
     floor = 0
     while (colon := text.find(":", floor)) >= 0:
@@ -354,7 +359,7 @@ def _may_hold_secret(text: str) -> bool:
         start = end
         while start > floor and (text[start - 1].isalnum() or text[start - 1] in "_-"):
             start -= 1
-        if any(word in lowered[start:end] for word in _KEY_WORDS):
+        if any(word in text[start:end].lower() for word in _KEY_WORDS):  # not lowered[...]: lowering moves offsets
             return True
         floor = colon + 1
     return False
@@ -379,24 +384,56 @@ def _redact_text_fully(text: str) -> str:
     return _apply(text, _secret_spans(text))
 
 
+# The literal start of every well-known key shape (_KEY_SHAPES and _GLUED_KEY_SHAPES begin with one of them).
+_KEY_PREFIXES = (
+    "sk-",
+    "hf_",
+    "ghp_",
+    "gho_",
+    "ghu_",
+    "ghs_",
+    "ghr_",
+    "github_pat_",
+    "xoxa-",
+    "xoxb-",
+    "xoxp-",
+    "xoxr-",
+    "xoxs-",
+    "AKIA",
+    "ASIA",
+    "AIza",
+    "glpat-",
+)
+
+
 def _secret_spans(text: str) -> Iterator[Span]:
-    yield from _key_value_spans(text, _top_level_parts(text))
-    yield from _key_value_spans(text, _comma_parts(text))
-    yield from _keyed_value_spans(text)
-    for match in _URL_USERINFO.finditer(text):
-        start, end = match.span(1)
-        colon = text.find(":", start, end)
-        if end > start:
-            yield (colon + 1 if colon >= 0 else start), end
-    yield from _query_value_spans(text)
-    for match in _AUTH_SCHEME.finditer(text):
-        if match.group(1) is not None:
-            yield match.span(1)
-        elif _BASE64_MARK.search(match.group(2)):
-            yield match.span(2)
-    for shapes in (_KEY_SHAPES, _GLUED_KEY_SHAPES):
-        for match in shapes.finditer(text):
-            yield match.span()
+    """Every credential's span. Each scan runs only where the text holds what its matches must begin or contain
+    (found by substring searches, in C): a scan that cannot match is skipped, so the spans are those of every scan."""
+    lowered = text.lower()
+    keyed = "%" in text or _SECRET_NAME_PART.search(lowered) is not None  # a credential key may stand in it
+    if keyed and "=" in text:
+        yield from _key_value_spans(text, _top_level_parts(text))
+        yield from _key_value_spans(text, _comma_parts(text))
+    if keyed:
+        yield from _keyed_value_spans(text)
+    if "://" in text and "@" in text:
+        for match in _URL_USERINFO.finditer(text):
+            start, end = match.span(1)
+            colon = text.find(":", start, end)
+            if end > start:
+                yield (colon + 1 if colon >= 0 else start), end
+    if "=" in text:
+        yield from _query_value_spans(text)
+    if "bearer" in lowered or "basic" in lowered:
+        for match in _AUTH_SCHEME.finditer(text):
+            if match.group(1) is not None:
+                yield match.span(1)
+            elif _BASE64_MARK.search(match.group(2)):
+                yield match.span(2)
+    if any(prefix in text for prefix in _KEY_PREFIXES):
+        for shapes in (_KEY_SHAPES, _GLUED_KEY_SHAPES):
+            for match in shapes.finditer(text):
+                yield match.span()
 
 
 def _query_value_spans(text: str) -> Iterator[Span]:
@@ -468,14 +505,25 @@ def _key_value_spans(text: str, parts: Iterable[tuple[int, int]]) -> Iterator[Sp
 def _keyed_value_spans(text: str) -> Iterator[Span]:
     """Values after a credential key anywhere in the text: JSON or Python literals, query strings, prose.
 
-    The search resumes after a masked value and right after a harmless key, so values of harmless
-    keys are searched too (``extra_body={'api_key': ...}``) and each character is looked at a bounded
-    number of times.
+    Keys are looked for only where a credential key can stand: at the start of each run of name characters that
+    holds a part of a secret word or a percent escape (:func:`_secret_key_starts`). Skipping the other keys finds
+    the same credentials as trying every key-shaped match in turn: a harmless key's match never spans the start of
+    another key. The search resumes after a masked value, so values of harmless keys are searched too
+    (``extra_body={'api_key': ...}``) and each character is looked at a bounded number of times.
     """
     if ":" not in text and "=" not in text:  # every key is followed by one
         return
     position = 0
-    while match := _KEY_BEFORE_VALUE.search(text, position):
+    for start in _secret_key_starts(text):
+        # The key may be quoted, its quote escaped once or twice (\\"api_key\\":): the leftmost match of this key.
+        match = None
+        for candidate in range(max(start - 3, position), start + 1):
+            found = _KEY_BEFORE_VALUE.match(text, candidate)
+            if found is not None and found.start(2) == start:
+                match = found
+                break
+        if match is None:
+            continue
         position = match.end()
         if not is_secret_key(match.group(2)) or position >= len(text):
             continue
@@ -498,6 +546,40 @@ def _keyed_value_spans(text: str) -> Iterator[Span]:
             if text[position:value_end].lower() not in _UNSET_VALUES:
                 yield position, value_end
             position = max(value_end, position + 1)
+
+
+_SECRET_NAME_PART_OR_ESCAPE = re.compile(_SECRET_NAME_PART.pattern + "|%")
+# For a text whose lowering moves offsets (a character that lowers to two): several times slower.
+_SECRET_NAME_PART_OR_ESCAPE_ANY_CASE = re.compile(_SECRET_NAME_PART_OR_ESCAPE.pattern, re.IGNORECASE)
+
+
+def _is_name_char(char: str) -> bool:
+    """A character of a run a key's name can be part of: \\w (as ``re`` reads it), ``-`` or ``%``."""
+    return char.isalnum() or char in "_-%"
+
+
+def _secret_key_starts(text: str) -> Iterator[int]:
+    """In increasing order, the start of each run of name characters (\\w, ``-``, ``%``) that holds a part of a
+    secret word or a ``%``: where a credential key's match can begin (its quote aside).
+
+    Linear: a walk back from a part stops at the part found before it, which is in the same run when the walk
+    reaches it.
+    """
+    lowered = text.lower()
+    if len(lowered) == len(text):
+        parts = _SECRET_NAME_PART_OR_ESCAPE.finditer(lowered)
+    else:
+        parts = _SECRET_NAME_PART_OR_ESCAPE_ANY_CASE.finditer(text)
+    floor = 0
+    for part in parts:
+        start = part.start()
+        while start > floor and _is_name_char(text[start - 1]):
+            start -= 1
+        if start > 0 and start == floor and _is_name_char(text[start - 1]):
+            floor = part.end()  # the same run as the part before, whose start was given
+            continue
+        yield start
+        floor = part.end()
 
 
 def _closing_quote(text: str, start: int, opener: str, escapes: int) -> int:
