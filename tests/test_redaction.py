@@ -850,3 +850,8 @@ def test_the_candidate_scan_finds_the_spans_of_every_scan_on_the_benchmarks_text
     assert len(texts) > 1000
     differing = [text[:200] for text in texts if _spans(text) != _reference_spans(text)]
     assert differing == []
+
+
+def test_a_key_after_characters_whose_lowering_is_longer_is_masked():
+    # "İ" lowers to two characters: offsets into the lowered text no longer point at the key.
+    assert redact("İ" * 10 + " note api_key: s3cret") == "İ" * 10 + " note api_key: ***"

@@ -37,13 +37,20 @@ MIN_SHOWN = 600
 _TEXT_SHARE = 0.8
 HEAD_SHARE = 2 / 3  # of a shortened text's shown characters, from its start (the rest from its end)
 ROWS_PER_PAGE = 50
+_FIT_BATCH = 256  # rows built and measured at a time while fitting a budget
 
-_UNSAFE_IN_SCRIPT = re.compile("[<>&\u2028\u2029\ud800-\udfff]")
+# Characters written as JSON escapes in a page's data: each replaced in one scan of the text (a callback per match
+# cost more than the rest of the page's data together); lone surrogates, rare, by a pattern.
+_UNSAFE_IN_SCRIPT = tuple((char, f"\\u{ord(char):04x}") for char in "<>&\u2028\u2029")
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def _json(data: Any) -> str:
     text = json.dumps(data, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
-    return _UNSAFE_IN_SCRIPT.sub(lambda match: f"\\u{ord(match.group()):04x}", text)
+    for char, escaped in _UNSAFE_IN_SCRIPT:
+        if char in text:
+            text = text.replace(char, escaped)
+    return _LONE_SURROGATE.sub(lambda match: f"\\u{ord(match.group()):04x}", text)
 
 
 def script_json(element_id: str, data: Any) -> Html:
@@ -95,14 +102,19 @@ def _fit(
         return MIN_SHOWN, rows
     fixed = _rows_size([row(entry, 0) for entry in entries])  # each row with its texts cut to nothing
     limit = text_limit(n_texts, int((budget - fixed) * _TEXT_SHARE))
-    rows = [row(entry, limit) for entry in entries]
-    if _rows_size(rows) <= budget:
-        return limit, rows
-    used = 0
-    for count, shown in enumerate(rows):
-        used += _size(shown)
-        if used > budget:
-            return limit, rows[:count]
+    rows, left = [], budget
+    for start in range(0, len(entries), _FIT_BATCH):  # rows past the budget are never built
+        batch = [row(entry, limit) for entry in entries[start : start + _FIT_BATCH]]
+        size = _rows_size(batch)
+        if size <= left:
+            rows += batch
+            left -= size
+            continue
+        for shown in batch:
+            left -= _size(shown)
+            if left < 0:
+                return limit, rows
+            rows.append(shown)
     return limit, rows
 
 
@@ -282,13 +294,18 @@ def pairs_data(
     items file}).
     """
     made = record or (lambda entry: entry)
-
-    def row(pair: tuple[str, Any, Any], limit: int) -> list[Any]:
-        which, ea, eb = pair
-        return [which, *pair_record(made(ea), made(eb), limit).values()]
-
     pairs = [(A_ONLY, ea, eb) for ea, eb in a_only] + [(B_ONLY, ea, eb) for ea, eb in b_only]
-    limit, rows = _fit(pairs, row, PAIR_TEXTS * len(pairs), budget, MIN_PAIR_ROW)
+    records: list[tuple[str, Mapping[str, Any], Mapping[str, Any]] | None] = [None] * len(pairs)
+
+    def row(index: int, limit: int) -> list[Any]:
+        made_pair = records[index]
+        if made_pair is None:  # each pair's records made once, for the rows of every text limit tried
+            which, ea, eb = pairs[index]
+            made_pair = records[index] = (which, made(ea), made(eb))
+        which, ra, rb = made_pair
+        return [which, *pair_record(ra, rb, limit).values()]
+
+    limit, rows = _fit(range(len(pairs)), row, PAIR_TEXTS * len(pairs), budget, MIN_PAIR_ROW)
     return {
         "kind": "pairs",
         "section": section,
