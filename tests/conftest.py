@@ -14,6 +14,7 @@ import json
 import shutil
 import subprocess
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -89,6 +90,32 @@ def tiny_model_dir(tmp_path_factory) -> Path:
     from tests.tiny_model import build_tiny_model
 
     return built_once(shared_root(tmp_path_factory) / "tiny_model", build_tiny_model)
+
+
+@dataclass(frozen=True)
+class PackageBuild:
+    sdist: Path
+    wheel: Path  # built from the sdist, so the sdist must hold what it packages
+
+
+@pytest.fixture(scope="session")
+def package_build(tmp_path_factory) -> PackageBuild:
+    """``python -m build`` of the repository, once per test run, offline: the build backend is the one installed
+    here. Read-only: a test that changes a file copies it."""
+
+    def build(out: Path) -> None:
+        done = subprocess.run(
+            [sys.executable, "-m", "build", "--no-isolation", "--outdir", str(out), str(REPO)],
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
+        assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+
+    out = built_once(shared_root(tmp_path_factory) / "package", build)
+    (sdist,) = out.glob("*.tar.gz")
+    (wheel,) = out.glob("*.whl")
+    return PackageBuild(sdist, wheel)
 
 
 @pytest.fixture(scope="session")

@@ -7,7 +7,7 @@ import zipfile
 import pytest
 from lm_eval_tasks.utils.medfact_bench.loader import load
 
-from tests.conftest import REPO, read_results, read_samples, run_lm_eval
+from tests.conftest import read_results, read_samples, run_lm_eval
 from tests.runs import lm_eval_args
 
 pytestmark = pytest.mark.slow
@@ -32,24 +32,8 @@ def test_smoke_group_with_the_tiny_model(tiny_model_dir, demo_data_dir, tmp_path
     assert prompt.startswith(expected_start)
 
 
-def test_include_path_of_an_installed_wheel(tmp_path):
-    subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pip",
-            "wheel",
-            "--no-deps",
-            "--no-build-isolation",
-            "-q",
-            "-w",
-            str(tmp_path / "wheel"),
-            str(REPO),
-        ],
-        check=True,
-        capture_output=True,
-    )
-    (wheel,) = (tmp_path / "wheel").glob("*.whl")
+def test_include_path_of_an_installed_wheel(package_build, tmp_path):
+    wheel = package_build.wheel
     site = tmp_path / "site"
     zipfile.ZipFile(wheel).extractall(site)
     assert not (site / "utils").exists()  # no bare top-level `utils` module

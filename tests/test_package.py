@@ -27,18 +27,6 @@ from tests.conftest import REPO, read_results
 BUILD_FILES = ("PKG-INFO", "setup.cfg")
 
 
-def build(out: Path, *kinds: str) -> list[Path]:
-    """``python -m build`` of the repository, offline: the build backend is the one installed here."""
-    done = subprocess.run(
-        [sys.executable, "-m", "build", "--no-isolation", *kinds, "--outdir", str(out), str(REPO)],
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    return sorted(out.iterdir())
-
-
 def sdist_names(sdist: Path) -> set[str]:
     with tarfile.open(sdist) as archive:
         return {m.name.split("/", 1)[1] for m in archive.getmembers() if m.isfile() and "/" in m.name}
@@ -69,8 +57,9 @@ def module_file(module: str, names: set[str]) -> str | None:
     return next((f for f in (f"{stem}.py", f"{stem}/__init__.py") if f in names), None)
 
 
-def test_the_sdist_holds_the_tracked_tree_and_what_its_tests_import(tmp_path):
-    (sdist,) = build(tmp_path, "--sdist")
+@pytest.mark.slow
+def test_the_sdist_holds_the_tracked_tree_and_what_its_tests_import(package_build):
+    sdist = package_build.sdist
     names = sdist_names(sdist)
     for required in ("tests/conftest.py", "tests/run.sh", "MANIFEST.in", "CHANGELOG.md", "CITATION.cff", "ASSETS.md"):
         assert required in names
@@ -137,9 +126,8 @@ def link_declared(wheel: Path, site: Path) -> set[str]:
 
 
 @pytest.mark.slow
-def test_the_wheel_installs_with_its_declared_dependencies_and_runs_a_task(shared_data, tmp_path):
-    dist = tmp_path / "dist"
-    wheel, sdist = build(dist)  # the wheel is built from the sdist, so the sdist must hold what it packages
+def test_the_wheel_installs_with_its_declared_dependencies_and_runs_a_task(shared_data, package_build, tmp_path):
+    wheel, sdist = package_build.wheel, package_build.sdist
     assert wheel.suffix == ".whl" and sdist.name.endswith(".tar.gz")
     checked = subprocess.run(
         [sys.executable, "-m", "twine", "check", "--strict", str(sdist), str(wheel)], capture_output=True, text=True
