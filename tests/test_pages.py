@@ -6,6 +6,7 @@ from itertools import combinations
 from pathlib import Path
 from types import SimpleNamespace
 
+import jinja2
 import numpy as np
 import pytest
 from lm_eval_tasks.utils import explorer, leaderboard, scorecard
@@ -254,3 +255,22 @@ def test_a_pair_too_long_for_its_share_keeps_the_rows_the_whole_computation_keep
     entries = [(explorer.A_ONLY, ra, rb) for ra, rb in pairs]
     assert (data["limit"], data["rows"]) == explorer._fit(entries, row, explorer.PAIR_TEXTS * len(entries), budget)
     assert 0 < len(data["rows"]) < len(pairs) and data["n_total"] == 1000
+
+
+def test_no_compiled_template_is_read_from_or_written_to_the_cache_folder(tmp_path, monkeypatch):
+    # A compiled template is code: one planted in a shared cache folder would run as whoever renders next.
+    from lm_eval_tasks.utils import pages
+
+    monkeypatch.setenv("MEDEVAL_CACHE_DIR", str(tmp_path))
+    planted = tmp_path / f"templates-jinja2-{jinja2.__version__}"
+    planted.mkdir()
+    (planted / "__jinja2_x.cache").write_bytes(b"j2" + b"\x00" * 64)
+    pages.environment.cache_clear()
+    try:
+        env = pages.environment()
+        assert env.bytecode_cache is None
+        for name in env.list_templates():
+            env.get_template(name)
+    finally:
+        pages.environment.cache_clear()
+    assert sorted(p.name for p in tmp_path.rglob("*")) == sorted([planted.name, "__jinja2_x.cache"])
