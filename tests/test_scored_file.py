@@ -188,3 +188,94 @@ def test_lengths_in_words_and_in_tokens_are_different_keys(tmp_path, tiny_model_
     assert scored_file.run_key(results_path, "run")["reply_lengths"] == "tokens: run"
     assert scored_file.run_key(results_path)["reply_lengths"] == "words"
     assert scored_file.run_key(results_path, "https://u:PASSWORD@h/x")["reply_lengths"] == "tokens: https://u:***@h/x"
+
+
+@pytest.fixture
+def own_secret(tmp_path, monkeypatch):
+    """A fresh cache folder for the secret, the path of its key file."""
+    monkeypatch.setenv("MEDEVAL_CACHE_DIR", str(tmp_path / "cache"))
+    scored_file._secret.cache_clear()
+    yield tmp_path / "cache" / scored_file.SECRET_FILE
+    scored_file._secret.cache_clear()
+
+
+def test_a_body_under_another_runs_key_line_is_scored_afresh(demo_data_dir, tmp_path, own_secret):
+    # Both files are signed by this user: the signature must bind the body to its own run's key.
+    a = find_results(evaluated_run(tmp_path / "a", demo_data_dir, ("pubmedqa_atlas_n100",), salt="a", limit=6))
+    b = find_results(evaluated_run(tmp_path / "b", demo_data_dir, ("pubmedqa_atlas_n100",), salt="b", limit=6))
+    saved_a, saved_b = scored_file.saved(score_path(a)), scored_file.saved(score_path(b))
+    assert saved_a.split(b"\n", 1)[1] != saved_b.split(b"\n", 1)[1]
+    folder = tmp_path / "report"
+    folder.mkdir()
+    (folder / scored_file.FILE).write_bytes(saved_b.split(b"\n", 1)[0] + b"\n" + saved_a.split(b"\n", 1)[1])
+    assert scored_file.read(b, folder) is None
+    (folder / scored_file.FILE).write_bytes(saved_b)
+    assert scored_file.read(b, folder).report() == score_path(b).report()
+
+
+def planted_secret(path, mode=0o600):
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    path.write_text("a" * 64 + "\n")
+    path.chmod(mode)
+
+
+@pytest.mark.parametrize("plant", ["writable-by-others", "symlink", "another-owner", "fifo", "folder"])
+def test_a_key_that_is_not_the_users_own_is_ignored_with_a_warning(own_secret, tmp_path, plant, capsys):
+    import os
+
+    if plant == "writable-by-others":
+        planted_secret(own_secret, 0o666)
+    elif plant == "symlink":
+        planted_secret(tmp_path / "elsewhere.key")
+        own_secret.parent.mkdir(mode=0o700)
+        own_secret.symlink_to(tmp_path / "elsewhere.key")
+    elif plant == "another-owner":
+        if os.getuid() != 0:
+            pytest.skip("giving a file to another user needs root")
+        planted_secret(own_secret)
+        os.chown(own_secret, 65534, 65534)
+    elif plant == "fifo":
+        own_secret.parent.mkdir(mode=0o700)
+        os.mkfifo(own_secret)  # opened for reading, it would block every command for ever
+    else:
+        own_secret.mkdir(parents=True)
+    assert scored_file._secret() is None
+    assert scored_file.signature(b"body") is None
+    assert f"{own_secret} is ignored" in capsys.readouterr().err
+
+
+def test_a_shared_cache_folder_is_not_trusted_and_a_new_one_is_private_whatever_the_umask(own_secret, tmp_path):
+    import os
+
+    own_secret.parent.mkdir(mode=0o777)
+    own_secret.parent.chmod(0o1777)  # a shared folder: anyone may put a key there
+    assert scored_file._secret() is None and not own_secret.exists()
+    scored_file._secret.cache_clear()
+    os.rmdir(own_secret.parent)
+    previous = os.umask(0)
+    try:
+        assert scored_file._secret() is not None
+    finally:
+        os.umask(previous)
+    assert own_secret.parent.stat().st_mode & 0o777 == 0o700 and own_secret.stat().st_mode & 0o777 == 0o600
+
+
+def test_a_fifo_samples_file_and_a_huge_scored_file_are_refused_at_once(reported, tmp_path):
+    import os
+    import shutil
+
+    results_path, _ = reported
+    run = tmp_path / "run"
+    shutil.copytree(results_path.parent, run / results_path.parent.name)
+    copied = run / results_path.parent.name / results_path.name
+    samples = next(copied.parent.glob("samples_*.jsonl"))
+    report = copied.parent / "report"
+    # A sparse 8 GiB scored_run.json: refused by its size, never read.
+    with open(report / scored_file.FILE, "r+b") as handle:
+        handle.truncate(8 << 30)
+    assert scored_file.read(copied, report) is None
+    samples.unlink()
+    os.mkfifo(samples)
+    (report / scored_file.FILE).write_bytes(b"{}\n")
+    with pytest.raises(scored_file.DataError, match="FIFO"):
+        scored_file.run_key(copied)

@@ -342,7 +342,7 @@ def _not_regular(path: Path, mode: int) -> DataError:
     return DataError(f"{path}: {kind}, not a file that can be read")
 
 
-def _open_regular(path: Path) -> io.BufferedReader:
+def open_regular(path: Path) -> io.BufferedReader:
     """``path`` opened for reading, only if it is (or links to) a regular file.
 
     Opened without blocking and checked on the open descriptor, so a FIFO or a device (a link to
@@ -387,7 +387,7 @@ def read_text(path: str | os.PathLike, digest: Any = None) -> str:
     updated with the bytes read, so a file is hashed from the same read that parses it.
     """
     path = Path(path)
-    with _open_regular(path) as handle:
+    with open_regular(path) as handle:
         raw = handle.read(MAX_FILE_BYTES + 1)
     if digest is not None:
         digest.update(raw)
@@ -460,7 +460,7 @@ def iter_jsonl(path: str | os.PathLike, digest: Any = None) -> Iterator[tuple[in
     object) is updated with every byte read: read to the end, it holds the file's hash.
     """
     path = Path(path)
-    with _open_regular(path) as handle:
+    with open_regular(path) as handle:
         number = 0
         while raw := handle.readline(MAX_LINE_BYTES + 1):
             number += 1

@@ -7,6 +7,8 @@ import hashlib
 import json
 import os
 import re
+import stat
+import sys
 import tempfile
 import time
 from collections.abc import Iterable, Iterator, Mapping
@@ -17,8 +19,66 @@ CACHE_ENV = "MEDEVAL_CACHE_DIR"
 
 
 def cache_dir() -> Path:
-    """Converted models, judge caches: ``$MEDEVAL_CACHE_DIR``, default ``~/.cache/lm_eval_tasks``."""
-    return Path(os.environ.get(CACHE_ENV) or Path.home() / ".cache" / "lm_eval_tasks").expanduser()
+    """Converted models, judge caches, the scored runs' key: ``$MEDEVAL_CACHE_DIR``, default
+    ``$XDG_CACHE_HOME/lm_eval_tasks`` (``~/.cache/lm_eval_tasks`` without it)."""
+    chosen = (
+        os.environ.get(CACHE_ENV) or Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "lm_eval_tasks"
+    )
+    return Path(chosen).expanduser()
+
+
+class UntrustedFile(OSError):
+    """A cache or key file that is not this user's own: another owner, writable by others, a link or no file."""
+
+
+_warned: set[str] = set()
+
+
+def warn_untrusted(path: Path, why: str) -> None:
+    """One line on stderr per file and process: the file is ignored and the work done without it."""
+    if str(path) not in _warned:
+        _warned.add(str(path))
+        sys.stderr.write(f"warning: {path} is ignored: {why}\n")
+
+
+def own_folder(folder: Path) -> Path:
+    """``folder`` (made with mode 0700 whatever the umask, parents too) when it is this user's own: a folder, not a
+    symbolic link, owned by this user and writable by nobody else; an UntrustedFile naming why otherwise."""
+    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+    info = os.lstat(folder)
+    if stat.S_ISLNK(info.st_mode) or not stat.S_ISDIR(info.st_mode):
+        raise UntrustedFile(f"{folder}: a symbolic link or not a folder")
+    if info.st_uid != os.getuid():
+        raise UntrustedFile(f"{folder}: owned by another user")
+    if info.st_mode & 0o022:
+        raise UntrustedFile(f"{folder}: writable by other users")
+    return folder
+
+
+def open_own_file(path: Path, max_bytes: int) -> int:
+    """A descriptor of ``path`` open for reading when it is this user's own: a regular file (never a link, a FIFO or
+    a device: opened without following a link or blocking), owned by this user, not writable by others, and at most
+    ``max_bytes`` long. An UntrustedFile naming why otherwise (FileNotFoundError when there is none)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise UntrustedFile(f"{path}: a symbolic link") from exc
+        raise
+    info = os.fstat(fd)
+    why = None
+    if not stat.S_ISREG(info.st_mode):
+        why = "not a regular file"
+    elif info.st_uid != os.getuid():
+        why = "owned by another user"
+    elif info.st_mode & 0o022:
+        why = "writable by other users"
+    elif info.st_size > max_bytes:
+        why = f"larger than {max_bytes:,} bytes"
+    if why is not None:
+        os.close(fd)
+        raise UntrustedFile(f"{path}: {why}")
+    return fd
 
 
 class WriteError(OSError):

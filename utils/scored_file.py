@@ -9,10 +9,12 @@ match, or a file that cannot be read as one, means the run is scored afresh (so 
 reads other files at report time, :func:`reusable`): the file is a shortcut, never a
 source of numbers the run's own files would not give. It holds only masked texts (those of the items files).
 
-Anyone can compute the key from a run's files, so the key line also holds an HMAC-SHA256 of the rest of the file
-under a secret of this user's own (``scored_run.key`` in :func:`.files.cache_dir`, made on first use, readable by
-the user only): a file edited after it was written, or written on another machine or by another user, is scored
-afresh, never trusted.
+Anyone can compute the key from a run's files, so the key line also holds an HMAC-SHA256 of the key and the body
+together under a secret of this user's own (``scored_run.key`` in :func:`.files.cache_dir`, made on first use with
+mode 0600, used only while it is a regular file of this user's that nobody else can write): a file edited after it
+was written, a body moved under another run's key, or a file written on another machine or by another user, is
+scored afresh, never trusted. The file is read as every input is (a regular file, at most
+:data:`.data.MAX_FILE_BYTES`), and its signature checked before its body is parsed.
 
 JSON, never pickle: a report folder may come from anyone, and reading it must not run code.
 """
@@ -35,15 +37,15 @@ import numpy as np
 from . import lengths, stats
 from .benchmarks import report_specs
 from .calibration import Forecast
-from .data import DataError, read_json
-from .files import cache_dir, utf8
+from .data import MAX_FILE_BYTES, DataError, open_regular, read_json
+from .files import UntrustedFile, cache_dir, open_own_file, own_folder, utf8, warn_untrusted
 from .redaction import redact_path, secret_values
 from .results import SCHEMA_VERSION, ScoredRun, Section, score_path
 from .runs import find_results, run_timestamp
 from .scoring import ScoredItem
 
 FILE = "scored_run.json"
-FORMAT = 2
+FORMAT = 3
 SECRET_FILE = "scored_run.key"
 _CHUNK = 1 << 20
 _ITEM_FIELDS = tuple(f.name for f in fields(ScoredItem))
@@ -62,9 +64,14 @@ def code_digest() -> str:
 
 
 def _file_sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
+    """The sha256 of a run's file, opened as the run reader opens it: a regular file only (a FIFO is refused at
+    once), at most MAX_FILE_BYTES of it."""
+    digest, size = hashlib.sha256(), 0
+    with open_regular(path) as handle:
         while chunk := handle.read(_CHUNK):
+            size += len(chunk)
+            if size > MAX_FILE_BYTES:
+                raise DataError(f"{path}: larger than {MAX_FILE_BYTES:,} bytes; not read")
             digest.update(chunk)
     return digest.hexdigest()
 
@@ -129,24 +136,37 @@ def saved(scored: ScoredRun) -> bytes:
         },
     }
     text = utf8(json.dumps(body, ensure_ascii=True, separators=(",", ":")))
-    key = {**run_key(scored.results_path, scored.tokenizer), "signature": signature(text)}
-    return utf8(json.dumps(key, ensure_ascii=True) + "\n") + text + b"\n"
+    key = run_key(scored.results_path, scored.tokenizer)
+    signed = {**key, "signature": signature(_signed_bytes(key, text))}
+    return utf8(json.dumps(signed, ensure_ascii=True) + "\n") + text + b"\n"
+
+
+def _signed_bytes(key: Mapping[str, Any], body: bytes) -> bytes:
+    """What the signature covers: the key (the run's files, versions and options) and the body together."""
+    return utf8(json.dumps(key, ensure_ascii=True)) + b"\n" + body
 
 
 @functools.cache
 def _secret() -> bytes | None:
-    """This user's secret for :func:`signature`, made on first use; None where the cache folder cannot hold it."""
+    """This user's secret for :func:`signature`, made on first use (mode 0600 whatever the umask); None where the
+    cache folder cannot hold it, or where the file there is not this user's own (one warning; no scored run is
+    reused)."""
     path = cache_dir() / SECRET_FILE
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        own_folder(path.parent)
         try:
-            handle = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            handle = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
         except FileExistsError:
-            value = path.read_bytes().strip()
+            with os.fdopen(open_own_file(path, 1024), "rb") as stream:
+                value = stream.read(1024).strip()
         else:
+            os.fchmod(handle, 0o600)
             value = secrets.token_hex(32).encode("ascii")
             with os.fdopen(handle, "wb") as stream:
                 stream.write(value + b"\n")
+    except UntrustedFile as exc:
+        warn_untrusted(path, f"{exc}; scored runs are not reused")
+        return None
     except OSError:
         return None
     return value if len(value) == 64 else None  # another process is still writing it, or it was cut
@@ -192,14 +212,15 @@ def read(results_path: Path, folder: Path, tokenizer: str | None = None) -> Scor
     if not path.is_file():
         return None
     try:
-        with open(path, "rb") as handle:
-            key = json.loads(handle.readline(1 << 16))
-            if not isinstance(key, dict) or {k: v for k, v in key.items() if k != "signature"} != run_key(
-                results_path, tokenizer
-            ):
+        with open_regular(path) as handle:
+            if os.fstat(handle.fileno()).st_size > MAX_FILE_BYTES:
                 return None
-            text = handle.read().removesuffix(b"\n")
-        expected = signature(text)
+            key = json.loads(handle.readline(1 << 16))
+            expected_key = run_key(results_path, tokenizer)
+            if not isinstance(key, dict) or {k: v for k, v in key.items() if k != "signature"} != expected_key:
+                return None
+            text = handle.read(MAX_FILE_BYTES).removesuffix(b"\n")
+        expected = signature(_signed_bytes(expected_key, text))
         if (
             expected is None
             or not isinstance(key["signature"], str)
