@@ -10,7 +10,7 @@ from lm_eval_tasks.utils import results
 from lm_eval_tasks.utils.comparison import compare_runs
 from lm_eval_tasks.utils.data import DataError
 from lm_eval_tasks.utils.redaction import redact
-from lm_eval_tasks.utils.runs import Run, load_run
+from lm_eval_tasks.utils.runs import Run, find_results, load_run
 from markupsafe import escape
 
 from lm_eval_tasks.__main__ import main as cli
@@ -107,6 +107,7 @@ def test_cli_writes_json_markdown_and_png(run_dir, tmp_path, capsys):
     assert cli(["report", str(run_dir), "--out", str(tmp_path / "rep")]) == 0
     files = sorted(p.name for p in (tmp_path / "rep").iterdir())
     assert files == [
+        report_mod.MANIFEST,
         "confusion_medfact_bench.png",
         "items_medfact_bench.jsonl",
         "report.html",
@@ -347,11 +348,14 @@ def test_a_lone_surrogate_reaches_the_files_as_an_escape(tmp_path):
 def test_the_report_folder_holds_exactly_the_current_report(run_dir, tmp_path):
     out = tmp_path / "rep"
     out.mkdir()
+    # An earlier report of other sections (its manifest names what it wrote), then another command's output.
     (out / "items_millerqa.jsonl").write_text("{}\n", encoding="utf-8")
     (out / "confusion_pubmedqa_atlas.png").write_bytes(b"old")
+    (out / report_mod.MANIFEST).write_text('["confusion_pubmedqa_atlas.png", "items_millerqa.jsonl"]')
     (out / "explanations.json").write_text("{}", encoding="utf-8")  # another command's output stays
     report_mod.write_report(run_dir, out)
     assert sorted(p.name for p in out.iterdir()) == [
+        report_mod.MANIFEST,
         "confusion_medfact_bench.png",
         "explanations.json",
         "items_medfact_bench.jsonl",
@@ -360,6 +364,29 @@ def test_the_report_folder_holds_exactly_the_current_report(run_dir, tmp_path):
         "report.md",
         "scored_run.json",
     ]
+
+
+def test_a_folder_the_report_did_not_write_is_refused_and_left_as_it_was(run_dir, tmp_path):
+    # A user's folder given as --out, and a downloaded run whose report/ links to one of the user's folders.
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    for name in ("report.md", "items_notes.jsonl", "confusion_x.png"):
+        (mine / name).write_text("the user's own", encoding="utf-8")
+    before = {p.name: p.read_bytes() for p in mine.iterdir()}
+    with pytest.raises(DataError, match="holds files no report wrote"):
+        report_mod.write_report(run_dir, mine)
+    model_folder = find_results(run_dir).parent
+    (model_folder / "report").symlink_to(mine, target_is_directory=True)
+    try:
+        with pytest.raises(DataError, match="a symbolic link"):
+            report_mod.write_report(run_dir)
+    finally:
+        (model_folder / "report").unlink()
+    assert {p.name: p.read_bytes() for p in mine.iterdir()} == before
+    # A manifest naming a file outside the folder is refused, never followed.
+    (mine / report_mod.MANIFEST).write_text('["../outside.txt"]')
+    with pytest.raises(DataError, match="not a list of file names"):
+        report_mod.write_report(run_dir, mine)
 
 
 def test_report_files_follow_the_umask(run_dir, tmp_path):

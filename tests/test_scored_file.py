@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from lm_eval_tasks.utils import scored_file
 from lm_eval_tasks.utils.leaderboard import build
-from lm_eval_tasks.utils.report import write_report
+from lm_eval_tasks.utils.report import MANIFEST, write_report
 from lm_eval_tasks.utils.results import score_path
 from lm_eval_tasks.utils.runs import find_results
 
@@ -159,7 +159,8 @@ def test_a_run_whose_section_reads_other_files_is_never_saved(demo_data_dir, tmp
     run = evaluated_run(tmp_path / "run", demo_data_dir, ("factbench_gen",))
     stale = tmp_path / "report" / scored_file.FILE
     stale.parent.mkdir()
-    stale.write_text("{}")
+    stale.write_text("{}")  # an earlier report's, as its manifest says
+    (stale.parent / MANIFEST).write_text(json.dumps([scored_file.FILE]))
     _, written = write_report(run, tmp_path / "report")
     assert scored_file.FILE not in {path.name for path in written} and not stale.exists()
 

@@ -18,9 +18,11 @@ from typing import Any
 
 from . import plots, scorecard, scored_file, stats
 from .benchmarks import report_specs
+from .data import DataError, read_json
 from .files import jsonl_bytes, utf8, write_atomically
 from .plots import confusion_png, plain_text_png, reliability_png
 from .results import ScoredRun, items_file, score_path
+from .runs import find_results
 from .scoring import AccuracyOver, Headline
 from .text import md
 
@@ -362,24 +364,55 @@ def render(scored: ScoredRun, drawer: plots.Drawer | None = None) -> dict[str, b
     return files | saved
 
 
-# Files of an earlier report that the current one may not write again (a section no longer in the run, a scored
-# run that cannot be reused).
-_PER_SECTION_FILES = ("confusion_*.png", "reliability_*.png", "items_*.jsonl", scored_file.FILE)
+# What a report folder holds beside the report: the names of the files the report wrote, so that the next report
+# into it removes only those (a section no longer in the run, a scored run that cannot be reused), never a file it
+# did not write.
+MANIFEST = ".report_files.json"
+
+
+def _files_written_before(target: Path) -> set[str]:
+    """The names an earlier report wrote into ``target`` (its manifest); a DataError naming ``target`` when it is a
+    symbolic link, not a folder, or a folder holding files no report wrote."""
+    if target.is_symlink():
+        raise DataError(
+            f"{target}: a symbolic link; a report is written only into a folder of its own, not through a link"
+        )
+    if not target.exists():
+        return set()
+    if not target.is_dir():
+        raise DataError(f"{target}: not a folder")
+    manifest = target / MANIFEST
+    if not manifest.is_file() or manifest.is_symlink():
+        if any(target.iterdir()):
+            raise DataError(
+                f"{target}: holds files no report wrote (no {MANIFEST}); write the report into a new or empty folder"
+            )
+        return set()
+    names = read_json(manifest)
+    if not isinstance(names, list) or not all(
+        isinstance(n, str) and n == Path(n).name and n not in ("", ".", "..") for n in names
+    ):
+        raise DataError(f"{manifest}: not a list of file names")
+    return set(names)
 
 
 def write_report(
     path: str | os.PathLike, out_dir: str | os.PathLike | None = None, tokenizer: str | None = None
 ) -> tuple[ScoredRun, list[Path]]:
     """Write the report of the run at ``path`` (reply lengths counted as ``tokenizer`` asks,
-    :func:`.lengths.counter`); the folder then holds exactly this report, no file of an earlier one."""
+    :func:`.lengths.counter`); the folder then holds exactly this report, no file of an earlier one.
+
+    The folder is ``out_dir`` or ``report/`` beside the results file; it must be new, empty, or one a report wrote
+    (:data:`MANIFEST`): a report removes only files it wrote before and never writes through a symbolic link."""
+    target = Path(out_dir) if out_dir else find_results(path).parent / "report"
+    before = _files_written_before(target)
     drawer = plots.Drawer()  # started first: it imports matplotlib while the run is scored
     try:
         scored = score_path(path, tokenizer)
-        target = Path(out_dir) if out_dir else scored.results_path.parent / "report"
-        written = write_atomically(target, render(scored, drawer))
+        files = render(scored, drawer)
+        written = write_atomically(target, {**files, MANIFEST: utf8(json.dumps(sorted(files)) + "\n")})
     finally:
         drawer.wait()
-    for pattern in _PER_SECTION_FILES:
-        for stale in set(target.glob(pattern)) - set(written):
-            stale.unlink()
-    return scored, written
+    for name in sorted(before - set(files) - {MANIFEST}):
+        (target / name).unlink(missing_ok=True)
+    return scored, [path for path in written if path.name != MANIFEST]
