@@ -436,3 +436,27 @@ def test_the_leaderboard_shows_each_runs_ece(run_dir, report):
     rows = [line.split(",") for line in leaderboard.to_csv(board).splitlines()]
     medexqa = next(row for row in rows if row[:2] == ["run", "medexqa_logit"])
     assert rows[0][-1] == "ece" and float(medexqa[-1]) == pytest.approx(ece["value"])
+
+
+def test_a_tokenizer_with_its_own_code_never_runs_it_nor_asks(tmp_path, tiny_model_dir):
+    # A run folder's tokenizer_config.json with an auto_map: transformers would ask on the terminal, then run it.
+    import shutil
+    import subprocess
+    import sys
+
+    folder = tmp_path / "tok"
+    shutil.copytree(tiny_model_dir, folder)
+    config = json.loads((folder / "tokenizer_config.json").read_text())
+    config["auto_map"] = {"AutoTokenizer": [None, "planted.PlantedTokenizer"]}
+    config["tokenizer_class"] = "PlantedTokenizer"
+    (folder / "tokenizer_config.json").write_text(json.dumps(config))
+    marker = tmp_path / "ran"
+    (folder / "planted.py").write_text(
+        f"open({str(marker)!r}, 'w').write('ran')\n"
+        "from transformers import PreTrainedTokenizerFast\nclass PlantedTokenizer(PreTrainedTokenizerFast):\n    pass\n"
+    )
+    code = f"from lm_eval_tasks.utils import lengths; print(lengths.counter({str(folder)!r}, None).count('a b'))"
+    done = subprocess.run([sys.executable, "-c", code], input="y\n", capture_output=True, text=True, timeout=300)
+    assert not marker.exists(), done.stdout + done.stderr
+    # Its own class is loaded without the planted code (or the load is refused): never a question on the terminal.
+    assert "trust_remote_code" not in done.stdout and (done.returncode == 0 or "cannot load" in done.stderr)

@@ -75,7 +75,7 @@ def _token_count(name: str) -> Callable[[str], int]:
     try:
         from transformers import AutoTokenizer
 
-        tokenizer = AutoTokenizer.from_pretrained(name, local_files_only=True)
+        tokenizer = AutoTokenizer.from_pretrained(name, local_files_only=True, trust_remote_code=False)
     except Exception as exc:  # any failure (not installed, not a folder, not cached, a broken file) is the same
         raise LookupError(name) from exc
 

@@ -212,9 +212,11 @@ def prepare_model(name: str, out_dir: str | os.PathLike | None = None, dtype: st
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    tokenizer = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
+    tokenizer = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name, trust_remote_code=False)
     # Dequantised in float32 (transformers' GGUF kernels compute in float32 and warn otherwise), then cast once.
-    model = AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=gguf.name, dtype=torch.float32)
+    model = AutoModelForCausalLM.from_pretrained(
+        str(gguf.parent), gguf_file=gguf.name, dtype=torch.float32, trust_remote_code=False
+    )
     if dtype != "float32":
         model = model.to(getattr(torch, dtype))
         model.config.dtype = getattr(torch, dtype)

@@ -136,9 +136,9 @@ class NliVerifier:
 
             device = device or ("cuda" if torch.cuda.is_available() else "cpu")
             chosen = choose_dtype(dtype, device)
-            tokenizer = AutoTokenizer.from_pretrained(name_or_path, revision=revision)
+            tokenizer = AutoTokenizer.from_pretrained(name_or_path, revision=revision, trust_remote_code=False)
             model = AutoModelForSequenceClassification.from_pretrained(
-                name_or_path, revision=revision, dtype=getattr(torch, chosen)
+                name_or_path, revision=revision, dtype=getattr(torch, chosen), trust_remote_code=False
             )
         except Exception as exc:  # hub/offline/file errors come in many types; all mean "unavailable"
             raise NliUnavailable(f"cannot load NLI model '{name_or_path}': {exc.__class__.__name__}: {exc}") from exc

@@ -108,13 +108,13 @@ def embed_texts(
 
     if pooling not in POOLINGS:
         raise ValueError(f"unknown pooling '{pooling}' (known: {', '.join(POOLINGS)})")
-    tokenizer = AutoTokenizer.from_pretrained(str(encoder_dir))
-    config = AutoConfig.from_pretrained(str(encoder_dir))
+    tokenizer = AutoTokenizer.from_pretrained(str(encoder_dir), trust_remote_code=False)
+    config = AutoConfig.from_pretrained(str(encoder_dir), trust_remote_code=False)
     max_length = max_length or encoder_max_length(encoder_dir, tokenizer, config)
     if tokenizer.pad_token is None:  # causal LMs: padding positions are masked out anyway
         tokenizer.pad_token = tokenizer.eos_token or tokenizer.unk_token
     tokenizer.padding_side = "right"
-    model = AutoModel.from_pretrained(str(encoder_dir), dtype=getattr(torch, dtype)).eval()
+    model = AutoModel.from_pretrained(str(encoder_dir), dtype=getattr(torch, dtype), trust_remote_code=False).eval()
     encoded = [tokenizer(text, truncation=True, max_length=max_length)["input_ids"] for text in texts]
     order = sorted(range(len(texts)), key=lambda i: len(encoded[i]))  # similar lengths share a batch
     out = np.zeros((len(texts), model.config.hidden_size), dtype=np.float32)
@@ -255,7 +255,9 @@ def run_probe(
     if head not in HEADS:
         raise ValueError(f"unknown head '{head}' (known: {', '.join(HEADS)})")
     declared = declared_max_lengths(
-        encoder_dir, AutoTokenizer.from_pretrained(str(encoder_dir)), AutoConfig.from_pretrained(str(encoder_dir))
+        encoder_dir,
+        AutoTokenizer.from_pretrained(str(encoder_dir), trust_remote_code=False),
+        AutoConfig.from_pretrained(str(encoder_dir), trust_remote_code=False),
     )
     loaded = load(data_dir)
     train, test = loaded.train, loaded.subset(subset)
