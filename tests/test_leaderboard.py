@@ -456,3 +456,33 @@ def test_a_broken_discordant_file_is_a_data_error_naming_its_line(tmp_path, line
     path.write_text(run + "\n" + line + "\n", encoding="utf-8")
     with pytest.raises(DataError, match=rf"{re.escape(str(path))}.*line 2.*{problem}"):
         list(lb.read_discordant(path))
+
+
+@pytest.mark.parametrize(
+    "indices, problem",
+    [
+        ('{"a": [-1], "b": [0]}', "is not an item"),  # -1 would be the last item
+        ('{"a": [true], "b": [0]}', "is not an item"),  # true would be item 1
+        ('{"a": [1.0], "b": [1]}', "is not an item"),
+        ('{"a": [2], "b": [2]}', "is not an item"),  # past the end
+        ('{"a": [0], "b": [1]}', "name different items"),
+        ('{"a": [0, 1], "b": [0]}', "one length"),
+        ('{"a": 0, "b": 0}', "one length"),
+    ],
+    ids=["negative", "boolean", "float", "past-the-end", "different-items", "lengths", "not-lists"],
+)
+def test_discordant_indices_that_name_no_item_of_both_runs_are_refused(tmp_path, indices, problem):
+    fields = '"fields": ["task", "item_id", "doc_id", "pred", "outcome"]'
+    runs = [
+        f'{{"section": "s", "run": "{run}", {fields}, "items": [["t", "x", 0, "A", 1], ["t", "y", 1, "B", 0]]}}'
+        for run in ("run-1", "run-2")
+    ]
+    empty = '{"a": [], "b": []}'
+    pair = f'{{"section": "s", "a": "run-1", "b": "run-2", "a_only_correct": {indices}, "b_only_correct": {empty}}}'
+    path = tmp_path / lb.DISCORDANT_FILE
+    path.write_text("\n".join([*runs, pair]) + "\n", encoding="utf-8")
+    with pytest.raises(DataError, match=rf"{re.escape(str(path))}.*line 3.*{problem}"):
+        list(lb.read_discordant(path))
+    path.write_text("\n".join([*runs, pair.replace(indices, '{"a": [0, 1], "b": [0, 1]}')]) + "\n", encoding="utf-8")
+    (_, _, read), *_ = [(None, None, line) for line in lb.read_discordant(path)]
+    assert [item["item_id"] for item in read["a_only_correct"]] == ["x", "y"]

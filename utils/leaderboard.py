@@ -318,6 +318,20 @@ def discordant_lines(disagreements: Disagreements) -> Iterator[dict[str, Any]]:
         yield line
 
 
+def _check_indices(in_a: Any, in_b: Any, a: list[dict[str, Any]], b: list[dict[str, Any]]) -> None:
+    """A ValueError unless ``in_a`` and ``in_b`` are lists of at most DISCORDANT_PER_PAIR indices (ints, not
+    booleans, within each run's items) naming the same item (task and item_id) in both runs."""
+    if not (isinstance(in_a, list) and isinstance(in_b, list)) or len(in_a) != len(in_b):
+        raise ValueError("indices are not two lists of one length")
+    if len(in_a) > DISCORDANT_PER_PAIR:
+        raise ValueError(f"more than {DISCORDANT_PER_PAIR} discordant items")
+    for i, j in zip(in_a, in_b):
+        if type(i) is not int or type(j) is not int or not (0 <= i < len(a) and 0 <= j < len(b)):
+            raise ValueError(f"index {i!r} or {j!r} is not an item of the runs")
+        if (a[i]["task"], a[i]["item_id"]) != (b[j]["task"], b[j]["item_id"]):
+            raise ValueError(f"indices {i} and {j} name different items")
+
+
 def read_discordant(path: str | os.PathLike) -> Iterator[dict[str, Any]]:
     """The pair lines of a leaderboard_discordant.jsonl with each discordant item resolved to a dict of
     :data:`DISCORDANT_FIELDS` (the runs' lines it refers to are held, one per section and run); a line that is not
@@ -331,6 +345,7 @@ def read_discordant(path: str | os.PathLike) -> Iterator[dict[str, Any]]:
                 continue
             a, b = items[(line["section"], line["a"])], items[(line["section"], line["b"])]
             for key in _DISCORDANT_KINDS:
+                _check_indices(line[key]["a"], line[key]["b"], a, b)
                 line[key] = [
                     {
                         "task": a[i]["task"],
