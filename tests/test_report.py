@@ -510,3 +510,28 @@ def test_a_run_on_the_demo_labels_says_so_next_to_the_number(demo_data_dir, tmp_
     assert markdown.index(f"caveat: {note}") - headline < 400  # beside the number, not at the end
     page = (tmp_path / "rep" / "report.html").read_text(encoding="utf-8")
     assert f'class="caveat" data-benchmark="medfact_bench">caveat: {escape(note)}' in page
+
+
+def _hang(draw, args):
+    import time
+
+    time.sleep(3600)
+
+
+def test_a_figure_process_that_hangs_costs_the_report_its_deadline_only(run_dir, tmp_path, monkeypatch, capsys):
+    import time
+
+    from lm_eval_tasks.utils import plots
+
+    monkeypatch.setattr(plots, "_DRAWN", {})  # figures drawn earlier in this process are not drawn again
+    monkeypatch.setattr(plots, "usable_cores", lambda: 1)  # figures drawn in this process
+    _, in_place = report_mod.write_report(run_dir, tmp_path / "in_place")
+    monkeypatch.setattr(plots, "_DRAWN", {})
+    monkeypatch.setattr(plots, "usable_cores", lambda: 2)
+    monkeypatch.setattr(plots, "DRAW_DEADLINE_S", 2.0)
+    monkeypatch.setattr(plots, "_draw", _hang)  # the drawing process never answers
+    started = time.monotonic()
+    _, written = report_mod.write_report(run_dir, tmp_path / "hung")
+    assert time.monotonic() - started < 60
+    assert "the drawing process gave nothing for 2 s; drawn here" in capsys.readouterr().err
+    assert {p.name: p.read_bytes() for p in written} == {p.name: p.read_bytes() for p in in_place}

@@ -12,9 +12,12 @@ import base64
 import hashlib
 import io
 import json
+import sys
 import textwrap
+import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from typing import Any
@@ -122,6 +125,11 @@ def _draw(draw: Callable[..., bytes], args: tuple[Any, ...]) -> bytes:
     return plain_text_png(draw, *args)
 
 
+# How long a report waits for its figures from the drawing process, from the moment it needs them (the whole
+# quickstart's take under a second): past it, they are drawn in the report's own process.
+DRAW_DEADLINE_S = 120.0
+
+
 class Drawer:
     """Figures drawn in another process while this one goes on: made early, it imports matplotlib there meanwhile;
     :meth:`draw` sends the figures, :meth:`wait` keeps each as drawn here, so :func:`plain_text_png` finds them.
@@ -148,16 +156,31 @@ class Drawer:
             pass
 
     def wait(self) -> None:
-        """Every figure sent kept here (one that failed there is drawn here when asked for); the process ends."""
+        """Every figure sent kept here (one that failed there, or was not drawn within DRAW_DEADLINE_S of this
+        call, is drawn here when asked for); the process ends, killed if it is past the deadline (stopped or
+        deadlocked)."""
+        deadline = time.monotonic() + DRAW_DEADLINE_S
+        late = False
         for key, future in self._pending:
             try:
-                _keep(key, future.result())
+                _keep(key, future.result(timeout=max(0.0, deadline - time.monotonic())))
+            except FutureTimeout:
+                late = True
+                break
             except Exception:  # noqa: BLE001 - drawn again here, where its error shows
                 pass
         self._pending = []
-        if self._pool is not None:
+        if self._pool is None:
+            return
+        if late:
+            sys.stderr.write(f"figures: the drawing process gave nothing for {DRAW_DEADLINE_S:.0f} s; drawn here\n")
+            # No public way to stop a pool's worker before Python 3.14 (terminate_workers): SIGKILL, then drop it.
+            for process in list(getattr(self._pool, "_processes", {}).values()):
+                process.kill()
+            self._pool.shutdown(wait=False, cancel_futures=True)
+        else:
             self._pool.shutdown()
-            self._pool = None
+        self._pool = None
 
 
 def dot_whisker_png(
