@@ -197,7 +197,7 @@ def test_written_files(written):
     assert "$\\\\frac{$&lt;img src=x onerror=alert(1)&gt;\\|" in markdown and "<img" not in markdown
     assert "|  | GPT-4o (published) | 0.736 |  |  |" in markdown
     # Every item right: the exact interval over the 7 items (0.025 ** (1 / 7) = 0.590), never [1.000, 1.000].
-    assert "| 1 | b (run-2) | 1.000 [0.590, 1.000] * | 7 | no |" in markdown
+    assert "| 1 | b (run-2) | 1.000 \\[0.590, 1.000\\] \\* | 7 | no |" in markdown  # escaped: renders as written
     # 4 discordant items: the difference without an interval, the exact test's p, and no detectable difference.
     assert "| run-2 | run-3 | 7 (small) | 0.583 | 4 | 0 | 0.125 (exact McNemar: few discordant items) |" in markdown
     assert markdown.count("| none |") == 3
@@ -387,7 +387,7 @@ def test_equal_headlines_share_a_rank(tmp_path):
     assert bench["ranks"] == {"run-3": 1, "run-1": 2, "run-2": 2}
     assert bench["ranking"][0] == "run-3"
     markdown = lb.to_markdown(board)
-    assert "| 2 | a (run-1) | 0.000 [" in markdown and "| 2 | b (run-2) | 0.000 [" in markdown
+    assert "| 2 | a (run-1) | 0.000 \\[" in markdown and "| 2 | b (run-2) | 0.000 \\[" in markdown
 
 
 # ----------------------------------------------------------------------------- each run's report, wherever it is
@@ -486,3 +486,33 @@ def test_discordant_indices_that_name_no_item_of_both_runs_are_refused(tmp_path,
     path.write_text("\n".join([*runs, pair.replace(indices, '{"a": [0, 1], "b": [0, 1]}')]) + "\n", encoding="utf-8")
     (_, _, read), *_ = [(None, None, line) for line in lb.read_discordant(path)]
     assert [item["item_id"] for item in read["a_only_correct"]] == ["x", "y"]
+
+
+# A model name (the label is what follows its last '/'): a link, an image, emphasis, code, a bare address, HTML.
+HOSTILE_MARKDOWN = "[click](javascript:evil) ![i](evil.png) *b* `c` www.evil.example https:evil <b>h<b>"
+
+
+def test_run_texts_render_as_text_in_every_markdown_file(tmp_path):
+    # A CommonMark renderer reads each file: a model name makes no link, image, emphasis, code or HTML.
+    from markdown_it import MarkdownIt
+
+    from lm_eval_tasks.__main__ import main as cli
+
+    a = medfact_run(tmp_path / "a", A, model_name=HOSTILE_MARKDOWN)
+    b = medfact_run(tmp_path / "b", B, model_name="b")
+    lb.write_leaderboard([a, b], tmp_path / "board")
+    rows = {"medfact_bench_scifact": [(gold, "I cannot decide.") for gold in GOLDS["medfact_bench_scifact"]]}
+    c = write_run(tmp_path / "c", rows, model_args={"pretrained": HOSTILE_MARKDOWN})
+    assert cli(["report", str(c), "--out", str(tmp_path / "report")]) == 0
+    renderer = MarkdownIt("commonmark")
+    for path in (
+        tmp_path / "board" / "leaderboard.md",
+        tmp_path / "board" / "methods.md",
+        tmp_path / "report" / "report.md",
+    ):
+        source = path.read_text(encoding="utf-8")
+        assert "evil" in source, path
+        rendered = renderer.render(source)
+        assert "[click](javascript:evil)" in rendered, path
+        assert not re.search(r"<(a|img)\b|<(b|em|code)>(h|b|c)<", rendered), path
+        assert "www.evil" not in source, path  # escaped: no bare link for GitHub either
