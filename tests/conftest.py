@@ -197,7 +197,9 @@ def xdist_group(item: pytest.Item) -> str:
     return item.module.__name__
 
 
-def pytest_collection_modifyitems(config, items):
-    for item in items:
-        if not any(mark.name == "xdist_group" for mark in item.iter_markers()):
-            item.add_marker(pytest.mark.xdist_group(xdist_group(item)))
+def pytest_itemcollected(item):
+    # As each test is collected: pytest-xdist reads the groups in its own pytest_collection_modifyitems.
+    if not any(mark.name == "xdist_group" for mark in item.iter_markers()):
+        item.add_marker(pytest.mark.xdist_group(xdist_group(item)))
+
+
