@@ -5,6 +5,10 @@ credentials only in a URL (``?code=``, ``&sig=``), percent-encoded names, keys t
 well-known key prefixes glued to a word.
 A linear scan takes about 8x and 64x as long on the larger inputs; a quadratic one about 64x and 4096x.
 Run from the repository root: ``python examples/redaction_timing.py``.
+
+``--run RUN_FOLDER`` times ``redaction.mask`` on real texts instead, in MB/s: every text a report masks, read from
+a run's samples (prompts and replies), e.g. a full-size MedFact-Bench run of the real shape (a 156 MB run holds
+the instruction, the claim and its abstract in every prompt, and 0.8-2 KB of reasoning in every reply).
 """
 
 from __future__ import annotations
@@ -12,7 +16,7 @@ from __future__ import annotations
 import argparse
 import time
 
-from lm_eval_tasks.utils.redaction import redact
+from lm_eval_tasks.utils.redaction import mask, redact
 
 SHAPES = {
     "?code= repeated": "?code=",
@@ -40,10 +44,38 @@ def seconds(text: str, repeats: int = 3) -> float:
     return best
 
 
+def run_texts(folder: str) -> list[str]:
+    """Every prompt and reply of the run's samples, as the report masks them (readable prompt, logged reply)."""
+    from lm_eval_tasks.utils.results import score_path
+
+    return [
+        text
+        for section in score_path(folder).item_details().values()
+        for record in section
+        for text in (record.get("prompt"), record.get("reply"))
+        if isinstance(text, str)
+    ]
+
+
+def throughput(texts: list[str], repeats: int = 3) -> None:
+    size = sum(len(text.encode("utf-8")) for text in texts) / 1e6
+    best = float("inf")
+    for _ in range(repeats):
+        started = time.perf_counter()
+        for text in texts:
+            mask(text)
+        best = min(best, time.perf_counter() - started)
+    print(f"{len(texts):,} texts, {size:.1f} MB: {best:.2f} s, {size / best:.1f} MB/s (fastest of {repeats})")
+
+
 def main() -> None:
     cli = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     cli.add_argument("--size", type=int, default=2_000, help="characters of the 1x input (default 2,000)")
+    cli.add_argument("--run", help="time mask() on the texts of this run's samples instead (MB/s)")
     args = cli.parse_args()
+    if args.run:
+        throughput(run_texts(args.run))
+        return
     sizes = (args.size, 8 * args.size, 64 * args.size)
     print(f"{'shape':30} " + " ".join(f"{s // 1000:>7} KB" for s in sizes) + "   64x/1x")
     for shape, unit in SHAPES.items():

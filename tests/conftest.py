@@ -201,5 +201,3 @@ def pytest_itemcollected(item):
     # As each test is collected: pytest-xdist reads the groups in its own pytest_collection_modifyitems.
     if not any(mark.name == "xdist_group" for mark in item.iter_markers()):
         item.add_marker(pytest.mark.xdist_group(xdist_group(item)))
-
-

@@ -96,3 +96,16 @@ def test_strip_think_examples():
     assert strip_think("<think>never closed") is None
     assert strip_think("prefilled reasoning</think>C") == "C"
     assert strip_think("<think>x</think><think>y") is None
+
+
+@settings(max_examples=examples(1000), deadline=None)
+@given(st.lists(st.sampled_from(list("ab1 _*[]()!<>&`~|#@\\:/.w-\n") + ["https://", "www.", "a@b.c"])).map("".join))
+def test_markdown_text_renders_as_the_text_it_is(text):
+    # CommonMark reads md()'s output back as exactly the text (one line): no link, image, emphasis, code or HTML.
+    import html
+
+    from lm_eval_tasks.utils.text import md
+    from markdown_it import MarkdownIt
+
+    rendered = MarkdownIt("commonmark").renderInline(md(text))
+    assert html.unescape(rendered) == " ".join(text.split())

@@ -34,18 +34,23 @@ def strip_think(reply: str) -> str | None:
     return without_blocks
 
 
-# Characters that start Markdown inline syntax (links, images, emphasis, code, strikethrough, table cells, GitHub's
-# e-mail links): each is written with a backslash, which CommonMark and GitHub read as the character itself. An
-# underscore inside a word (medfact_bench_scifact) emphasises nothing and is left as it is.
-_MARKDOWN_SYNTAX = re.compile(r"[\\`*\[\]!~|#@]|(?<![A-Za-z0-9])_|_(?![A-Za-z0-9])")
+# What makes Markdown of a text, each written with a backslash (which CommonMark and GitHub read as the character
+# itself): a backslash, a table cell's pipe, code, strikethrough and GitHub's e-mail links always; emphasis only
+# where a '*' or '_' touches a word as a delimiter does (a lone ' * ' marker and snake_case stay as they are); a
+# link or an image only where a ']' runs into its target ('](' or '][': a text placed inside a line can define no
+# reference, so a '[...]' alone is text).
+_MARKDOWN_SYNTAX = re.compile(
+    r"[\\`~|@]|\*(?=\S)|(?<=\S)\*|(?<![A-Za-z0-9])_(?=\S)|(?<=\S)_(?![A-Za-z0-9])|\](?=[(\[])"
+)
 # What GitHub turns into a link without any syntax (its autolink extension): broken by an escaped character.
 _BARE_LINK = re.compile(r"(?i)(?<=[a-z])://|(?<![a-z0-9])www\.")
 
 
 def md(text: Any) -> str:
-    """Run-supplied text for Markdown, rendered as the text it is: one line; <, > and & as entities (a Markdown
-    viewer renders raw HTML; quotes stay quotes); every character that starts a link, an image, emphasis, code,
-    strikethrough or a table cell backslash-escaped; a bare URL or www. address broken so that it is no link."""
+    """A text for Markdown, placed inside a line, rendered as the text it is: one line; <, > and & as entities (a
+    Markdown viewer renders raw HTML; quotes stay quotes); what would make a link, an image, emphasis, code,
+    strikethrough or a table cell backslash-escaped (:data:`_MARKDOWN_SYNTAX`); a bare URL or www. address broken
+    so that it is no link."""
     one_line = html.escape(" ".join(str(text).split()), quote=False)
     escaped = _MARKDOWN_SYNTAX.sub(lambda match: "\\" + match.group(), one_line)
     return _BARE_LINK.sub(lambda match: match.group().replace("/", "\\/").replace(".", "\\."), escaped)
