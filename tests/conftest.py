@@ -9,6 +9,11 @@ os.environ["HF_DATASETS_OFFLINE"] = "1"
 os.environ["HF_EVALUATE_OFFLINE"] = "1"
 os.environ["TOKENIZERS_PARALLELISM"] = "false"
 os.environ.pop("MEDEVAL_DATA_DIR", None)
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    # One worker per core (tests/run.sh): each worker's processes (torch, lm_eval runs, vLLM) compute on one thread,
+    # so that two workers never spin their threads on the same core.
+    for variable in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ.setdefault(variable, "1")
 
 import json
 import shutil

@@ -46,8 +46,16 @@ MODEL_LABEL = "smollm2-135m-instruct"  # MillerQA shuffles options per model lab
 SERVED_NAME = "smollm2-135m-instruct"
 # |log-likelihood(vllm) - log-likelihood(hf)| per choice in float32 (measured: below 1e-4).
 LOGLIKELIHOOD_TOLERANCE = 1e-3
-# A small CPU: 1 GiB of KV cache (start-up fails otherwise on 24 GiB) and both cores for the engine.
-VLLM_ENV = {"VLLM_CPU_KVCACHE_SPACE": "1", "VLLM_CPU_NUM_OF_RESERVED_CPU": "0"}
+# A small CPU: 1 GiB of KV cache (start-up fails otherwise on 24 GiB). Alone, the engine binds both cores; beside
+# other pytest-xdist workers, it computes on the one thread each worker has (tests/conftest.py), bound to no core.
+VLLM_ENV = {
+    "VLLM_CPU_KVCACHE_SPACE": "1",
+    **(
+        {"VLLM_CPU_OMP_THREADS_BIND": "nobind"}
+        if os.environ.get("PYTEST_XDIST_WORKER")
+        else {"VLLM_CPU_NUM_OF_RESERVED_CPU": "0"}
+    ),
+}
 SERVER_START_TIMEOUT_S = 600
 
 
