@@ -45,12 +45,15 @@ def _report_targets(runs: list[Path], out: str | None, each: bool) -> list[Path 
 def _report(args: argparse.Namespace) -> int:
     from lm_eval_tasks.utils.redaction import redact_path
     from lm_eval_tasks.utils.report import write_report
-    from lm_eval_tasks.utils.runs import find_all_results
+    from lm_eval_tasks.utils.runs import find_all_results, find_results
     from lm_eval_tasks.utils.scoring import Headline
     from lm_eval_tasks.utils.stats import format_estimate, format_ties
 
     runs = find_all_results(args.path) if args.each else [Path(args.path)]
     for run, target in zip(runs, _report_targets(runs, args.out, args.each)):
+        found = find_results(run)
+        if found != Path(run):  # a folder: say which run was found in it
+            print(f"run: {redact_path(str(found))}")
         scored, files = write_report(run, target, args.tokenizer)
         report = scored.report()
         for path in files:

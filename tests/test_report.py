@@ -535,3 +535,13 @@ def test_a_figure_process_that_hangs_costs_the_report_its_deadline_only(run_dir,
     assert time.monotonic() - started < 60
     assert "the drawing process gave nothing for 2 s; drawn here" in capsys.readouterr().err
     assert {p.name: p.read_bytes() for p in written} == {p.name: p.read_bytes() for p in in_place}
+
+
+def test_a_report_of_a_folder_says_which_run_it_found(run_dir, tmp_path, capsys):
+    # `report out/quickstart` (a folder above the run): the run found, and where its report went, are printed.
+    assert cli(["report", str(tmp_path)]) == 0
+    printed = capsys.readouterr().out.splitlines()
+    assert printed[0] == f"run: {find_results(run_dir)}"
+    assert printed[1].startswith(str(run_dir / "report") + "/")
+    assert cli(["report", str(find_results(run_dir)), "--out", str(tmp_path / "again")]) == 0
+    assert not capsys.readouterr().out.startswith("run: ")  # a results file names itself
