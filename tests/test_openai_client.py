@@ -788,3 +788,35 @@ def test_a_cache_written_before_finish_reason_was_kept_still_answers(tmp_path):
     assert cache.get("k") == ("True", Usage(1, 2, None), None)
     cache.put("k2", "Tr", {}, None, "length")
     assert cache.get("k2") == ("Tr", None, "length")
+
+
+@pytest.mark.parametrize("plant", ["shared-folder", "writable-by-others", "symlink"])
+def test_a_judge_cache_that_is_not_the_users_own_is_never_read(tmp_path, plant, capsys):
+    # A planted cache would hand the judges' answers to whoever runs next: ignored, and the run keeps its answers
+    # in memory.
+    folder = tmp_path / "cache"
+    folder.mkdir(mode=0o700)
+    path = folder / "calls.sqlite"
+    planted = ChatCache(path)
+    planted.put("k", "planted answer", {})
+    planted.close()
+    if plant == "shared-folder":
+        folder.chmod(0o1777)
+    elif plant == "writable-by-others":
+        path.chmod(0o666)
+    else:
+        path.rename(tmp_path / "elsewhere.sqlite")
+        path.symlink_to(tmp_path / "elsewhere.sqlite")
+    cache = ChatCache(path)
+    assert cache.get("k") is None
+    cache.put("k", "this run's answer", {})
+    assert cache.get("k").text == "this run's answer"
+    cache.close()
+    assert f"{path} is ignored" in capsys.readouterr().err
+    folder.chmod(0o700)
+    (tmp_path / "own").mkdir(mode=0o700)  # the user's own cache is read as before
+    own = ChatCache(tmp_path / "own" / "calls.sqlite")
+    own.put("k", "kept", {})
+    own.close()
+    assert ChatCache(tmp_path / "own" / "calls.sqlite").get("k").text == "kept"
+    assert (tmp_path / "own" / "calls.sqlite").stat().st_mode & 0o777 == 0o600

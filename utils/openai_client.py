@@ -59,6 +59,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 from urllib.parse import urlsplit, urlunsplit
 
+from .files import UntrustedFile, open_own_file, own_folder, warn_untrusted
 from .redaction import mask, redact
 
 if TYPE_CHECKING:  # imported where used: a task that never calls a judge does not pay for httpx
@@ -313,14 +314,17 @@ class CachedAnswer(NamedTuple):
     finish_reason: str | None = None
 
 
+# A judge cache larger than this is not opened (its answers are text: millions of them fit).
+_MAX_CACHE_BYTES = 64 * 1024**3
+
+
 class ChatCache:
     """SQLite store of answers, their usage and finish reason; safe to share between threads of one process."""
 
     def __init__(self, path: str | os.PathLike):
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
-        self._db = sqlite3.connect(self.path, check_same_thread=False)
+        self._db = sqlite3.connect(self._trusted_path(), check_same_thread=False)
         self._db.execute(
             "CREATE TABLE IF NOT EXISTS answers "
             "(key TEXT PRIMARY KEY, text TEXT NOT NULL, meta TEXT, usage TEXT, finish_reason TEXT)"
@@ -330,6 +334,21 @@ class ChatCache:
             if column not in columns:
                 self._db.execute(f"ALTER TABLE answers ADD COLUMN {column} TEXT")
         self._db.commit()
+
+    def _trusted_path(self) -> str:
+        """The cache file when it is this user's own (a folder and file of this user's that nobody else can write,
+        no link); else an in-memory cache for this process, with one warning: a planted cache would give the judges'
+        answers."""
+        try:
+            own_folder(self.path.parent)
+            try:
+                os.close(open_own_file(self.path, _MAX_CACHE_BYTES))
+            except FileNotFoundError:
+                os.close(os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600))
+            return str(self.path)
+        except UntrustedFile as exc:
+            warn_untrusted(self.path, f"{exc}; answers are kept in memory for this run only")
+            return ":memory:"
 
     def get(self, key: str) -> CachedAnswer | None:
         with self._lock:
