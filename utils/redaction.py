@@ -310,13 +310,8 @@ def _unquote(text: str) -> str:
     return text[1:-1] if len(text) >= 2 and text[0] == text[-1] and text[0] in "\"'" else text
 
 
-# What every credential the scans below find stands next to. Text without any (most model replies) is returned
-# at once: the full scan costs about 1-2 ms per 4 KB of text.
-# - anywhere: a URL scheme, an auth scheme, a well-known key's prefix;
-_ANYWHERE = (
-    "://",
-    "bearer",
-    "basic",
+# The literal start of every well-known key shape (_KEY_SHAPES and _GLUED_KEY_SHAPES begin with one of them).
+_KEY_PREFIXES = (
     "sk-",
     "hf_",
     "ghp_",
@@ -325,12 +320,20 @@ _ANYWHERE = (
     "ghs_",
     "ghr_",
     "github_pat_",
-    "xox",
-    "akia",
-    "asia",
-    "aiza",
+    "xoxa-",
+    "xoxb-",
+    "xoxp-",
+    "xoxr-",
+    "xoxs-",
+    "AKIA",
+    "ASIA",
+    "AIza",
     "glpat-",
 )
+# What every credential the scans below find stands next to. Text without any (most model replies) is returned
+# at once: the full scan costs about 1-2 ms per 4 KB of text.
+# - anywhere (in the lowered text): a URL scheme, an auth scheme, a well-known key's prefix;
+_ANYWHERE = ("://", "bearer", "basic", *(prefix.lower() for prefix in _KEY_PREFIXES))
 # - a word of a secret key name (each of _SECRET_WORDS and _SECRET_LAST_WORDS holds one) in the key before a ':'
 #   (key=value forms, URL query values and percent-encoded names all need a '=' or a '%xx', checked apart).
 _KEY_WORDS = ("key", "token", "auth", "cookie", "credential", "pass", "pwd", "secret", "sig", "header")
@@ -382,28 +385,6 @@ def _redact_text_fully(text: str) -> str:
         if masked != parsed:
             return json.dumps(masked, ensure_ascii=False)
     return _apply(text, _secret_spans(text))
-
-
-# The literal start of every well-known key shape (_KEY_SHAPES and _GLUED_KEY_SHAPES begin with one of them).
-_KEY_PREFIXES = (
-    "sk-",
-    "hf_",
-    "ghp_",
-    "gho_",
-    "ghu_",
-    "ghs_",
-    "ghr_",
-    "github_pat_",
-    "xoxa-",
-    "xoxb-",
-    "xoxp-",
-    "xoxr-",
-    "xoxs-",
-    "AKIA",
-    "ASIA",
-    "AIza",
-    "glpat-",
-)
 
 
 def _secret_spans(text: str) -> Iterator[Span]:
