@@ -158,7 +158,8 @@ def test_full_coverage_gives_the_paper_comparable_number(tmp_path):
 
     spec = replace(REPORT_SPECS[0], expected_counts={"scifact": 4, "healthver": 3})
     run = load_run(write_run(tmp_path, {"medfact_bench_scifact": SCIFACT, "medfact_bench_healthver": HEALTHVER}))
-    bench = results.score_section(results.score_items(run, spec), spec, run).numbers
+    walk = results.walk_samples(run, spec)
+    bench = results.score_section(walk.items, spec, run, walk=walk).numbers
     assert bench["full_coverage"] is True
     assert bench["paper_comparable"]["value"] == pytest.approx((2 / 4 + 2 / 3) / 2)
 

@@ -26,7 +26,7 @@ import math
 import os
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from functools import cache, cached_property
 from pathlib import Path
 from typing import Any
@@ -35,9 +35,9 @@ import numpy as np
 
 from . import calibration, lengths, power, stats
 from .benchmarks import discover, report_specs
-from .data import DataError
+from .data import DataError, jsonl_row_at
 from .redaction import MASK, mask, mask_strings, secret_values
-from .runs import Run, load_run, run_info
+from .runs import Run, load_run, logged_sample, run_info
 from .scoring import (
     HIGHEST_LOGLIKELIHOOD_TIED,
     INVALID,
@@ -91,12 +91,39 @@ class Section:
     compared: stats.Bootstrapped | None  # the spec's compared metric over these items, with its distribution
     settings: tuple[dict[str, Any], ...]  # every distinct set of score-moving settings among the samples
     generative: bool  # its tasks generate text (lm-eval output_type generate_until)
+    # Where each item's texts are read back from (None: a run built in memory); ``items`` hold their texts (prompt,
+    # reply) only with ``holds_texts``: the report writes every text, the leaderboard and compare hold none.
+    source: SampleTexts | None = None
+    holds_texts: bool = True
 
     def __reduce__(self):
         # A spec holds functions; a section crosses processes by its spec's name (the leaderboard scores runs
         # in parallel).
-        state = (self.items, self.keys, self.numbers, self.compared, self.settings, self.generative)
+        state = (
+            self.items,
+            self.keys,
+            self.numbers,
+            self.compared,
+            self.settings,
+            self.generative,
+            self.source,
+            self.holds_texts,
+        )
         return _section_of_spec, (self.spec.name, *state)
+
+    def item(self, position: int) -> ScoredItem:
+        """The item at ``position`` with its texts: as held, or read back from its samples file and masked as when
+        it was scored (once per item)."""
+        if self.holds_texts or self.source is None:
+            return self.items[position]
+        found = self._read_back.get(position)
+        if found is None:
+            found = self._read_back[position] = self.source.item(self.spec, self.items[position], position)
+        return found
+
+    @cached_property
+    def _read_back(self) -> dict[int, ScoredItem]:
+        return {}
 
     # Computed once per section, not once per pair it is compared in (the leaderboard pairs every run with every
     # other).
@@ -126,6 +153,41 @@ def _section_of_spec(name: str, *state: Any) -> Section:
 
 
 @dataclass(frozen=True)
+class SampleTexts:
+    """Where a section's items were logged: its tasks' samples files and each item's line in them (its byte offset,
+    in the section's order), and the run's credentials its texts are masked of. Bytes per item, not texts."""
+
+    files: dict[str, Path]  # task -> its samples file
+    offsets: np.ndarray  # int64, one per item
+    secrets: frozenset[str] = field(default_factory=frozenset)
+
+    def item(self, spec: BenchmarkSpec, held: ScoredItem, position: int) -> ScoredItem:
+        """``held`` with its texts: its sample read again and scored as :func:`walk_samples` scores it; a DataError
+        when the file no longer holds that item there."""
+        path, offset = self.files[held.task], int(self.offsets[position])
+        try:
+            sample = logged_sample(jsonl_row_at(path, offset))
+            item = _scored(spec, held.task, sample, _Masker(set(self.secrets)), texts=True)
+        except (KeyError, TypeError, ValueError, IndexError) as exc:
+            raise DataError(f"{path}, byte {offset}: cannot score this sample again ({exc!r})") from exc
+        if without_texts(item) != held:
+            raise DataError(
+                f"{path}: the sample at byte {offset} is no longer task '{held.task}' doc {held.doc_id} as scored; "
+                "the file changed since"
+            )
+        return item
+
+
+def without_texts(item: ScoredItem) -> ScoredItem:
+    """``item`` without its prompt and reply (and their names in ``redacted``): what a section holds when its texts
+    are read back on demand (:class:`SampleTexts`)."""
+    if item.prompt == "" and item.reply is None:
+        return item
+    kept = tuple(name for name in item.redacted if name not in _LONG_TEXTS)
+    return replace(item, prompt="", reply=None, redacted=kept)
+
+
+@dataclass(frozen=True)
 class ScoredRun:
     results_path: Path
     provenance: dict[str, Any]  # report.json's "run"
@@ -152,7 +214,10 @@ class ScoredRun:
 
     def item_details(self) -> dict[str, list[dict[str, Any]]]:
         """Per section: one record per item (items_<section>.jsonl), in the section's (task, doc_id) order."""
-        return {name: [item_record(item) for item in section.items] for name, section in self.sections.items()}
+        return {
+            name: [item_record(section.item(position)) for position in range(len(section.items))]
+            for name, section in self.sections.items()
+        }
 
 
 def items_file(section_name: str) -> str:
@@ -207,6 +272,8 @@ def item_record(item: ScoredItem) -> dict[str, Any]:
 
 # The item's own fields that hold text, in the order ``redacted`` names them (then details.<key>, in details order).
 _TEXT_FIELDS = ("prompt", "reply", "choices", "gold", "pred", "parse_step", "invalid_reason", "item_id")
+# Those a section holds only while its report is written (:func:`without_texts`).
+_LONG_TEXTS = ("prompt", "reply")
 
 
 class _Masker:
@@ -277,24 +344,70 @@ def _mask_strings(value: Any, masker: _Masker) -> Any:
     return value
 
 
-def score_items(run: Run, spec: BenchmarkSpec) -> list[ScoredItem]:
-    """The spec's items of ``run``, scored from the logged replies; the texts kept with them have the run's
-    credentials (its model_args' secrets) and anything shaped like a credential masked."""
+@dataclass
+class Walk:
+    """What one pass over a spec's samples gathers: the scored items (sorted by task and doc_id) and where each was
+    logged, the distinct settings and caveats (unmasked), and each reply with its token budget (in file order)."""
+
+    items: list[ScoredItem] = field(default_factory=list)
+    offsets: list[int] = field(default_factory=list)
+    settings: dict[str, dict[str, Any]] = field(default_factory=dict)
+    caveats: dict[str, None] = field(default_factory=dict)
+    replies: list[str] = field(default_factory=list)
+    budgets: list[int | None] = field(default_factory=list)
+    texts: bool = True  # the items hold their prompts and replies
+
+
+def _secrets(run: Run) -> set[str]:
     config = run.results.get("config")
-    masker = _Masker(secret_values(config.get("model_args")) if isinstance(config, Mapping) else set())
-    items = []
+    return secret_values(config.get("model_args")) if isinstance(config, Mapping) else set()
+
+
+def _scored(spec: BenchmarkSpec, task: str, sample: Mapping[str, Any], masker: _Masker, texts: bool) -> ScoredItem:
+    """A logged sample scored by ``spec``, its texts masked; its prompt and reply held only with ``texts``."""
+    scored = replace(spec.score_sample(task, sample), item_id=spec.item_id_of(sample))
+    return _redacted(scored if texts else without_texts(scored), masker)
+
+
+def walk_samples(run: Run, spec: BenchmarkSpec, texts: bool = True, score: bool = True) -> Walk:
+    """One pass over the spec's samples of ``run``: each scored (``score``) from its logged reply, the texts kept
+    with it (``texts``; else none are held, :class:`SampleTexts` reads them back) with the run's credentials and
+    anything shaped like a credential masked; its settings, caveat, reply and token budget."""
+    secrets = _secrets(run)
+    masker = _Masker(secrets)
+    walk, keyed = Walk(texts=texts), []
     for task in sorted(t for t in run.samples if spec.owns(t)):
-        for number, sample in enumerate(run.samples[task], start=1):
-            try:
-                scored = replace(spec.score_sample(task, sample), item_id=spec.item_id_of(sample))
-                items.append(_redacted(scored, masker))
-            except (KeyError, TypeError, ValueError, IndexError) as exc:
-                raise DataError(f"{run.sample_files[task]}, line {number}: cannot score this sample ({exc!r})") from exc
-    return sorted(items, key=lambda item: (item.task, item.doc_id))
+        offsets = run.offsets.get(task) or [-1] * len(run.samples[task])
+        for number, (sample, offset) in enumerate(zip(run.samples[task], offsets, strict=True), start=1):
+            if score:
+                try:
+                    item = _scored(spec, task, sample, masker, texts)
+                except (KeyError, TypeError, ValueError, IndexError) as exc:
+                    raise DataError(
+                        f"{run.sample_files[task]}, line {number}: cannot score this sample ({exc!r})"
+                    ) from exc
+                keyed.append((item, offset))
+            if spec.settings_of is not None:
+                values = dict(spec.settings_of(sample))
+                walk.settings.setdefault(json.dumps(values, sort_keys=True, default=str), values)
+            if spec.protocol.caveat_of is not None and isinstance(sample.get("doc"), Mapping):
+                caveat = spec.protocol.caveat_of(sample["doc"])
+                if caveat:
+                    walk.caveats.setdefault(caveat)
+            reply = logged_reply(sample) if "filtered_resps" in sample else None
+            walk.replies.append(reply if isinstance(reply, str) else "")
+            budget = (logged_generation_kwargs(sample) or {}).get("max_gen_toks")
+            walk.budgets.append(budget if isinstance(budget, int) and not isinstance(budget, bool) else None)
+    keyed.sort(key=lambda pair: (pair[0].task, pair[0].doc_id))
+    walk.items = [item for item, _ in keyed]
+    walk.offsets = [offset for _, offset in keyed]
+    return walk
 
 
-def score(run: Run, tokenizer: str | None = None) -> ScoredRun:
-    """Every section of ``run``, scored once; reply lengths counted as ``--tokenizer`` asks (:func:`.lengths.counter`)."""
+def score(run: Run, tokenizer: str | None = None, texts: bool = True) -> ScoredRun:
+    """Every section of ``run``, scored once; reply lengths counted as ``--tokenizer`` asks (:func:`.lengths.counter`);
+    ``texts``: its items hold their prompts and replies (else they are read back from the samples files when
+    shown)."""
     provenance = run_info(run)
     sections, owned, settings = {}, set(), {}
     config = run.results.get("config")
@@ -302,11 +415,12 @@ def score(run: Run, tokenizer: str | None = None) -> ScoredRun:
     # Made when a section first needs it (a generative one), once for all the run's sections.
     counter = cache(lambda: lengths.counter(tokenizer, model_args))
     for spec in report_specs():
-        items = score_items(run, spec)
+        walk = walk_samples(run, spec, texts)
+        items = walk.items
         owned |= {item.task for item in items}
         if not items:
             continue
-        section = score_section(items, spec, run, provenance, counter)
+        section = score_section(items, spec, run, provenance, counter, walk)
         sections[spec.name] = section
         if spec.settings_of is not None:
             settings[spec.name] = list(section.settings)
@@ -349,8 +463,8 @@ def declared_settings(sections: Mapping[str, Section]) -> dict[str, list[dict[st
     return out
 
 
-def score_path(path: str | os.PathLike, tokenizer: str | None = None) -> ScoredRun:
-    return score(load_run(path), tokenizer)
+def score_path(path: str | os.PathLike, tokenizer: str | None = None, texts: bool = True) -> ScoredRun:
+    return score(load_run(path), tokenizer, texts)
 
 
 # ----------------------------------------------------------------------------- one section
@@ -640,19 +754,6 @@ def _calibration(items: Sequence[ScoredItem], spec: BenchmarkSpec) -> dict[str, 
     return out
 
 
-def _reply_lengths(run: Run, spec: BenchmarkSpec, counter: lengths.LengthCounter) -> dict[str, Any]:
-    """The length distribution of the section's logged replies and the share that reached max_gen_toks."""
-    replies, budgets = [], []
-    for task in sorted(t for t in run.samples if spec.owns(t)):
-        for sample in run.samples[task]:
-            reply = logged_reply(sample)
-            replies.append(reply if isinstance(reply, str) else "")
-            budget = (logged_generation_kwargs(sample) or {}).get("max_gen_toks")
-            budgets.append(budget if isinstance(budget, int) and not isinstance(budget, bool) else None)
-    # lm-eval records one evaluation time per run: it is the run section's evaluation_time_seconds, not a section's.
-    return lengths.summary([counter.count(reply) for reply in replies], budgets, counter)
-
-
 def _component_groups(
     items: Sequence[ScoredItem], by_component: Mapping[str, Sequence[ScoredItem]], spec: BenchmarkSpec
 ) -> dict[str, Any]:
@@ -680,32 +781,6 @@ def _classes(items: Sequence[ScoredItem], spec: BenchmarkSpec) -> dict[str, Any]
         "macro_f1": _estimate(stats.macro_f1_of(gold, pred, labels), items, spec),
         "confusion_matrix": {"gold": labels, "predicted": pred_labels, "counts": matrix.tolist()},
     }
-
-
-def _distinct_settings(run: Run, spec: BenchmarkSpec) -> tuple[dict[str, Any], ...]:
-    """Every distinct set of score-moving settings among the spec's samples (one, unless a run mixed them)."""
-    if spec.settings_of is None:
-        return ()
-    seen: dict[str, dict[str, Any]] = {}
-    for task in sorted(t for t in run.samples if spec.owns(t)):
-        for sample in run.samples[task]:
-            values = dict(spec.settings_of(sample))
-            seen.setdefault(json.dumps(values, sort_keys=True, default=str), values)
-    # Settings come from the logged docs (a MillerQA model label, a FActBench source): masked like every text.
-    return tuple(_masked(run, values) for values in seen.values())
-
-
-def _caveats(run: Run, spec: BenchmarkSpec) -> list[str]:
-    """Every distinct caveat the spec gives for the section's logged docs (e.g. labels that are not gold)."""
-    if spec.protocol.caveat_of is None:
-        return []
-    found = (
-        spec.protocol.caveat_of(sample["doc"])
-        for task in sorted(t for t in run.samples if spec.owns(t))
-        for sample in run.samples[task]
-        if isinstance(sample.get("doc"), Mapping)
-    )
-    return list(dict.fromkeys(_masked(run, caveat) for caveat in found if caveat))
 
 
 TIE_RULE = "an exact tie of the best log-likelihood goes to the earliest choice, as lm-eval's argmax decides it"
@@ -779,16 +854,19 @@ def score_section(
     run: Run,
     provenance: Mapping[str, Any] | None = None,
     counter: Callable[[], lengths.LengthCounter] | None = None,
+    walk: Walk | None = None,
 ) -> Section:
     """A spec's section of ``run`` from its scored items (``provenance``: the run's, computed when not given;
     ``counter``: how its replies are measured, made on first use and shared by the run's sections; words when not
-    given)."""
+    given; ``walk``: the pass over the run's samples that scored ``items``, made here when not given)."""
     provenance = run_info(run) if provenance is None else provenance
+    walk = walk_samples(run, spec, score=False) if walk is None else walk
     by_component = _by_component(items, spec)
     coverage = _coverage(by_component, spec, run)
     extras_names = sorted({name for item in items for name in item.extras})
     tasks = sorted({item.task for item in items})
-    settings = _distinct_settings(run, spec)
+    # Settings come from the logged docs (a MillerQA model label, a FActBench source): masked like every text.
+    settings = tuple(_masked(run, values) for values in walk.settings.values())
     generative = _generative(run, tasks)
     numbers: dict[str, Any] = {
         "title": spec.title,
@@ -812,7 +890,7 @@ def score_section(
     }
     numbers.update(_ties(items, spec, numbers.get(spec.report.headline.value)))
     numbers["detectable"] = _detectable(numbers, spec)
-    numbers["caveats"] = _caveats(run, spec)
+    numbers["caveats"] = list(dict.fromkeys(_masked(run, caveat) for caveat in walk.caveats))
     numbers["paper_comparable"] = _paper_comparable(
         numbers, spec, numbers["caveats"] + protocol_differences(spec, tasks, provenance, settings, generative)
     )
@@ -829,8 +907,10 @@ def score_section(
     if spec.beyond_accuracy.confidence_source is not None:
         numbers["calibration"] = _calibration(items, spec)
     if generative:
-        numbers["reply_lengths"] = _reply_lengths(
-            run, spec, lengths.counter(None, None) if counter is None else counter()
+        measure = lengths.counter(None, None) if counter is None else counter()
+        # lm-eval records one evaluation time per run: it is the run section's evaluation_time_seconds.
+        numbers["reply_lengths"] = lengths.summary(
+            [measure.count(reply) for reply in walk.replies], walk.budgets, measure
         )
     if spec.extra_section is not None:
         numbers["extra"] = dict(spec.extra_section(run))
@@ -841,4 +921,9 @@ def score_section(
             f"{run.results_path}: {spec.name} scored item {repeated[0]} {Counter(keys)[repeated[0]]} times; "
             "it would be counted twice"
         )
-    return Section(spec, tuple(items), keys, numbers, compared_bootstrap(items, spec), settings, generative)
+    source = None
+    if len(walk.offsets) == len(items) and all(offset >= 0 for offset in walk.offsets):
+        files = {task: run.sample_files[task] for task in tasks}
+        source = SampleTexts(files, np.asarray(walk.offsets, dtype=np.int64), frozenset(_secrets(run)))
+    section = Section(spec, tuple(items), keys, numbers, compared_bootstrap(items, spec), settings, generative)
+    return replace(section, source=source, holds_texts=walk.texts or source is None)

@@ -40,12 +40,12 @@ from .calibration import Forecast
 from .data import MAX_FILE_BYTES, DataError, open_regular, read_json
 from .files import UntrustedFile, cache_dir, open_own_file, own_folder, utf8, warn_untrusted
 from .redaction import redact_path, secret_values
-from .results import SCHEMA_VERSION, ScoredRun, Section, score_path
+from .results import SCHEMA_VERSION, SampleTexts, ScoredRun, Section, score_path, without_texts
 from .runs import find_results, run_timestamp
 from .scoring import ScoredItem
 
 FILE = "scored_run.json"
-FORMAT = 3
+FORMAT = 4
 SECRET_FILE = "scored_run.key"
 _CHUNK = 1 << 20
 _ITEM_FIELDS = tuple(f.name for f in fields(ScoredItem))
@@ -108,13 +108,16 @@ def reusable(scored: ScoredRun) -> bool:
 
 
 def _item(item: ScoredItem) -> dict[str, Any]:
+    item = without_texts(item)
     record = {name: getattr(item, name) for name in _ITEM_FIELDS}
     record["forecast"] = None if item.forecast is None else asdict(item.forecast)
     return record
 
 
 def saved(scored: ScoredRun) -> bytes:
-    """``scored`` as scored_run.json (ASCII JSON: a lone surrogate in a reply reads back as itself)."""
+    """``scored`` as scored_run.json (ASCII JSON: a lone surrogate in a reply reads back as itself). Its items without
+    their prompts and replies: each by the byte offset of its sample in the run's samples files, which the key binds
+    (:class:`.results.SampleTexts` reads the texts back)."""
     body = {
         "provenance": scored.provenance,
         "empty_tasks": list(scored.empty_tasks),
@@ -131,6 +134,7 @@ def saved(scored: ScoredRun) -> bytes:
                 "settings": list(section.settings),
                 "generative": section.generative,
                 "items": [_item(item) for item in section.items],
+                "offsets": None if section.source is None else section.source.offsets.tolist(),
             }
             for name, section in scored.sections.items()
         },
@@ -193,8 +197,14 @@ def _scored_item(record: Mapping[str, Any]) -> ScoredItem:
     return item
 
 
-def _section(spec, entry: Mapping[str, Any]) -> Section:
+def _section(spec, entry: Mapping[str, Any], results_path: Path, secrets: set[str]) -> Section:
     items = tuple(_scored_item(record) for record in entry["items"])
+    offsets = entry["offsets"]
+    if not (isinstance(offsets, list) and len(offsets) == len(items)):
+        raise ValueError("no offset for each item")
+    stamp = run_timestamp(results_path)
+    files = {task: results_path.parent / f"samples_{task}_{stamp}.jsonl" for task in {item.task for item in items}}
+    source = SampleTexts(files, np.asarray(offsets, dtype=np.int64), frozenset(secrets))
     compared = entry["compared"]
     if compared is not None:
         compared = stats.Bootstrapped(
@@ -202,7 +212,8 @@ def _section(spec, entry: Mapping[str, Any]) -> Section:
         )
     keys = tuple(spec.pairing.item_key(item) for item in items)
     settings = tuple(dict(setting) for setting in entry["settings"])
-    return Section(spec, items, keys, dict(entry["numbers"]), compared, settings, bool(entry["generative"]))
+    generative = bool(entry["generative"])
+    return Section(spec, items, keys, dict(entry["numbers"]), compared, settings, generative, source, False)
 
 
 def read(results_path: Path, folder: Path, tokenizer: str | None = None) -> ScoredRun | None:
@@ -228,15 +239,16 @@ def read(results_path: Path, folder: Path, tokenizer: str | None = None) -> Scor
         ):
             return None
         body = json.loads(text)
+        config = read_json(results_path).get("config")
+        secrets = secret_values(config.get("model_args")) if isinstance(config, Mapping) else set()
         specs = {spec.name: spec for spec in report_specs() if spec.extra_section is None}
-        sections = {name: _section(specs[name], entry) for name, entry in body["sections"].items()}
+        sections = {
+            name: _section(specs[name], entry, results_path, secrets) for name, entry in body["sections"].items()
+        }
         provenance = dict(body["provenance"])
     except (OSError, DataError, ValueError, TypeError, KeyError, AttributeError, RecursionError):
         return None
     # The run may have been reached by another path than when it was saved (relative, absolute, moved).
-    results = read_json(results_path)
-    config = results.get("config")
-    secrets = secret_values(config.get("model_args")) if isinstance(config, Mapping) else set()
     provenance["results_file"] = redact_path(str(results_path), secrets)
     return ScoredRun(
         results_path=results_path,
@@ -265,10 +277,11 @@ def report_folders(results_path: Path) -> list[Path]:
 
 def score_or_read(path: str | os.PathLike, tokenizer: str | None = None) -> ScoredRun:
     """The run at ``path``, read from a matching scored_run.json beside its report, else scored (reply lengths
-    counted as ``tokenizer`` asks, :func:`.lengths.counter`)."""
+    counted as ``tokenizer`` asks, :func:`.lengths.counter`); its items hold no prompts or replies (read back from
+    the samples files where a page shows them)."""
     results_path = find_results(path)
     for folder in report_folders(results_path):
         found = read(results_path, folder, tokenizer)
         if found is not None:
             return found
-    return score_path(results_path, tokenizer)
+    return score_path(results_path, tokenizer, texts=False)

@@ -88,7 +88,7 @@ class AccuracyOver(Enum):
     ANSWERED = "answered"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)  # slots: a leaderboard holds every item of every run
 class ScoredItem:
     """One logged sample, re-scored."""
 
