@@ -81,6 +81,19 @@ def open_own_file(path: Path, max_bytes: int) -> int:
     return fd
 
 
+def open_or_make_own_file(path: Path, max_bytes: int) -> tuple[int, bool]:
+    """``path`` in a folder of this user's own (:func:`own_folder`): a descriptor of the file open for reading when
+    it is this user's own (:func:`open_own_file`), or, where there is none, of one made now (mode 0600 whatever the
+    umask, never through a link) open for writing; and whether it was made. An UntrustedFile naming why otherwise."""
+    own_folder(path.parent)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    except FileExistsError:
+        return open_own_file(path, max_bytes), False
+    os.fchmod(fd, 0o600)
+    return fd, True
+
+
 class WriteError(OSError):
     """A file could not be written (a full disk, the file-size limit, no permission): one line naming it."""
 

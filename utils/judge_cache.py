@@ -11,7 +11,7 @@ import threading
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from .files import UntrustedFile, open_own_file, own_folder, warn_untrusted
+from .files import UntrustedFile, open_or_make_own_file, warn_untrusted
 from .judge_usage import Usage
 
 
@@ -47,11 +47,7 @@ class ChatCache:
         no link); else an in-memory cache for this process, with one warning: a planted cache would give the judges'
         answers."""
         try:
-            own_folder(self.path.parent)
-            try:
-                os.close(open_own_file(self.path, _MAX_CACHE_BYTES))
-            except FileNotFoundError:
-                os.close(os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600))
+            os.close(open_or_make_own_file(self.path, _MAX_CACHE_BYTES)[0])
             return str(self.path)
         except UntrustedFile as exc:
             warn_untrusted(self.path, f"{exc}; answers are kept in memory for this run only")

@@ -38,7 +38,7 @@ from . import lengths, stats
 from .benchmarks import report_specs
 from .calibration import Forecast
 from .data import MAX_FILE_BYTES, DataError, open_regular, read_json
-from .files import UntrustedFile, cache_dir, open_own_file, own_folder, utf8, warn_untrusted
+from .files import UntrustedFile, cache_dir, open_or_make_own_file, utf8, warn_untrusted
 from .redaction import redact_path, secret_values
 from .results import SCHEMA_VERSION, SampleTexts, ScoredRun, Section, score_path, without_texts
 from .runs import find_results, run_timestamp
@@ -157,14 +157,11 @@ def _secret() -> bytes | None:
     reused)."""
     path = cache_dir() / SECRET_FILE
     try:
-        own_folder(path.parent)
-        try:
-            handle = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
-        except FileExistsError:
-            with os.fdopen(open_own_file(path, 1024), "rb") as stream:
+        handle, made = open_or_make_own_file(path, 1024)
+        if not made:
+            with os.fdopen(handle, "rb") as stream:
                 value = stream.read(1024).strip()
         else:
-            os.fchmod(handle, 0o600)
             value = secrets.token_hex(32).encode("ascii")
             with os.fdopen(handle, "wb") as stream:
                 stream.write(value + b"\n")
