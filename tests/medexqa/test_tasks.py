@@ -12,7 +12,7 @@ from lm_eval_tasks.utils.data import DataError
 from lm_eval_tasks.utils.medexqa import constants, loader, prompts, report_spec
 
 from lm_eval_tasks import tasks_dir
-from tests.medexqa.test_loader import ANSWERS
+from tests.medexqa.builders import ANSWERS
 from tests.scripted_lm import ScriptedLM
 
 CODES = list(constants.SPECIALTIES)
@@ -47,6 +47,7 @@ def test_tasks_and_groups_are_registered():
     assert {"medexqa", "medexqa_logit", *LOGIT_TASKS, *GENERATION_TASKS} <= names
 
 
+@pytest.mark.oldest
 def test_logit_prompt_and_letter_continuations(shared_data):
     lm = ScriptedLM(loglikelihood=always("C"))
     out = evaluate(lm, shared_data, ["medexqa_logit_cp"], limit=1)
@@ -56,6 +57,7 @@ def test_logit_prompt_and_letter_continuations(shared_data):
     assert out["results"]["medexqa_logit_cp"]["acc,none"] == 1.0  # gold C
 
 
+@pytest.mark.oldest
 def test_logit_prompt_with_a_chat_template(shared_data):
     lm = ScriptedLM(loglikelihood=always("C"))
     out = evaluate(lm, shared_data, ["medexqa_logit_cp"], limit=1, apply_chat_template=True)
@@ -75,6 +77,7 @@ def test_fewshot_uses_the_first_dev_items_in_the_authors_format(shared_data):
     assert lm.prompts[0] == CP_HEADER + shots + CP_FIRST_LOGIT
 
 
+@pytest.mark.oldest
 @pytest.mark.parametrize("chat", [False, True], ids=["plain", "chat"])
 def test_generation_prompt_and_decoding(shared_data, chat):
     lm = ScriptedLM(reply=lambda prompt: "C. Paradoxical intention")

@@ -41,6 +41,7 @@ def test_every_task_and_the_group_are_registered(tmp_path):
     assert {"medfact_bench", *LEAVES} <= names
 
 
+@pytest.mark.oldest
 def test_chat_prompt_is_the_dataset_system_prompt_then_the_user_prompt(demo_data_dir):
     lm = ScriptedLM(reply=lambda prompt: "<think>t</think><score>0</score>")
     evaluate(lm, demo_data_dir, ["medfact_bench_scifact"], limit=2, apply_chat_template=True)
@@ -55,6 +56,7 @@ def test_chat_prompt_is_the_dataset_system_prompt_then_the_user_prompt(demo_data
     assert lm.gen_kwargs[0] == {"until": [], "do_sample": False, "temperature": 0.0, "max_gen_toks": 1024}
 
 
+@pytest.mark.oldest
 def test_plain_prompt_puts_a_blank_line_after_the_system_prompt(demo_data_dir):
     lm = ScriptedLM(reply=lambda prompt: "")
     evaluate(lm, demo_data_dir, ["medfact_bench_healthver"], limit=1)

@@ -54,6 +54,7 @@ def test_every_task_and_group_is_registered():
     assert "millerqa_tos_legalbench" in names and "millerqa_preqc_cupcase" in names
 
 
+@pytest.mark.oldest
 def test_chat_prompt_is_the_authors_system_and_user_message(shared_data):
     lm = ScriptedLM(reply=lambda prompt: "{}")
     evaluate(lm, shared_data, ["millerqa_hle"], limit=2, apply_chat_template=True)
@@ -65,6 +66,7 @@ def test_chat_prompt_is_the_authors_system_and_user_message(shared_data):
     assert lm.gen_kwargs[0] == {"until": [], "do_sample": False, "temperature": 0.0, "max_gen_toks": 512}
 
 
+@pytest.mark.oldest
 def test_plain_prompt_puts_a_blank_line_after_the_system_prompt(shared_data):
     lm = ScriptedLM(reply=lambda prompt: "")
     evaluate(lm, shared_data, ["millerqa_preqc_triage"], limit=1)
@@ -267,6 +269,7 @@ def ll_scores(data_dir, benchmark, favour_correct):
     )
 
 
+@pytest.mark.oldest
 @pytest.mark.parametrize("chat", [False, True], ids=["plain", "chat"])
 def test_loglikelihood_variant(shared_data, tmp_path, chat):
     lm = ScriptedLM(loglikelihood=ll_scores(shared_data, "medcalc", favour_correct={0, 2, 3}))
@@ -313,7 +316,7 @@ def test_medbullets_tasks_fail_with_the_rebuild_instructions(shared_data):
 
 
 def test_the_full_suite_with_a_rebuilt_medbullets(tmp_path, shared_data):
-    from tests.millerqa.test_protocol import medbullets_source_rows, write_csv
+    from tests.millerqa.medbullets_source import medbullets_source_rows, write_csv
 
     data_dir = tmp_path / "data"
     (data_dir / "millerqa").mkdir(parents=True)

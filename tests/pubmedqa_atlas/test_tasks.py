@@ -46,6 +46,7 @@ def test_always_yes_scores_0552_on_the_full_set_and_055_on_n100(shared_data):
     assert full["macro_f1_stderr,none"] == "N/A"  # no 100k-resample CLI bootstrap
 
 
+@pytest.mark.oldest
 def test_plain_prompt_and_continuations(shared_data, loaded):
     seen = []
     lm = ScriptedLM(loglikelihood=lambda ctx, cont: seen.append((ctx, cont)) or 0.0)
@@ -56,6 +57,7 @@ def test_plain_prompt_and_continuations(shared_data, loaded):
     ]
 
 
+@pytest.mark.oldest
 def test_chat_template_continuations_have_no_leading_space(shared_data, loaded):
     seen = []
     lm = ScriptedLM(loglikelihood=lambda ctx, cont: seen.append((ctx, cont)) or 0.0)
@@ -111,6 +113,7 @@ def test_scripted_run_gives_exact_accuracy_and_macro_f1(shared_data, loaded):
     assert parsing.macro_f1_value([i.gold for i in items], [i.pred for i in items]) == pytest.approx(macro_f1)
 
 
+@pytest.mark.oldest
 def test_generative_task_prompt_parse_and_exact_metrics(shared_data, loaded):
     replies = ["Yes.", "<think>hmm\n\nprobably</think>No", "The answer is maybe.", "I cannot tell.", "<think>no end"]
     by_prompt = {prompts.generative_prompt(item.doc()): reply for item, reply in zip(loaded.subset("full"), replies)}

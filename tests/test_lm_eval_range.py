@@ -1,0 +1,122 @@
+"""The range of lm-eval and of every dependency this package declares, tested at its oldest end.
+
+Every test here carries the marker ``oldest``: the smoke tier that tests/run.sh runs again in ``.venv-oldest``
+(lm-eval 0.4.12 and each dependency at the lowest version pyproject.toml declares, tests/oldest-constraints.txt)
+after the whole suite in ``.venv`` (the newest). It indexes every task, makes a scripted run of every benchmark with
+and without the chat template, reports both and compares two runs; the other tests marked ``oldest`` pin the
+prompts (tests/medfact_bench, tests/millerqa) and every number of the golden report (tests/test_same_numbers.py).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import tomllib
+import yaml
+from lm_eval.tasks import TaskManager
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
+from packaging.version import Version
+
+from lm_eval_tasks import tasks_dir
+from tests.conftest import REPO, lm_eval_tasks_cli, read_results, report_cli
+from tests.runs import EVERY_BENCHMARK, evaluated_run
+
+pytestmark = pytest.mark.oldest
+
+CONSTRAINTS = REPO / "tests" / "oldest-constraints.txt"
+# The extras the oldest environment installs (offline-models pins exact releases: no range to test).
+TESTED_EXTRAS = ("hf", "test")
+# The report's sections of a run of EVERY_BENCHMARK.
+SECTIONS = {"medfact_bench", "medexqa_logit", "medexqa", "pubmedqa_atlas_n100", "millerqa", "millerqa_ll", "factbench"}
+
+
+def declared_lower_bounds() -> dict[str, Version]:
+    """Each requirement's ``>=`` version in pyproject.toml's dependencies and tested extras, by distribution name."""
+    project = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    requirements = [*project["dependencies"], *(r for e in TESTED_EXTRAS for r in project["optional-dependencies"][e])]
+    bounds: dict[str, Version] = {}
+    for text in requirements:
+        requirement = Requirement(text)
+        for spec in requirement.specifier:
+            if spec.operator == ">=":
+                low = Version(spec.version)
+                assert bounds.setdefault(canonicalize_name(requirement.name), low) == low, text
+    return bounds
+
+
+def pinned_constraints() -> dict[str, Version]:
+    pins: dict[str, Version] = {}
+    for line in CONSTRAINTS.read_text(encoding="utf-8").splitlines():
+        if line.strip() and not line.startswith("#"):
+            name, version = line.split("==")
+            pins[canonicalize_name(name)] = Version(version)
+    return pins
+
+
+def test_the_oldest_environment_pins_every_declared_lower_bound_and_nothing_else():
+    bounds = declared_lower_bounds()
+    assert bounds["lm-eval"] == Version("0.4.12") and {"transformers", "numpy", "datasets"} <= set(bounds)
+    assert pinned_constraints() == bounds
+
+
+class _Tagged(yaml.SafeLoader):
+    """Reads task YAML as lm-eval's index does: ``!function`` values are left unresolved."""
+
+
+_Tagged.add_multi_constructor("!", lambda loader, suffix, node: None)
+
+
+def declared_names() -> set[str]:
+    """The task, group and tag names our YAML files declare, read without lm-eval."""
+    names: set[str] = set()
+    for path in Path(tasks_dir()).glob("*/*.yaml"):
+        config = yaml.load(path.read_text(encoding="utf-8"), Loader=_Tagged)
+        names.add(config["group"] if "group" in config else config["task"])
+        tags = config.get("tag", [])
+        names.update([tags] if isinstance(tags, str) else tags)
+    return names
+
+
+def test_lm_eval_indexes_every_task_and_group_our_yaml_declares():
+    names = set(TaskManager(include_path=tasks_dir(), include_defaults=False).all_tasks)
+    assert names == declared_names()
+    assert {"medfact_bench", "medexqa", "medexqa_logit", "pubmedqa_atlas", "millerqa", "factbench"} <= names
+
+
+@pytest.fixture(scope="module")
+def runs(demo_data_dir, tmp_path_factory):
+    """Scripted runs of every benchmark: two "models" with plain prompts, one with the chat template."""
+    root = tmp_path_factory.mktemp("range")
+    return {
+        "a": evaluated_run(root / "a", demo_data_dir, EVERY_BENCHMARK, "a"),
+        "b": evaluated_run(root / "b", demo_data_dir, EVERY_BENCHMARK, "b"),
+        "chat": evaluated_run(root / "chat", demo_data_dir, EVERY_BENCHMARK, "a", apply_chat_template=True),
+    }
+
+
+@pytest.mark.parametrize("name", ["a", "chat"])
+def test_a_scripted_run_of_every_benchmark_is_reported(runs, name, tmp_path):
+    report = report_cli(runs[name], tmp_path / "report")
+    assert set(report["benchmarks"]) == SECTIONS
+    assert report["run"]["chat_template_applied"] is (name == "chat")
+    assert all(section["n_items"] == 12 for section in report["benchmarks"].values())
+    # The report rescored every sample itself: its accuracy is lm-eval's own, where both define it.
+    lm_evals = read_results(runs[name])["results"]["pubmedqa_atlas_n100"]["acc,none"]
+    assert report["benchmarks"]["pubmedqa_atlas_n100"]["accuracy_micro"]["value"] == pytest.approx(lm_evals, abs=1e-12)
+    prompts = [json.loads(line)["arguments"] for line in next(runs[name].rglob("samples_medexqa_be_*.jsonl")).open()]
+    # With the chat template the scripted model sees the JSON list of messages, without it the text.
+    assert all(p["gen_args_0"]["arg_0"].startswith('[{"role": ') is (name == "chat") for p in prompts)
+
+
+def test_two_runs_of_every_benchmark_are_compared(runs):
+    compared = json.loads(lm_eval_tasks_cli("compare", runs["a"], runs["b"], "--json").stdout)["benchmarks"]
+    assert set(compared) == SECTIONS
+    pubmedqa = compared["pubmedqa_atlas_n100"]
+    assert pubmedqa["n_paired_items"] == 12 and pubmedqa["comparable"]
+    # All items paired: the paired difference of accuracies is the difference of the two accuracies.
+    assert pubmedqa["difference"]["value"] == pytest.approx(
+        pubmedqa["a_estimate"]["value"] - pubmedqa["b_estimate"]["value"], abs=1e-12
+    )
