@@ -11,11 +11,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from lm_eval_tasks.utils import leaderboard as lb
-from lm_eval_tasks.utils.paper_tables import latex, to_latex, to_methods
+from lm_eval_tasks.utils.paper_tables import latex, methods_facts, to_latex, to_methods
 
 from tests.conftest import examples
-from tests.test_leaderboard import A, B, medfact_run
-from tests.test_report import STAMP, STRICT, write_run
+from tests.hand_runs import STAMP, STRICT, A, B, medfact_run, write_run
 
 RIGHT, WRONG = STRICT.format(2), "I cannot decide."
 N = 20  # items per task
@@ -212,7 +211,9 @@ def test_bold_is_the_best_and_the_marks_are_the_boards_significance(big):
 
 def test_tied_best_runs_are_all_bold(tie):
     board, tex, methods = tie
-    assert "no system instruction; n-shot not recorded." in methods  # results files without lm-eval's n-shot
+    # results files without lm-eval's n-shot: no shots are claimed, the note says so
+    assert "shot" not in methods.split("*Not recorded")[0]
+    assert "few-shot examples" in methods.split("*Not recorded by every run: ")[1]
     rows, note = tables(tex)["medfact_bench"]
     assert board["benchmarks"]["medfact_bench"]["ranks"] == {"run-1": 3, "run-2": 1, "run-3": 1}
     shown = {run_id: headline(cell) for run_id, (_, cell, _) in rows.items()}
@@ -246,24 +247,159 @@ def test_ligatures_and_the_row_end_are_broken():
 # ----------------------------------------------------------------------------- methods.md
 
 
-def test_methods_state_the_provenance(big):
-    _, _, methods = big
-    (paragraph,) = [line for line in methods.splitlines() if line.startswith("We evaluated")]
-    assert paragraph.startswith("We evaluated 4 runs (")
-    assert "lm-eval-medical-tasks" in paragraph and "Versions: lm-eval 0.4.13," in paragraph
-    assert (
-        "Item set: 40 items (medfact_bench_healthver 20 of 20, medfact_bench_scifact 20 of 20; not every" in paragraph
+def paragraphs(methods):
+    """methods.md's paragraphs: the note, the shared paragraph, then (heading, paragraph) per section."""
+    blocks = methods.strip().split("\n\n")
+    assert blocks[0] == "# Methods"
+    return blocks[1], blocks[2], blocks[3:]
+
+
+def test_methods_say_the_shared_settings_once_then_the_section(big):
+    board, _, written = big
+    methods = to_methods(board)  # as leaderboard.json gives the board to a reader
+    assert methods.split("## ")[1:] == written.split("## ")[1:]
+    note, shared, rest = paragraphs(methods)
+    assert note.startswith("*Written by lm-eval-medical-tasks ") and "from leaderboard.json (schema " in note
+    top = methods_facts(board)["models"][0]
+    assert shared == (
+        f"We evaluated 4 models ({top}, close, low and other) on MedFact-Bench with EleutherAI's "
+        f"lm-evaluation-harness 0.4.13 and {board['generated_by']}, through the Hugging Face transformers backend. "
+        "Precision: weights in bfloat16, log-probabilities in the precision of the logits. "
+        f"Prompts were zero-shot, with the model's chat template ({top}, close, low); without a chat template "
+        "(other), with no system instruction; generation used the tasks' generation settings. "
+        "Seeds: Python 0, NumPy 1234. Each headline is reported with its 95% confidence interval; two models are "
+        "compared on the items both scored, with p-values Holm-adjusted over the tested pairs of each benchmark."
     )
-    assert "Precision: model dtype bfloat16, log-softmax in the logits' dtype (no softmax_dtype set)." in paragraph
-    # the runs differ in the chat template: each value names its runs; the hostile label is Markdown-escaped
-    assert re.search(r"Prompts: chat template applied \(top .*, close, low\); no chat template \(other\); ", paragraph)
-    assert (
-        "&lt;&gt;\\|" in paragraph and "<>" not in paragraph and "\x00" not in paragraph and "\u200b" not in paragraph
+    heading, section, unrecorded = rest
+    assert heading == "## MedFact-Bench"
+    assert section.startswith(
+        "On MedFact-Bench each model was scored on 40 items (not every published item), with no stop strings, "
+        "at most 1024 generated tokens, greedy decoding, the paper's generation settings. The headline is "
+        "macro-averaged accuracy (the unweighted mean over its components). Pairs were compared with the exact "
+        "McNemar test on per-item correctness (the paired bootstrap of the difference in macro-averaged accuracy: "
+        "2 discordant items"
     )
-    assert "no system instruction; zero-shot." in paragraph
-    assert "Seeds: Python 0, NumPy 1234, PyTorch not recorded, few-shot not recorded." in paragraph
-    assert "task versions medfact_bench_healthver 1.0, medfact_bench_scifact 1.0" in paragraph
-    assert "with the exact McNemar test on per-item correctness (the paired bootstrap" in paragraph
+    assert "; the paired bootstrap of the difference in macro-averaged accuracy, stratified by component (3 tested" in (
+        section
+    )
+    assert section.endswith("(lm-eval tasks and versions: medfact_bench_healthver 1.0, medfact_bench_scifact 1.0.)")
+    assert unrecorded == (
+        "*Not recorded by every run: PyTorch seed, PyTorch version, few-shot sampling seed, transformers version.*"
+    )
+    # the hostile label is Markdown-escaped; no control or format character survives
+    assert "&lt;&gt;\\|" in methods and "<>" not in methods and "\x00" not in methods and "\u200b" not in methods
+
+
+INTERNAL = re.compile(r"accuracy_|medfact_bench|pubmedqa_atlas|medexqa_logit|\\_| = |lm-eval model|n-shot|--\w")
+
+
+def test_sentences_name_no_internal_identifier(big, tie):
+    for board, _, _ in (big, tie):
+        methods = to_methods(board)
+        for label in methods_facts(board)["models"]:
+            methods = methods.replace(label, "label")
+        for paragraph in methods.split("\n\n"):
+            sentences = paragraph.split("(lm-eval tasks and versions:")[0]
+            assert not INTERNAL.search(sentences), sentences
+
+
+def two_section_board():
+    """Two runs over PubMedQA and MedExQA, as leaderboard.json gives them: the runs differ in dtype only; every
+    other setting is shared, each section has its own item set, test and comparability."""
+
+    def run(dtype, label, id_):
+        return {
+            "id": id_,
+            "label": label,
+            "run": {
+                "model": "hf",
+                "dtype": dtype,
+                "softmax_dtype": None,
+                "chat_template_applied": False,
+                "system_instruction": None,
+                "chat_template_system_message": None,
+                "gen_kwargs": None,
+                "limit": None,
+                "lm_eval_version": "0.4.13",
+                "transformers_version": "5.24.0",
+                "torch_version": "2.13.0+cpu",
+                "seeds": {"random_seed": 0, "numpy_seed": 1234, "torch_seed": 1234, "fewshot_seed": 1234},
+                "n_shot": {"pubmedqa_atlas_n100": 0, "medexqa_logit_cp": 0},
+                "task_versions": {"pubmedqa_atlas_n100": 1.0, "medexqa_logit_cp": 2.0},
+                "n_samples": {
+                    "pubmedqa_atlas_n100": {"original": 100, "effective": 100},
+                    "medexqa_logit_cp": {"original": 106, "effective": 106},
+                },
+                "benchmark_settings": {
+                    "medexqa_logit": [{"split": "test", "shuffle": False, "shuffle_seed": -1}],
+                    "pubmedqa_atlas_n100": [],
+                },
+            },
+        }
+
+    def section(title, metric, test, n_items, comparable):
+        entry = {"n_items": n_items, "full_coverage": comparable, "paper_comparable": comparable}
+        return {
+            "title": title,
+            "headline_metric": metric,
+            "compared_metric": metric,
+            "test": test,
+            "comparisons_unavailable": None,
+            "ranking": ["run-1", "run-2"],
+            "ranks": {"run-1": 1, "run-2": 1},
+            "runs": {
+                "run-1": {**entry, "paper_comparable_reason": None if comparable else "not every item was scored"},
+                "run-2": {**entry, "paper_comparable_reason": None if comparable else "not every item was scored"},
+            },
+            "comparisons": [{"a": "run-1", "b": "run-2", "p_value": 0.5, "holm_p_value": 1.0, "test": test}],
+        }
+
+    return {
+        "schema_version": "2.4",
+        "generated_by": "lm-eval-medical-tasks 0.5.0",
+        "runs": [run("float32", "smollm2", "run-1"), run("bfloat16", "smollm2-bf16", "run-2")],
+        "benchmarks": {
+            "pubmedqa_atlas_n100": section(
+                "PubMedQA", "accuracy_micro", "exact McNemar test on per-item correctness", 100, True
+            ),
+            "medexqa_logit": section(
+                "MedExQA",
+                "accuracy_macro",
+                "paired bootstrap of the accuracy_macro difference, stratified by component",
+                106,
+                False,
+            ),
+        },
+    }
+
+
+def test_methods_of_two_sections_say_what_is_shared_once():
+    methods = to_methods(two_section_board())
+    note, shared, rest = paragraphs(methods)
+    assert shared == (
+        "We evaluated 2 models (smollm2 and smollm2-bf16) on PubMedQA and MedExQA with EleutherAI's "
+        "lm-evaluation-harness 0.4.13 and lm-eval-medical-tasks 0.5.0, through the Hugging Face transformers "
+        "backend (transformers 5.24.0, PyTorch 2.13.0+cpu). Precision: weights in float32, log-probabilities in "
+        "the precision of the logits (smollm2); weights in bfloat16, log-probabilities in the precision of the "
+        "logits (smollm2-bf16). Prompts were zero-shot, without a chat template, with no system instruction; "
+        "generation used the tasks' generation settings. Seeds: Python 0, NumPy 1234, PyTorch 1234, few-shot "
+        "sampling 1234. Each headline is reported with its 95% confidence interval; two models are compared on "
+        "the items both scored, with p-values Holm-adjusted over the tested pairs of each benchmark."
+    )
+    assert rest == [
+        "## PubMedQA",
+        "On PubMedQA each model was scored on 100 items. The headline is accuracy. Pairs were compared with the "
+        "exact McNemar test on per-item correctness (1 tested pair). The numbers are comparable with the published "
+        "ones. (lm-eval tasks and versions: pubmedqa_atlas_n100 1.0.)",
+        "## MedExQA",
+        "On MedExQA each model was scored on 106 items (not every published item), with the test split, answer "
+        "options in their published order. The headline is macro-averaged accuracy (the unweighted mean over its "
+        "components). Pairs were compared with the paired bootstrap of the difference in macro-averaged accuracy, "
+        "stratified by component (1 tested pair). Against the published numbers: not every item was scored. "
+        "(lm-eval tasks and versions: medexqa_logit_cp 2.0.)",
+    ]
+    for fact in ("lm-evaluation-harness", "zero-shot", "Seeds:", "Holm-adjusted", "transformers 5.24.0"):
+        assert methods.count(fact) == 1, fact
 
 
 # ----------------------------------------------------------------------------- compiling
@@ -325,6 +461,6 @@ def test_a_section_without_a_headline_has_no_bold_and_no_marks(tie, tmp_path):
     assert [cell for _, cell, _ in rows.values()] == ["n/a\\textsuperscript{*}"] * 3
     assert "\\textbf" not in tex and "dagger" not in tex and "Bold" not in note
     assert f"Runs not compared: {latex(reason)}." in note
-    assert f"Runs were not compared: {reason}." in to_methods(board)
+    assert f"Models were not compared: {reason}." in to_methods(board)
     if shutil.which("pdflatex"):
         compile_tex(tex, tmp_path)

@@ -258,6 +258,9 @@ def to_latex(board: Mapping[str, Any]) -> str:
 
 
 # ----------------------------------------------------------------------------- methods.md
+# methods.md is written to be pasted: what every run shares is said once, then each benchmark's own protocol and
+# what differs between its runs; sentences name benchmarks and models, never lm-eval's task or metric identifiers
+# (the task names and versions close each section, once, in a parenthesis, for whoever reruns it).
 
 
 def _md(text: Any) -> str:
@@ -269,117 +272,268 @@ def _setting_text(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, sort_keys=True)
 
 
-def _settings(settings: Any) -> str:
-    """A section's benchmark settings as the run recorded them (one dict per distinct value set)."""
-    if not isinstance(settings, list) or not settings:
-        return "none recorded"
-    return " / ".join(
-        ", ".join(f"{key} = {_setting_text(value)}" for key, value in values.items())
-        if isinstance(values, Mapping)
-        else _setting_text(values)
-        for values in settings
-    )
+# lm-eval's model types, as a methods section names them; another type is named as lm-eval spells it.
+_BACKENDS = {
+    "hf": "the Hugging Face transformers backend",
+    "vllm": "the vLLM backend",
+    "local-completions": "an OpenAI-compatible completions API",
+    "openai-completions": "an OpenAI-compatible completions API",
+    "local-chat-completions": "an OpenAI-compatible chat-completions API",
+    "openai-chat-completions": "an OpenAI-compatible chat-completions API",
+}
+# The benchmark settings the sections record (their report specs' settings_of), in words.
+_SETTING_WORDS: dict[str, Callable[[Any], str | None]] = {
+    "split": lambda v: f"the {_setting_text(v)} split",
+    "shuffle": lambda v: "answer options shuffled" if v else "answer options in their published order",
+    "shuffle_seed": lambda v: None if v == -1 else f"shuffle seed {_setting_text(v)}",
+    "release": lambda v: f"release {_setting_text(v)}",
+    "model_label": lambda v: f"model label {_setting_text(v)} (it seeds the option order)",
+    "model_label_derived": lambda v: (
+        None if v is None else ("the label derived from the model's name" if v else "the label given by the user")
+    ),
+    "source": lambda v: f"items from {_setting_text(v)}",
+    "stop_strings": lambda v: f"stop strings {_setting_text(v)}" if v else "no stop strings",
+    "max_gen_toks": lambda v: f"at most {_setting_text(v)} generated tokens",
+    "do_sample": lambda v: "sampling" if v else "greedy decoding",
+    "paper_generation": lambda v: "the paper's generation settings" if v else "lm-eval's generation settings",
+}
+_SEEDS = {"random_seed": "Python", "numpy_seed": "NumPy", "torch_seed": "PyTorch", "fewshot_seed": "few-shot sampling"}
 
 
-def _shots(shots: Mapping[str, Any]) -> str:
-    if shots and all(n == 0 for n in shots.values()):
-        return "zero-shot"
-    if all(n is None for n in shots.values()):
-        return "n-shot not recorded"
-    return "n-shot " + ", ".join(f"{task} {'not recorded' if n is None else n}" for task, n in shots.items())
+def _setting_words(values: Any) -> str:
+    if not isinstance(values, Mapping):
+        return _setting_text(values)
+    words = [
+        _SETTING_WORDS[key](value) if key in _SETTING_WORDS else f"{key.replace('_', ' ')} {_setting_text(value)}"
+        for key, value in values.items()
+    ]
+    return ", ".join(word for word in words if word)
 
 
-def _seeds(seeds: Any) -> str:
-    names = {"random_seed": "Python", "numpy_seed": "NumPy", "torch_seed": "PyTorch", "fewshot_seed": "few-shot"}
-    if not isinstance(seeds, Mapping):
-        return "not recorded"
-    return ", ".join(f"{names.get(key, key)} {'not recorded' if v is None else v}" for key, v in seeds.items())
+def _metric_words(metric: str) -> str:
+    """A report.json accuracy name (accuracy[_all]_macro|micro) in words."""
+    found = re.fullmatch(r"accuracy_(all_)?(macro|micro)", metric)
+    if found is None:
+        return metric
+    words = "macro-averaged accuracy" if found[2] == "macro" else "accuracy"
+    return words + (" with unanswered items counted wrong" if found[1] else "")
 
 
-def _system(run: Mapping[str, Any]) -> str:
-    given = "a system instruction (--system_instruction)" if run.get("system_instruction") else "no system instruction"
-    own = run.get("chat_template_system_message")
-    if isinstance(own, Mapping):
-        given += f"; the chat template adds its own system message ({own.get('text')})"
-    return given
+def _test_words(test: str, metric: str) -> str:
+    """A pair's test as the board names it, the metric in words."""
+    return test.replace(f"the {metric} difference", f"the difference in {_metric_words(metric)}")
 
 
-def _methods_facts(run: Mapping[str, Any], name: str, tasks: Mapping[str, Any]) -> dict[str, str]:
-    """What methods.md says of one run in section ``name`` (its tasks: ``tasks``), fact by fact."""
-    versions = run.get("task_versions") or {}
+def _run_facts(run: Mapping[str, Any]) -> dict[str, str | None]:
+    """What a run says of how it was made, fact by fact (None: not recorded, or nothing to say)."""
+    backend = run.get("model")
+    own_system = run.get("chat_template_system_message")
+    softmax = run.get("softmax_dtype")
     return {
-        "backend": f"lm-eval model {_setting_text(run.get('model'))}",
-        "settings": _settings((run.get("benchmark_settings") or {}).get(name)),
-        "generation": "lm-eval's task defaults"
-        if run.get("gen_kwargs") in (None, {}, "")
-        else f"--gen_kwargs {_setting_text(run.get('gen_kwargs'))}",
-        "limit": "none" if run.get("limit") is None else _setting_text(run.get("limit")),
-        "dtype": f"model dtype {run.get('dtype') or 'unknown'}, "
+        "backend": _BACKENDS.get(backend, f"lm-eval's {_setting_text(backend)} backend") if backend else None,
+        "precision": None
+        if not run.get("dtype")
+        else f"weights in {run['dtype']}, log-probabilities "
+        + (f"in {softmax}" if softmax else "in the precision of the logits"),
+        "template": "with the model's chat template" if run.get("chat_template_applied") else "without a chat template",
+        "system": ("with a system instruction" if run.get("system_instruction") else "with no system instruction")
         + (
-            f"log-softmax in {run['softmax_dtype']}"
-            if run.get("softmax_dtype")
-            else "log-softmax in the logits' dtype (no softmax_dtype set)"
+            f" (the chat template adds its own system message: {_setting_text(own_system.get('text'))})"
+            if isinstance(own_system, Mapping)
+            else ""
         ),
-        "template": "chat template applied" if run.get("chat_template_applied") else "no chat template",
-        "system": _system(run),
-        "shots": _shots({task: (run.get("n_shot") or {}).get(task) for task in tasks}),
-        "seeds": _seeds(run.get("seeds")),
-        "versions": f"lm-eval {run.get('lm_eval_version') or 'not recorded'}, transformers "
-        f"{run.get('transformers_version') or 'not recorded'}, PyTorch {run.get('torch_version') or 'not recorded'}; "
-        "task versions "
-        + (", ".join(f"{task} {versions.get(task, 'not recorded')}" for task in tasks) or "not recorded"),
+        "generation": "the tasks' generation settings"
+        if run.get("gen_kwargs") in (None, {}, "")
+        else f"generation settings {_setting_text(run.get('gen_kwargs'))} over the tasks' own",
+        "limit": None
+        if run.get("limit") is None
+        else f"only the first {_setting_text(run['limit'])} items of each task",
+        "lm-eval version": run.get("lm_eval_version"),
+        "transformers version": run.get("transformers_version"),
+        "PyTorch version": run.get("torch_version"),
+        **{
+            f"{name} seed": None if (run.get("seeds") or {}).get(key) is None else str(run["seeds"][key])
+            for key, name in _SEEDS.items()
+        },
     }
 
 
-def to_methods(board: Mapping[str, Any]) -> str:
-    """methods.md: per section, a paragraph stating how the runs were made, from the provenance the board holds."""
+def _section_facts(run: Mapping[str, Any], name: str, tasks: Mapping[str, Any]) -> dict[str, str | None]:
+    """What a run says of one section: its benchmark settings and shots."""
+    settings = (run.get("benchmark_settings") or {}).get(name)
+    shots = [(run.get("n_shot") or {}).get(task) for task in tasks]
+    return {
+        "benchmark settings": "; ".join(_setting_words(values) for values in settings)
+        if isinstance(settings, list) and settings
+        else None,
+        "few-shot examples": None
+        if not shots or any(n is None for n in shots)
+        else ("zero-shot" if all(n == 0 for n in shots) else ", ".join(f"{n}-shot" for n in shots)),
+    }
+
+
+def _said(facts: Sequence[tuple[str, Mapping[str, str | None]]], key: str) -> str | None:
+    """A fact over runs (label, facts): once when every run says the same, else each value with its runs; None when
+    no run recorded it."""
+    said = [(label, f[key]) for label, f in facts if f[key] is not None]
+    return _across([(label, _md(value)) for label, value in said]) if said else None
+
+
+def _unrecorded(facts: Sequence[tuple[str, Mapping[str, str | None]]], keys: Sequence[str]) -> list[str]:
+    return [key for key in keys if any(f[key] is None for _, f in facts)]
+
+
+def _names(items: Sequence[str]) -> str:
+    return items[0] if len(items) == 1 else f"{', '.join(items[:-1])} and {items[-1]}"
+
+
+def methods_facts(board: Mapping[str, Any]) -> dict[str, Any]:
+    """What methods.md says, computed once from the board: the shared facts (one value, or each value with the runs
+    that have it), then per section its own; :func:`to_methods` only puts them into sentences."""
     runs = {run["id"]: run for run in board["runs"]}
-    lines = [
-        "# Methods",
-        "",
-        f"From leaderboard.json (schema {_md(board['schema_version'])}), written by {_md(board['generated_by'])}. "
-        "Where runs differ, each value names its runs.",
-    ]
+    labelled = [(_md(run["label"]), _run_facts(run["run"])) for run in board["runs"]]
+    shared = {key: _said(labelled, key) for key in labelled[0][1]} if labelled else {}
+    sections, shots = [], []
     for name, bench in board["benchmarks"].items():
         tasks = _tasks(board, name)
         facts = [
-            (_md(runs[run_id]["label"]), _methods_facts(runs[run_id]["run"], name, tasks.get(run_id, {})))
+            (_md(runs[run_id]["label"]), _section_facts(runs[run_id]["run"], name, tasks.get(run_id, {})))
             for run_id in bench["ranking"]
         ]
-        said = {key: _across([(label, _md(f[key])) for label, f in facts]) for key in facts[0][1]}
-        comparable = _across(
-            [
-                (
-                    _md(runs[run_id]["label"]),
-                    "yes" if entry["paper_comparable"] else _md(entry["paper_comparable_reason"]),
-                )
-                for run_id, entry in bench["runs"].items()
-            ]
-        )
+        shots.append(_said(facts, "few-shot examples"))
+        versions = {
+            task: version
+            for run_id in bench["ranking"]
+            for task, version in sorted((runs[run_id]["run"].get("task_versions") or {}).items())
+            if task in tasks.get(run_id, {})
+        }
         tests, n_tested = _tests(bench)
-        if n_tested:
-            test = (
-                f"Pairs of runs were compared on {_md(bench['compared_metric'])} with the {_md('; '.join(tests))}, "
-                f"p-values Holm-adjusted over the {_pairs(n_tested)}. "
-            )
-        elif bench["comparisons_unavailable"]:
-            test = f"Runs were not compared: {_md(bench['comparisons_unavailable'])}. "
-        elif len(facts) > 1:
-            test = "No pair of runs was tested (none is comparable: leaderboard.md gives the reasons). "
-        else:
-            test = ""
-        evaluated = f"{len(facts)} run{'' if len(facts) == 1 else 's'} ({', '.join(label for label, _ in facts)})"
-        lines += [
-            "",
-            f"## {_md(bench['title'])} (`{name}`)",
-            "",
-            f"We evaluated {evaluated} on {_md(bench['title'])} with lm-evaluation-harness ({said['backend']}) and "
-            f"{_md(board['generated_by'])}. "
-            f"Item set: {_item_set(board, name, bench, _md)}; lm-eval --limit: {said['limit']}. "
-            f"Protocol: headline {_md(bench['headline_metric'])} with its 95% CI; benchmark settings: "
-            f"{said['settings']}; generation settings: {said['generation']}. "
-            f"Precision: {said['dtype']}. Prompts: {said['template']}; {said['system']}; {said['shots']}. "
-            f"Seeds: {said['seeds']}. Versions: {said['versions']}. {test}"
-            f"Comparable with the published numbers: {comparable}.",
-        ]
+        sections.append(
+            {
+                "title": _md(bench["title"]),
+                "models": [_md(runs[run_id]["label"]) for run_id in bench["ranking"]],
+                "items": _across(
+                    [
+                        (
+                            _md(runs[run_id]["label"]),
+                            f"{entry['n_items']} items"
+                            + ("" if entry["full_coverage"] else " (not every published item)"),
+                        )
+                        for run_id, entry in bench["runs"].items()
+                    ]
+                ),
+                "headline": None
+                if bench["headline_metric"] == "none"
+                else _md(_metric_words(bench["headline_metric"])),
+                "tests": [_md(_test_words(test, bench["compared_metric"] or "")) for test in tests],
+                "n_tested": n_tested,
+                "not_compared": _md(bench["comparisons_unavailable"]) if bench["comparisons_unavailable"] else None,
+                "settings": _said(facts, "benchmark settings"),
+                "shots": _said(facts, "few-shot examples"),
+                "comparable": _across(
+                    [
+                        (
+                            _md(runs[run_id]["label"]),
+                            "yes" if entry["paper_comparable"] else _md(entry["paper_comparable_reason"]),
+                        )
+                        for run_id, entry in bench["runs"].items()
+                    ]
+                ),
+                "reference": ", ".join(
+                    f"{_md(task)} {_md(versions.get(task, 'version not recorded'))}"
+                    for task in sorted({task for run_tasks in tasks.values() for task in run_tasks})
+                ),
+                "unrecorded": _unrecorded(facts, ["few-shot examples"]),  # a benchmark may have no settings
+            }
+        )
+    # the shots are said once when every section's runs agree on them
+    one_shots = shots[0] if shots and all(value == shots[0] for value in shots) else None
+    return {
+        "generated_by": _md(board["generated_by"]),
+        "schema_version": _md(board["schema_version"]),
+        "models": [label for label, _ in labelled],
+        "benchmarks": [section["title"] for section in sections],
+        "shared": {**shared, "shots": one_shots},
+        "sections": sections,
+        "unrecorded": _unrecorded(labelled, list(shared)),
+    }
+
+
+def _shared_paragraph(facts: Mapping[str, Any]) -> str:
+    said = facts["shared"]
+    models = facts["models"]
+    versions = ", ".join(
+        f"{name} {said[f'{name} version']}" for name in ("transformers", "PyTorch") if said.get(f"{name} version")
+    )
+    sentences = [
+        f"We evaluated {len(models)} model{'' if len(models) == 1 else 's'} ({_names(models)}) on "
+        f"{_names(facts['benchmarks'])} with EleutherAI's lm-evaluation-harness"
+        + (f" {said['lm-eval version']}" if said.get("lm-eval version") else "")
+        + f" and {facts['generated_by']}"
+        + (f", through {said['backend']}" if said.get("backend") else "")
+        + (f" ({versions})" if versions else "")
+        + "."
+    ]
+    if said.get("limit"):
+        sentences.append(f"Runs scored {said['limit']}.")
+    if said.get("precision"):
+        sentences.append(f"Precision: {said['precision']}.")
+    prompts = ", ".join(value for value in (said.get("shots"), said["template"], said["system"]) if value)
+    sentences.append(f"Prompts were {prompts}; generation used {said['generation']}.")
+    seeds = [(name, said[f"{name} seed"]) for name in _SEEDS.values() if said.get(f"{name} seed")]
+    if seeds:
+        sentences.append("Seeds: " + ", ".join(f"{name} {value}" for name, value in seeds) + ".")
+    sentences.append(
+        "Each headline is reported with its 95% confidence interval; two models are compared on the items both "
+        "scored, with p-values Holm-adjusted over the tested pairs of each benchmark."
+    )
+    return " ".join(sentences)
+
+
+def _section_paragraph(section: Mapping[str, Any], shots_said: bool) -> str:
+    models = section["models"]
+    sentences = [
+        f"On {section['title']} each model was scored on {section['items']}"
+        + (f", with {section['settings']}" if section["settings"] else "")
+        + (f", {section['shots']}" if section["shots"] and not shots_said else "")
+        + "."
+    ]
+    if section["headline"]:
+        macro = " (the unweighted mean over its components)" if section["headline"].startswith("macro") else ""
+        sentences.append(f"The headline is {section['headline']}{macro}.")
+    if section["n_tested"]:
+        sentences.append(
+            f"Pairs were compared with the {'; the '.join(section['tests'])} ({_pairs(section['n_tested'])})."
+        )
+    elif section["not_compared"]:
+        sentences.append(f"Models were not compared: {section['not_compared']}.")
+    elif len(models) > 1:
+        sentences.append("No pair of models was tested (none is comparable: leaderboard.md gives the reasons).")
+    sentences.append(
+        "The numbers are comparable with the published ones."
+        if section["comparable"] == "yes"
+        else f"Against the published numbers: {section['comparable']}."
+    )
+    return " ".join(sentences) + f" (lm-eval tasks and versions: {section['reference']}.)"
+
+
+def to_methods(board: Mapping[str, Any]) -> str:
+    """methods.md: a paragraph of what every run shares, then one per benchmark (:func:`methods_facts`)."""
+    facts = methods_facts(board)
+    lines = [
+        "# Methods",
+        "",
+        f"*Written by {facts['generated_by']} from leaderboard.json (schema {facts['schema_version']}). Where "
+        "models differ, each value names its models.*",
+        "",
+        _shared_paragraph(facts),
+    ]
+    for section in facts["sections"]:
+        lines += ["", f"## {section['title']}", "", _section_paragraph(section, bool(facts["shared"]["shots"]))]
+    unrecorded = sorted(
+        {*facts["unrecorded"], *(key for section in facts["sections"] for key in section["unrecorded"])}
+        - {"limit"}  # no limit is said by saying nothing
+    )
+    if unrecorded:
+        lines += ["", f"*Not recorded by every run: {', '.join(unrecorded)}.*"]
     return "\n".join(lines) + "\n"
