@@ -15,13 +15,16 @@ from pathlib import Path
 import pytest
 import tomllib
 import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from lm_eval.tasks import TaskManager
+from lm_eval_tasks.utils.harness import system_text, touch_without_whitespace
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 from packaging.version import Version
 
 from lm_eval_tasks import tasks_dir
-from tests.conftest import REPO, lm_eval_tasks_cli, read_results, report_cli
+from tests.conftest import REPO, examples, lm_eval_tasks_cli, read_results, report_cli
 from tests.runs import EVERY_BENCHMARK, evaluated_run
 
 pytestmark = pytest.mark.oldest
@@ -120,3 +123,36 @@ def test_two_runs_of_every_benchmark_are_compared(runs):
     assert pubmedqa["difference"]["value"] == pytest.approx(
         pubmedqa["a_estimate"]["value"] - pubmedqa["b_estimate"]["value"], abs=1e-12
     )
+
+
+def lm_evals_join_rules():
+    """lm-eval's own (private) rules for joining prompt parts, as the reference for ours: the module moved in 0.5."""
+    try:
+        from lm_eval.api.utils import maybe_delimit, requires_delimiter
+    except ImportError:
+        from lm_eval.api._utils import maybe_delimit, requires_delimiter
+    return maybe_delimit, requires_delimiter
+
+
+# Whitespace and not, at either end: where the rules decide.
+_PART = st.text(alphabet=st.sampled_from(["a", " ", "\n", "<", "\t", "é", "\u00a0"]), max_size=4)
+
+
+@settings(max_examples=examples(300))
+@given(_PART, _PART, st.sampled_from(["\n\n", " ", ""]))
+def test_the_prompt_joins_are_lm_evals(prefix, suffix, delimiter):
+    maybe_delimit, requires_delimiter = lm_evals_join_rules()
+    assert system_text(prefix, suffix, delimiter) == maybe_delimit(prefix, suffix, delimiter)
+    assert system_text(None, suffix, delimiter) == maybe_delimit(None, suffix, delimiter)
+    if suffix:  # lm-eval's rule reads the suffix's first character; the task asks only with text after the system
+        assert touch_without_whitespace(prefix, suffix) == requires_delimiter(prefix, suffix)
+    assert not touch_without_whitespace(prefix, "")
+
+
+def test_a_system_prompt_and_the_user_text_are_joined_by_a_blank_line_only_where_they_touch():
+    assert (
+        system_text("Be brief.", "Score 0-5 in <score></score>", "\n\n") == "Be brief.\n\nScore 0-5 in <score></score>"
+    )
+    assert system_text("Be brief.\n", "Score", "\n\n") == "Be brief.\nScore"
+    assert system_text(None, "Score", "\n\n") == system_text("", "Score", "\n\n") == "Score"
+    assert touch_without_whitespace("</score>", "Article:") and not touch_without_whitespace("</score>\n", "Article:")
