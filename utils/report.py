@@ -12,14 +12,14 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 from . import plots, scorecard, scored_file, stats
 from .benchmarks import report_specs
 from .data import DataError, read_json
-from .files import jsonl_bytes, utf8, write_atomically
+from .files import jsonl_lines, utf8, write_atomically
 from .plots import confusion_png, plain_text_png, reliability_png
 from .results import ScoredRun, items_file, score_path
 from .runs import find_results
@@ -340,7 +340,7 @@ def _figures(report: Mapping[str, Any]) -> dict[str, bytes]:
     return files
 
 
-def render(scored: ScoredRun, drawer: plots.Drawer | None = None) -> dict[str, bytes]:
+def render(scored: ScoredRun, drawer: plots.Drawer | None = None) -> dict[str, bytes | Iterator[bytes]]:
     """The report's files; with a ``drawer``, its figures are drawn in another process while the rest is made."""
     report = scored.report()
     if drawer is not None:
@@ -354,7 +354,8 @@ def render(scored: ScoredRun, drawer: plots.Drawer | None = None) -> dict[str, b
         "report.md": utf8(to_markdown(report)),
     }
     items = scored.item_details()
-    items_files = {items_file(name): jsonl_bytes(records) for name, records in items.items()}
+    # Each line made as it is written: the items files are the report's largest (tens of MB of texts).
+    items_files = {items_file(name): jsonl_lines(records) for name, records in items.items()}
     saved = {scored_file.FILE: scored_file.saved(scored)} if scored_file.reusable(scored) else {}
     if drawer is not None:
         drawer.wait()
