@@ -1,6 +1,6 @@
 """The one way tests save an lm-eval run to disk as the ``lm_eval`` CLI does (results and samples files), the
 scripted run of real tasks most tests start from, and the arguments of a real ``lm_eval run`` (end-to-end tests).
-Hand-made runs of a few items live beside the tests that hand-work their numbers (tests/test_report.py::write_run)."""
+Hand-made runs of a few items are tests/hand_runs.py's."""
 
 from __future__ import annotations
 
@@ -20,6 +20,21 @@ from lm_eval.tasks import TaskManager
 from lm_eval_tasks import tasks_dir
 from tests.ranked_lm import hashed_loglikelihood, hashed_reply
 from tests.scripted_lm import ScriptedLM
+
+# The tasks of the scripted runs tests compare, score and report: a task of each benchmark but FActBench, of both
+# protocols where a benchmark has two.
+FIVE_BENCHMARKS = (
+    "medfact_bench_scifact",
+    "medexqa_logit_be",
+    "medexqa_be",
+    "pubmedqa_atlas_n100",
+    "millerqa_triage",
+    "millerqa_ll_triage",
+)
+# Those and FActBench's generation task: every benchmark.
+EVERY_BENCHMARK = (*FIVE_BENCHMARKS, "factbench_gen")
+# The report of EVERY_BENCHMARK's run, every number (tests/test_same_numbers.py writes it and checks it).
+GOLDEN = Path(__file__).parent / "golden" / "report_all_benchmarks.json"
 
 
 def save_run(out: dict, folder: Path, model_args: str | None = None, tracker: EvaluationTracker | None = None) -> Path:

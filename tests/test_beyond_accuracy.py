@@ -18,10 +18,11 @@ from lm_eval_tasks.utils.runs import Run
 from lm_eval_tasks.utils.scoring import INVALID, ScoredItem
 from sklearn.metrics import brier_score_loss
 
+from tests.by_definition import hand_binned_ece
 from tests.conftest import read_samples
+from tests.hand_runs import REPLIES, write_run
 from tests.runs import evaluated_run
-from tests.test_calibration import hand_binned_ece
-from tests.test_report import write_run
+from tests.tiny_model import tiny_tokenizer
 
 TASKS = ("pubmedqa_atlas_n100", "medexqa_logit_be", "millerqa_triage", "millerqa_ll_global_mmlu")
 
@@ -264,22 +265,6 @@ def test_components_say_how_small_they_are(report):
 
 # ----------------------------------------------------------------------------- reply lengths
 
-REPLIES = [
-    ("SUPPORT", "<think>The study shows a reduction in mortality.</think><score>2</score>"),
-    ("NEI", "yes no maybe"),
-    ("SUPPORT", ""),
-]
-
-
-def _tiny_tokenizer(tiny_model_dir, folder):
-    """A copy of the tiny model's tokenizer in ``folder`` (a folder a test may remove), and its token counts of
-    REPLIES."""
-    from transformers import AutoTokenizer
-
-    tokenizer = AutoTokenizer.from_pretrained(str(tiny_model_dir))
-    tokenizer.save_pretrained(str(folder))
-    return [len(tokenizer(reply, add_special_tokens=False)["input_ids"]) for _, reply in REPLIES]
-
 
 def test_reply_lengths_are_in_words_without_tokenizer_even_when_the_run_s_folder_loads(tmp_path, tiny_model_dir):
     run = write_run(
@@ -294,7 +279,7 @@ def test_reply_lengths_are_in_words_without_tokenizer_even_when_the_run_s_folder
 
 
 def test_reply_lengths_in_tokens_of_the_run_s_tokenizer_and_replies_that_reached_max_gen_toks(tmp_path, tiny_model_dir):
-    counts = _tiny_tokenizer(tiny_model_dir, tmp_path / "tok")
+    counts = tiny_tokenizer(tiny_model_dir, tmp_path / "tok")
     budget = sorted(counts)[1]  # the middle reply reaches it exactly, the longest passes it, the empty one does not
     generation = {"until": [], "max_gen_toks": budget, "do_sample": False}
     run = write_run(
@@ -322,7 +307,7 @@ def test_reply_lengths_in_tokens_of_the_run_s_tokenizer_and_replies_that_reached
 
 
 def test_a_tokenizer_that_cannot_be_loaded_is_an_error_naming_it(tmp_path, tiny_model_dir):
-    _tiny_tokenizer(tiny_model_dir, tmp_path / "tok")
+    tiny_tokenizer(tiny_model_dir, tmp_path / "tok")
     run = write_run(
         tmp_path / "run" / "m", {"medfact_bench_scifact": REPLIES}, model_args={"pretrained": str(tmp_path / "tok")}
     )
@@ -363,7 +348,7 @@ def test_a_password_in_the_tokenizer_s_name_reaches_no_file(tmp_path, tiny_model
     from lm_eval_tasks.__main__ import main
 
     # A folder the name reaches as a path ("https:/user:PASSWORD@host/x"), so the tokenizer loads.
-    _tiny_tokenizer(tiny_model_dir, tmp_path / "https:" / "user:PASSWORD@host" / "x")
+    tiny_tokenizer(tiny_model_dir, tmp_path / "https:" / "user:PASSWORD@host" / "x")
     monkeypatch.chdir(tmp_path)
     run = write_run(tmp_path / "run" / "m", {"medfact_bench_scifact": REPLIES})
     assert main(["report", str(run), "--tokenizer", "https://user:PASSWORD@host/x"]) == 0
@@ -378,7 +363,7 @@ def test_a_tokenizer_is_loaded_once_per_command_and_only_for_a_generative_sectio
 ):
     from transformers import AutoTokenizer
 
-    _tiny_tokenizer(tiny_model_dir, tmp_path / "tok")
+    tiny_tokenizer(tiny_model_dir, tmp_path / "tok")
     loads = []
     real = AutoTokenizer.from_pretrained
     monkeypatch.setattr(AutoTokenizer, "from_pretrained", lambda name, **kw: loads.append(name) or real(name, **kw))

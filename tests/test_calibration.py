@@ -10,26 +10,12 @@ from lm_eval_tasks.utils import calibration, stats
 from lm_eval_tasks.utils.calibration import Forecast
 from sklearn.metrics import brier_score_loss
 
+from tests.by_definition import hand_binned_ece
 from tests.conftest import examples
 
 
 def stated(confidences, correct):
     return [Forecast(c, bool(k)) for c, k in zip(confidences, correct, strict=True)]
-
-
-def hand_binned_ece(confidences, correct):
-    """ECE by the definition, one bin at a time: sum of (n_b / n) |accuracy_b - mean confidence_b|."""
-    total = 0.0
-    for k in range(10):
-        low, high = k / 10, (k + 1) / 10
-        members = [
-            (c, y) for c, y in zip(confidences, correct, strict=True) if low <= c < high or (k == 9 and c == 1.0)
-        ]
-        if members:
-            accuracy = sum(y for _, y in members) / len(members)
-            mean_confidence = sum(c for c, _ in members) / len(members)
-            total += len(members) / len(confidences) * abs(accuracy - mean_confidence)
-    return total
 
 
 def test_bin_edges_are_tenths_with_the_last_bin_closed():

@@ -12,7 +12,7 @@ from lm_eval_tasks.utils.runs import Run
 from lm_eval_tasks.utils.scoring import BenchmarkSpec, Headline, Report, ScoredItem, Stratum
 
 from tests.conftest import lm_eval_tasks_cli
-from tests.runs import evaluated_run
+from tests.runs import FIVE_BENCHMARKS, evaluated_run
 
 
 def test_holm_hand_worked():
@@ -91,22 +91,13 @@ def test_the_p_value_is_below_005_exactly_when_the_ci_excludes_0(tmp_path, headl
 
 # ----------------------------------------------------------------------------- runs of all five benchmarks
 
-TASKS = (
-    "medfact_bench_scifact",
-    "medexqa_logit_be",
-    "medexqa_be",
-    "pubmedqa_atlas_n100",
-    "millerqa_triage",
-    "millerqa_ll_triage",
-)
-
 
 @pytest.fixture(scope="module")
 def five_benchmark_runs(demo_data_dir, tmp_path_factory):
     root = tmp_path_factory.mktemp("runs")
     return (
-        evaluated_run(root / "a", demo_data_dir, TASKS, "a", "model-a"),
-        evaluated_run(root / "b", demo_data_dir, TASKS, "b", "model-b"),
+        evaluated_run(root / "a", demo_data_dir, FIVE_BENCHMARKS, "a", "model-a"),
+        evaluated_run(root / "b", demo_data_dir, FIVE_BENCHMARKS, "b", "model-b"),
     )
 
 
@@ -192,7 +183,7 @@ def _reprompted(folder, template_sha):
 
 
 def test_prompts_rendered_by_each_models_own_chat_template_are_comparable(tmp_path):
-    from tests.test_report import SCIFACT, write_run
+    from tests.hand_runs import SCIFACT, write_run
 
     plain = score_path(write_run(tmp_path / "a", {"medfact_bench_scifact": SCIFACT}))  # chat template sha "abc"
     other_model = score_path(_reprompted(write_run(tmp_path / "b", {"medfact_bench_scifact": SCIFACT}), "def"))

@@ -13,28 +13,7 @@ import pytest
 from lm_eval_tasks.utils import files
 from lm_eval_tasks.utils.files import WriteError, write_atomically
 
-
-def _full_disk(monkeypatch, error=errno.ENOSPC):
-    real_fdopen = os.fdopen
-
-    class Full:
-        def __init__(self, stream):
-            self.stream = stream
-
-        def __enter__(self):
-            return self
-
-        def __exit__(self, *exc):
-            self.stream.close()
-
-        def write(self, content):
-            raise OSError(error, os.strerror(error))
-
-    def fdopen(fd, mode="r", *args, **kwargs):
-        stream = real_fdopen(fd, mode, *args, **kwargs)
-        return Full(stream) if "w" in mode else stream
-
-    monkeypatch.setattr(os, "fdopen", fdopen)
+from tests.faults import full_disk
 
 
 @pytest.mark.parametrize(
@@ -47,7 +26,7 @@ def _full_disk(monkeypatch, error=errno.ENOSPC):
 )
 def test_a_full_disk_is_one_line_naming_the_file_and_leaves_nothing(tmp_path, monkeypatch, error, problem):
     (tmp_path / "a.json").write_bytes(b"old")
-    _full_disk(monkeypatch, error)
+    full_disk(monkeypatch, error)
     with pytest.raises(WriteError) as raised:
         write_atomically(tmp_path, {"a.json": b"new", "b.json": b"new"})
     message = str(raised.value)
@@ -127,7 +106,7 @@ LONGEST = 255  # NAME_MAX of the file systems tests run on (ext4, tmpfs, overlay
 
 def test_a_254_byte_out_file_for_compare_is_written(tmp_path):
     from tests.conftest import lm_eval_tasks_cli
-    from tests.test_report import SCIFACT, write_run
+    from tests.hand_runs import SCIFACT, write_run
 
     assert os.pathconf(tmp_path, "PC_NAME_MAX") == LONGEST
     a = write_run(tmp_path / "a", {"medfact_bench_scifact": SCIFACT})
@@ -141,7 +120,7 @@ def test_a_254_byte_out_file_for_compare_is_written(tmp_path):
 
 def test_report_each_out_writes_a_250_byte_model_folder(tmp_path):
     from lm_eval_tasks.__main__ import main as cli
-    from tests.test_report import SCIFACT, STAMP, write_run
+    from tests.hand_runs import SCIFACT, STAMP, write_run
 
     model = "m" * 250
     runs = [

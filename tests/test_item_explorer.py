@@ -18,8 +18,8 @@ from lm_eval_tasks.utils.results import ITEM_FIELDS
 from lm_eval_tasks.utils.scoring import choice_probabilities, readable_prompt, source_item_id
 
 from tests import browser
-from tests.test_provenance import SMOLLM2_SYSTEM, SMOLLM2_TEMPLATE
-from tests.test_report import STAMP, STRICT, write_run
+from tests.hand_runs import SMOLLM2_SYSTEM, SMOLLM2_TEMPLATE, STAMP, STRICT, write_run
+from tests.page_checks import items_of, page_data
 
 # ----------------------------------------------------------------------------- runs
 
@@ -65,12 +65,6 @@ def pubmedqa_run(folder, rows):
             }
             handle.write(json.dumps(sample) + "\n")
     return folder
-
-
-def items_of(report_dir, section):
-    # Lines end in "\n" only (str.splitlines would also split at a reply's U+2028).
-    text = (report_dir / f"items_{section}.jsonl").read_text(encoding="utf-8")
-    return [json.loads(line) for line in text.split("\n") if line]
 
 
 MEDFACT_ROWS = [
@@ -272,13 +266,6 @@ def templated_run(folder):
     results["chat_template"] = TEMPLATE
     results_file.write_text(json.dumps(results), encoding="utf-8")
     return run, prompts
-
-
-def page_data(page_text, element_id):
-    """The JSON data block ``element_id`` of a page, read as the page's script reads it."""
-    opening = f'<script type="application/json" id="{element_id}">'
-    start = page_text.index(opening) + len(opening)
-    return json.loads(page_text[start : page_text.index("</script>", start)])
 
 
 def test_the_explorer_data_carries_the_templates_own_system_message(tmp_path):
@@ -617,10 +604,9 @@ ITEM_ID_SHAPES = {
 def test_items_of_every_benchmark_from_a_real_lm_eval_run(demo_data_dir, tmp_path):
     """A scripted model's run through lm-eval itself: what it logs (arguments, filtered_resps) becomes each item's
     prompt, and its reply or its choices."""
-    from tests.runs import evaluated_run
-    from tests.test_comparison import TASKS
+    from tests.runs import FIVE_BENCHMARKS, evaluated_run
 
-    run = evaluated_run(tmp_path / "run", demo_data_dir, TASKS, limit=4)
+    run = evaluated_run(tmp_path / "run", demo_data_dir, FIVE_BENCHMARKS, limit=4)
     scored, _ = report_mod.write_report(run, tmp_path / "rep")
     assert set(scored.sections) == {"medfact_bench", "medexqa_logit", "medexqa", "pubmedqa_atlas_n100"} | {
         "millerqa",

@@ -5,6 +5,7 @@ section on a copy of the installed package tree, and sees the new benchmark pick
 line, the report, the smoke group and lm-eval itself.
 """
 
+import ast
 import json
 import os
 import shutil
@@ -55,6 +56,56 @@ def test_the_smoke_group_holds_every_declared_smoke_task():
         assert benchmark.smoke_tasks, f"{benchmark.name} declares no smoke task"
         for task in benchmark.smoke_tasks:
             assert f"- {task}\n" in group
+
+
+def imported_test_modules(source: str, package: str, strings: bool = True) -> list[str]:
+    """The test modules (``test_*``) that Python ``source`` in ``package`` imports: by ``import``, by ``from``
+    (relative ones resolved) and, with ``strings``, in code it holds as a string (a script it runs)."""
+
+    def is_test_module(name: str) -> bool:
+        return any(part.startswith("test_") for part in name.split("."))
+
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            found += [alias.name for alias in node.names if is_test_module(alias.name)]
+        elif isinstance(node, ast.ImportFrom):
+            parts = package.split(".")  # "from ." is the package itself, "from .." the one above it
+            parents = parts[: len(parts) - node.level + 1] if node.level else []
+            base = ".".join([*parents, *([node.module] if node.module else [])])
+            modules = [f"{base}.{alias.name}" for alias in node.names]
+            found += [base] if is_test_module(base) else [module for module in modules if is_test_module(module)]
+        elif strings and isinstance(node, ast.Constant) and isinstance(node.value, str) and "import" in node.value:
+            try:
+                found += imported_test_modules(node.value, package)
+            except SyntaxError:
+                pass  # a string that is not code
+    return found
+
+
+def test_no_test_module_imports_another():
+    """What tests share (runs written by hand, a worked example, page checks) lives in helper modules such as
+    tests/runs.py and tests/hand_runs.py, never in a test module, where it would hide among the tests and tie one test
+    file to another."""
+    assert imported_test_modules("from tests.test_report import write_run", "tests") == ["tests.test_report"]
+    assert imported_test_modules("from tests.factbench import test_pipeline as worked", "tests") == [
+        "tests.factbench.test_pipeline"
+    ]
+    assert imported_test_modules("from .test_loader import ANSWERS", "tests.medexqa") == ["tests.medexqa.test_loader"]
+    assert imported_test_modules("from .. import test_report", "tests.medexqa") == ["tests.test_report"]
+    assert imported_test_modules("import tests.test_files", "tests") == ["tests.test_files"]
+    assert imported_test_modules("run('import tests.test_plots')", "tests") == ["tests.test_plots"]
+    assert imported_test_modules("from tests import browser\nfrom tests.runs import evaluated_run", "tests") == []
+    imports = {}
+    for path in sorted((REPO / "tests").rglob("*.py")):
+        package = ".".join(path.relative_to(REPO).parent.parts)
+        # this file's own examples above are strings: only its real imports count
+        found = imported_test_modules(
+            path.read_text(encoding="utf-8"), package, strings=path != Path(__file__).resolve()
+        )
+        if found:
+            imports[str(path.relative_to(REPO))] = found
+    assert imports == {}
 
 
 # ----------------------------------------------------------------------------- a sixth benchmark

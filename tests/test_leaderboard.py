@@ -1,4 +1,3 @@
-import base64
 import csv
 import json
 import os
@@ -15,50 +14,10 @@ from lm_eval_tasks.utils.runs import find_all_results
 
 from tests import browser
 from tests.conftest import REPO, build_report
-from tests.test_item_explorer import page_data
-from tests.test_report import STAMP, STRICT, write_run
+from tests.hand_runs import GOLDS, STAMP, STRICT, A, B, C, medfact_run, write_run
+from tests.page_checks import assert_self_contained, page_data
 
-# The 7 MedFact-Bench items of test_report; a run is a string of 1 (the right score) / 0 (no answer, INVALID) per item.
-GOLDS = {
-    "medfact_bench_scifact": ["SUPPORT", "NEI", "CONTRADICT", "SUPPORT"],
-    "medfact_bench_healthver": ["NEI", "CONTRADICT", "CONTRADICT"],
-}
-RIGHT_SCORE = {"SUPPORT": 2, "NEI": 0, "CONTRADICT": -2}
 STAMP_2 = "2026-11-30T08-00-00.000000"
-# Hand-worked (scifact | healthver): A 1100|011, B 1111|111, C 0101|001.
-A, B, C = "1100011", "1111111", "0101001"
-
-
-def medfact_run(folder, correct, stamp=STAMP, tasks=tuple(GOLDS), **results):
-    """A MedFact-Bench run of ``tasks`` (items in GOLDS order, ``correct`` one flag per item) in ``folder``."""
-    flags = iter(correct)
-    rows = {
-        task: [
-            (gold, STRICT.format(RIGHT_SCORE[gold]) if next(flags) == "1" else "I cannot decide.")
-            for gold in GOLDS[task]
-        ]
-        for task in tasks
-    }
-    staging = write_run(folder.parent / f".{folder.name}-{stamp}", rows)
-    folder.mkdir(parents=True, exist_ok=True)
-    for path in staging.iterdir():
-        path.rename(folder / path.name.replace(STAMP, stamp))
-    staging.rmdir()
-    results_file = folder / f"results_{stamp}.json"
-    data = json.loads(results_file.read_text(encoding="utf-8"))
-    data.update(results)
-    results_file.write_text(json.dumps(data), encoding="utf-8")
-    return results_file
-
-
-def assert_self_contained(page):
-    """Nothing a browser would fetch: no script files, stylesheets or remote sources; every image inline PNG."""
-    for fetch in ('src="http', 'href="http', "<link", "<script src", "@import", "url(", "fetch(", "XMLHttpRequest"):
-        assert fetch not in page
-    sources = re.findall(r'src="([^"]*)"', page)
-    assert sources and all(s.startswith("data:image/png;base64,") for s in sources)
-    for source in sources:
-        assert base64.b64decode(source.split(",", 1)[1])[:8] == browser.PNG_SIGNATURE
 
 
 def _pairs(board, benchmark="medfact_bench"):
@@ -332,7 +291,7 @@ def test_a_leaderboard_built_from_a_script_read_from_stdin(tmp_path):
     # must still get its leaderboard.
     script = (
         "import sys\nfrom pathlib import Path\nsys.path.insert(0, sys.argv[1])\n"
-        "from tests.test_leaderboard import A, B, C, medfact_run\nfrom lm_eval_tasks.utils import leaderboard as lb\n"
+        "from tests.hand_runs import A, B, C, medfact_run\nfrom lm_eval_tasks.utils import leaderboard as lb\n"
         "root = Path(sys.argv[2])\n"
         "paths = [medfact_run(root / n, f, model_name=n) for n, f in (('a', A), ('b', B), ('c', C))]\n"
         "print(len(lb.build(paths)[0]['runs']))\n"

@@ -16,7 +16,7 @@ from lm_eval_tasks.utils.stats import format_estimate
 from markupsafe import escape
 
 from tests import browser
-from tests.test_same_numbers import GOLDEN
+from tests.runs import GOLDEN
 
 LIMIT = 25_000_000  # bytes a page may take, whatever its item and run counts
 GOLDEN_REPORT = json.loads(GOLDEN.read_text(encoding="utf-8"))

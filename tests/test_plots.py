@@ -10,7 +10,7 @@ from lm_eval_tasks.utils import plots, results
 from lm_eval_tasks.utils.benchmarks import report_specs
 
 from tests.browser import PNG_SIGNATURE
-from tests.test_leaderboard import A, B, medfact_run
+from tests.hand_runs import A, B, medfact_run
 
 
 def spec(name):

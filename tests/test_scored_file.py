@@ -12,8 +12,7 @@ from lm_eval_tasks.utils.report import MANIFEST, write_report
 from lm_eval_tasks.utils.results import score_path, without_texts
 from lm_eval_tasks.utils.runs import find_results
 
-from tests.runs import evaluated_run
-from tests.test_comparison import TASKS as FIVE_BENCHMARKS
+from tests.runs import FIVE_BENCHMARKS, evaluated_run
 
 
 @pytest.fixture(scope="module")
@@ -170,10 +169,10 @@ def test_a_run_whose_section_reads_other_files_is_never_saved(demo_data_dir, tmp
 
 
 def test_lengths_in_words_and_in_tokens_are_different_keys(tmp_path, tiny_model_dir, monkeypatch):
-    from tests.test_beyond_accuracy import REPLIES, _tiny_tokenizer
-    from tests.test_report import write_run
+    from tests.hand_runs import REPLIES, write_run
+    from tests.tiny_model import tiny_tokenizer
 
-    _tiny_tokenizer(tiny_model_dir, tmp_path / "tok")
+    tiny_tokenizer(tiny_model_dir, tmp_path / "tok")
     run = write_run(tmp_path / "run" / "m", {"medfact_bench_scifact": REPLIES}, model_args={"pretrained": "m"})
     results_path = find_results(run)
     folder = results_path.parent / "report"

@@ -7,7 +7,7 @@ from lm_eval_tasks.utils.leaderboard import write_leaderboard
 from lm_eval_tasks.utils.report import write_report
 
 from lm_eval_tasks.__main__ import main as cli
-from tests.test_leaderboard import A, B, medfact_run
+from tests.hand_runs import A, B, medfact_run
 
 PASSWORD = "PASSWORD"
 MODEL_NAME = f"https://user:{PASSWORD}@host/m"

@@ -1,8 +1,11 @@
-"""A tiny random-weight Llama with a locally trained BPE tokenizer (plumbing checks only)."""
+"""A tiny random-weight Llama with a locally trained BPE tokenizer (plumbing checks only), and that tokenizer's
+counts of hand-made replies."""
 
 from __future__ import annotations
 
 from pathlib import Path
+
+from tests.hand_runs import REPLIES
 
 CHAT_TEMPLATE = (
     "{% for m in messages %}<|{{ m['role'] }}|>\n{{ m['content'] }}</s>\n{% endfor %}"
@@ -82,3 +85,13 @@ def build_tiny_nli(out_dir: Path, id2label: dict[int, str]) -> Path:
     BertForSequenceClassification(config).save_pretrained(out_dir)
     tokenizer.save_pretrained(out_dir)
     return out_dir
+
+
+def tiny_tokenizer(tiny_model_dir, folder):
+    """A copy of the tiny model's tokenizer in ``folder`` (a folder a test may remove), and its token counts of
+    tests/hand_runs.py's REPLIES."""
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(str(tiny_model_dir))
+    tokenizer.save_pretrained(str(folder))
+    return [len(tokenizer(reply, add_special_tokens=False)["input_ids"]) for _, reply in REPLIES]

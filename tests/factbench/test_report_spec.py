@@ -10,7 +10,7 @@ from lm_eval_tasks.utils.factbench.pipeline import FactChecker, generations_from
 from lm_eval_tasks.utils.factbench.tables import write_outputs
 from lm_eval_tasks.utils.runs import load_run
 
-from tests.factbench.test_pipeline import ScriptedChat
+from tests.factbench.worked_example import ScriptedChat
 
 STAMP = "2026-12-01T10-00-00.000000"
 ITEMS = 3  # per task, as with --limit 3

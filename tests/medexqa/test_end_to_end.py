@@ -8,7 +8,7 @@ from lm_eval_tasks.utils.medexqa import loader, parsing, prompts
 from lm_eval_tasks.utils.openai_client import parse_endpoint_spec
 
 from tests.conftest import lm_eval_tasks_cli, read_results, read_samples, run_lm_eval
-from tests.medexqa.test_explanations import write_run
+from tests.medexqa.builders import write_run
 from tests.runs import lm_eval_args
 
 pytestmark = pytest.mark.slow

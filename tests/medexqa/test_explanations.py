@@ -16,10 +16,8 @@ from lm_eval_tasks.__main__ import main as cli
 from tests.conftest import examples
 from tests.fake_openai import FakeChatServer
 from tests.hostile_replies import OTHER_DIGITS
+from tests.medexqa.builders import REF1, REF2, REPLY, doc, write_run
 
-STAMP = "2026-11-30T10-00-00.000000"
-REF1, REF2 = "the cat sat on the mat", "a dog barked"
-REPLY = "the cat sat on the mat"
 ROUGE_L = 100 * 12 / 13  # "a the cat sat on the mat" vs REF1: LCS 6, P 6/7, R 1
 BLEU = 100 * (3 / 14) ** 0.25  # "A . the cat sat on the mat" vs REF1: 6/8, 5/7, 4/6, 3/5; BP 1
 
@@ -35,64 +33,6 @@ def test_rouge_l_and_bleu_on_known_pairs():
 
 
 # ----------------------------------------------------------------------------- the command over a run
-
-
-def doc(specialty, row, answer):
-    return {
-        "specialty": specialty,
-        "split": "test",
-        "row": row,
-        "question": f"Which animal? ({row})",
-        "A": "feline",
-        "B": "canine",
-        "C": "fish",
-        "D": "bird",
-        "exp0": REF1,
-        "exp1": REF2,
-        "answer": answer,
-        "original_answer": answer,
-        "permutation": "ABCD",
-        "shuffle": False,
-        "shuffle_seed": -1,
-    }
-
-
-# (task, doc, reply): BE correct; CP wrong; CP no answer (unclosed think)
-SAMPLES = [
-    ("medexqa_be", doc("BE", 1, "A"), "A. " + REPLY),
-    ("medexqa_cp", doc("CP", 1, "B"), "C. " + REPLY),
-    ("medexqa_cp", doc("CP", 2, "C"), "<think>the cat"),
-]
-
-
-def write_run(folder, samples=SAMPLES):
-    folder.mkdir(parents=True, exist_ok=True)
-    tasks = sorted({task for task, _, _ in samples})
-    results = {
-        "configs": {t: {} for t in tasks},
-        "n-samples": {},
-        "config": {"model": "hf", "model_args": "pretrained=m"},
-        "versions": {t: 1.0 for t in tasks},
-    }
-    (folder / f"results_{STAMP}.json").write_text(json.dumps(results), encoding="utf-8")
-    for task in tasks:
-        rows = [(d, reply) for t, d, reply in samples if t == task]
-        with (folder / f"samples_{task}_{STAMP}.jsonl").open("w", encoding="utf-8") as handle:
-            for i, (d, reply) in enumerate(rows):
-                handle.write(
-                    json.dumps(
-                        {
-                            "doc_id": i,
-                            "doc": d,
-                            "doc_hash": f"{task}-{i}",
-                            "filter": "none",
-                            "resps": [[reply]],
-                            "filtered_resps": [reply],
-                        }
-                    )
-                    + "\n"
-                )
-    return folder
 
 
 def test_scores_over_a_run_are_hand_checkable(tmp_path):

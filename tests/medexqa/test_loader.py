@@ -7,14 +7,7 @@ import pytest
 from lm_eval_tasks.utils.data import DataError
 from lm_eval_tasks.utils.medexqa import constants, loader, tasks
 
-# shared/data/medexqa/PROVENANCE.md, test answer distribution per specialty
-ANSWERS = {
-    "BE": {"A": 35, "B": 33, "C": 31, "D": 44},
-    "CLS": {"A": 78, "B": 81, "C": 62, "D": 151},
-    "CP": {"A": 21, "B": 28, "C": 30, "D": 27},
-    "OT": {"A": 30, "B": 47, "C": 39, "D": 73},
-    "SLP": {"A": 28, "B": 30, "C": 23, "D": 49},
-}
+from tests.medexqa.builders import ANSWERS
 
 
 @pytest.mark.parametrize("code", list(constants.SPECIALTIES))

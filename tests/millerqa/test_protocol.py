@@ -16,6 +16,7 @@ from lm_eval_tasks.utils.millerqa import constants, loader, medbullets, parsing,
 
 from lm_eval_tasks.__main__ import main as cli
 from tests.conftest import REPO
+from tests.millerqa.medbullets_source import medbullets_source_rows, write_csv
 
 SHIPPED = [b for b in constants.BENCHMARKS if b != constants.MEDBULLETS]
 
@@ -610,32 +611,6 @@ def test_the_pinned_github_copy_is_downloaded_once(github_mirror, shared_data, t
 
 
 # ----------------------------------------------------------------------------- MedBullets
-
-
-def medbullets_source_rows(n=308):
-    """Rows in the LangAGI-Lab/medbullets_op5 format; synthetic text, answer letters in turn."""
-    return [
-        {
-            "question": f"  Synthetic vignette {i}. What next?  ",
-            "opa": f"alpha {i}",
-            "opb": f"beta {i}",
-            "opc": f"gamma {i}",
-            "opd": f"delta {i}",
-            "ope": f"epsilon {i}",
-            "answer_idx": "ABCDE"[i % 5],
-            "answer": f"{['alpha', 'beta', 'gamma', 'delta', 'epsilon'][i % 5]} {i}",
-            "explanation": "x",
-        }
-        for i in range(n)
-    ]
-
-
-def write_csv(rows, path):
-    with path.open("w", encoding="utf-8", newline="") as handle:
-        writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
-        writer.writeheader()
-        writer.writerows(rows)
-    return path
 
 
 @pytest.fixture
