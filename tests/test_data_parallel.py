@@ -21,18 +21,11 @@ from lm_eval.tasks import TaskManager
 from lm_eval_tasks import tasks_dir
 from tests.conftest import REPO, read_results, read_samples
 from tests.ranked_lm import MODEL_NAME, HashedLM, ScriptedCrash
+from tests.runs import FIVE_BENCHMARKS
 from tests.scripted_lm import ScriptedLM
 
 # One task of each benchmark, both request types (generate_until and loglikelihood).
-TASKS = (
-    "medfact_bench_scifact",
-    "medexqa_logit_be",
-    "medexqa_be",
-    "pubmedqa_atlas_n100",
-    "millerqa_triage",
-    "millerqa_ll_triage",
-    "factbench_summ",
-)
+TASKS = (*FIVE_BENCHMARKS, "factbench_summ")
 MODEL_LABEL = "hashed-scripted"  # MillerQA shuffles options per model label
 # Odd, so the two ranks get 5 and 4 docs of every task and lm-eval must pad the second rank.
 DATA_PARALLEL_LIMIT = 9
