@@ -25,6 +25,8 @@ from pathlib import Path
 import pytest
 from hypothesis import settings
 
+from tests import out_guard
+
 # No property test is timed: on a loaded 2-core machine a first example can take seconds (timing goals live in
 # scripts under examples/, never in tests). Two profiles: "full" (CI, the default) runs every test's own count of
 # examples, "fast" (`bash tests/run.sh --fast`) at most FAST_EXAMPLES of them.
@@ -200,6 +202,14 @@ def xdist_group(item: pytest.Item) -> str:
         if fixture in fixtures:
             return group
     return item.module.__name__
+
+
+def pytest_sessionstart(session):
+    out_guard.start(session, REPO / "out")
+
+
+def pytest_sessionfinish(session, exitstatus):
+    out_guard.finish(session)
 
 
 def pytest_itemcollected(item):
