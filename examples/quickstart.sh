@@ -55,13 +55,18 @@ esac
 echo "== preparing $name (dtype $dtype)"
 model="$(python -m lm_eval_tasks prepare-model "$name" --dtype "$dtype")" # prints the dtype and why
 data="$(python -m lm_eval_tasks demo-data --shared "$shared" --out .cache/demo_data)"
+tasks=pubmedqa_atlas_n100,medexqa_logit_cp,medexqa_logit_slp,millerqa_ll_triage,medfact_bench_scifact
+metadata="data_dir=${data},millerqa_model_label=${label}"
+echo "== batch size and expected peak memory"
+# Up to 8 requests a batch, as many as their logits allow (2.5 GiB, or a quarter of the free memory): a request's
+# logits span the whole vocabulary at every position, 1.6 GB in float32 for gemma-3-270m's 262,144 tokens.
+batch="$(TQDM_DISABLE=1 python -m lm_eval_tasks batch-size "$model" --tasks "$tasks" --metadata "$metadata" \
+  "${items[@]}" "${chat_args[@]}")"
 installed=$(date +%s)
 echo "== evaluating (lm_eval; its own progress bars follow)"
-lm_eval --model hf --model_args "pretrained=${model},dtype=auto" --device cpu --batch_size 8 \
-  --tasks pubmedqa_atlas_n100,medexqa_logit_cp,medexqa_logit_slp,millerqa_ll_triage,medfact_bench_scifact \
-  "${items[@]}" --include_path "$(python -m lm_eval_tasks --include-path)" \
-  --metadata "data_dir=${data},millerqa_model_label=${label}" \
-  "${chat_args[@]}" --log_samples --output_path "$out/run"
+lm_eval --model hf --model_args "pretrained=${model},dtype=auto" --device cpu --batch_size "$batch" \
+  --tasks "$tasks" "${items[@]}" --include_path "$(python -m lm_eval_tasks --include-path)" \
+  --metadata "$metadata" "${chat_args[@]}" --log_samples --output_path "$out/run"
 evaluated=$(date +%s)
 echo "== report"
 # reply lengths in the model's own tokens (the committed examples/results/quickstart-* were made so)

@@ -105,6 +105,31 @@ def _prepare_model(args: argparse.Namespace) -> int:
     return 0
 
 
+def _batch_size(args: argparse.Namespace) -> int:
+    from lm_eval.utils import simple_parse_args_string
+
+    from lm_eval_tasks import tasks_dir
+    from lm_eval_tasks.utils.memory import available_memory, longest_request, model_facts, plan
+
+    weights, vocabulary, dtype = model_facts(args.model)
+    metadata = (
+        json.loads(args.metadata) if args.metadata.lstrip().startswith("{") else simple_parse_args_string(args.metadata)
+    )  # as lm_eval reads --metadata
+    longest = longest_request(
+        args.model,
+        args.tasks.split(","),
+        metadata,
+        args.include_path or tasks_dir(),
+        limit=args.limit,
+        samples=json.loads(args.samples) if args.samples else None,
+        apply_chat_template=args.apply_chat_template,
+    )
+    chosen = plan(weights, vocabulary, dtype, longest, available_memory())
+    print(chosen.describe(Path(args.model).name), file=sys.stderr)
+    print(chosen.batch)
+    return 0
+
+
 def _serve(args: argparse.Namespace) -> int:
     from lm_eval_tasks.utils.models import start_llama_server
 
@@ -194,6 +219,21 @@ def register(commands: argparse._SubParsersAction) -> None:
     prepare.add_argument("--out", help="target folder (default: ~/.cache/lm_eval_tasks/...)")
     add_dtype_option(prepare, "--dtype", default=PREPARE_DTYPE)
     prepare.set_defaults(func=_prepare_model)
+
+    batch = commands.add_parser(
+        "batch-size",
+        help="the --batch_size for lm_eval --model hf that keeps a log-likelihood run's memory near the model's size "
+        "(printed; why, and the expected peak memory, on stderr)",
+    )
+    batch.add_argument("model", help="the model folder (--model_args pretrained=..., loaded with dtype=auto)")
+    batch.add_argument("--tasks", required=True, help="as for lm_eval: comma-separated task or group names")
+    batch.add_argument("--metadata", default="", help="as for lm_eval (e.g. data_dir=DIR)")
+    batch.add_argument("--include_path", help="as for lm_eval (default: this package's tasks)")
+    chosen_items = batch.add_mutually_exclusive_group()
+    chosen_items.add_argument("--limit", type=float, help="as for lm_eval")
+    chosen_items.add_argument("--samples", help="as for lm_eval: a JSON object, task -> item indices")
+    batch.add_argument("--apply_chat_template", action="store_true", help="as for lm_eval")
+    batch.set_defaults(func=_batch_size)
 
     serve = commands.add_parser("serve", help="serve a GGUF model (SmolLM2 by default) on 127.0.0.1")
     serve.add_argument("--gguf", help="GGUF file (default: the packaged SmolLM2-135M-Instruct)")

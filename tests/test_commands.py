@@ -12,6 +12,7 @@ COMMANDS = (
     "compare",
     "leaderboard",
     "prepare-model",
+    "batch-size",
     "serve",
     "assets",
     "demo-data",
