@@ -364,7 +364,7 @@ def test_hostile_text_stays_text_in_chromium(hostile_report):
             else:
                 assert shown == {"whole": [reply], "head": [], "tail": [], "note": []}, index
             prompt = page.evaluate(
-                "document.querySelector('.explorer .detail .text-block[data-what=prompt] pre').textContent"
+                "document.querySelector('.explorer .detail .text-block[data-what=question] pre').textContent"
             )
             assert prompt == HOSTILE_PROMPT + str(index)
         # Nothing ran, nothing became markup: two scripts (the data and the explorer), no element from a reply.
@@ -376,7 +376,7 @@ def test_hostile_text_stays_text_in_chromium(hostile_report):
         assert title == 'Evaluation scorecard: <img src=x onerror="window.__pwned=10">'
 
 
-TEMPLATE_MARKS = """(() => { const d = document.querySelector('.explorer .detail .text-block[data-what=prompt]');
+TEMPLATE_MARKS = """(() => { const d = document.querySelector('.explorer .detail .text-block[data-what=question]');
   return {text: d.querySelector('pre').textContent,
           marks: [...d.querySelectorAll('.template-system')].map(m => [m.tagName, m.textContent, m.title,
                                                                     getComputedStyle(m).outlineStyle])}; })()"""
@@ -390,13 +390,21 @@ def test_the_templates_own_system_message_is_marked_in_the_prompt_in_chromium(tm
     title = "added by the model's chat template, not the task"
     with browser.DevTools() as page:
         page.open(tmp_path / "rep" / "report.html")
+        # Every prompt begins with the line "<|im_start|>system": the task's instruction, shown once; each item
+        # shows the rest of its prompt, unchanged, only marked.
+        instruction = "<|im_start|>system\n"
+        shown = page.evaluate(
+            "[...document.querySelectorAll('.explorer details.instruction')].map(d => "
+            "[d.getAttribute('data-task'), d.querySelector('pre').textContent])"
+        )
+        assert shown == [["medfact_bench_scifact", instruction]]
         open_row(page, 0)
         assert page.evaluate(TEMPLATE_MARKS) == {
-            "text": prompts[0],  # the prompt itself is unchanged, only marked
+            "text": prompts[0].removeprefix(instruction),
             "marks": [["SPAN", TEMPLATE_SYSTEM, title, "dotted"]],
         }
         open_row(page, 4)
-        assert page.evaluate(TEMPLATE_MARKS) == {"text": prompts[4], "marks": []}
+        assert page.evaluate(TEMPLATE_MARKS) == {"text": prompts[4].removeprefix(instruction), "marks": []}
         assert page.evaluate("window.__pwned === undefined")
         assert page.evaluate("document.querySelectorAll('img[src=x]').length") == 0
         assert page.exceptions() == []
@@ -475,8 +483,9 @@ def test_filters_counts_and_an_opened_item_in_chromium(two_runs):
             "[...document.querySelectorAll('.explorer .detail table.choices tr')].slice(1)"
             ".map(r => [...r.children].map(c => c.textContent))"
         )
-        assert shown == [['" yes"', "-1", "0.6652"], ['" no"', "-2", "0.2447"], ['" maybe"', "-3", "0.0900"]]
-        assert [round(p, 4) for p in SOFTMAX_123] == [0.6652, 0.2447, 0.09]
+        # Probabilities to three decimals.
+        assert shown == [['" yes"', "-1", "0.665"], ['" no"', "-2", "0.245"], ['" maybe"', "-3", "0.090"]]
+        assert [round(p, 3) for p in SOFTMAX_123] == [0.665, 0.245, 0.09]
         # Sorting by a column: the gold answers in order.
         page.evaluate(
             "(() => { const s = document.querySelector('.explorer .search'); s.value = ''; "
@@ -485,7 +494,9 @@ def test_filters_counts_and_an_opened_item_in_chromium(two_runs):
         page.evaluate("new Promise(r => setTimeout(r, 400))")
         page.evaluate("document.querySelector('.explorer th button[data-sort=gold]').click()")
         golds = page.evaluate(
-            "[...document.querySelectorAll('.explorer table.items tbody tr')].map(r => r.children[5].textContent)"
+            "(() => { const h = [...document.querySelectorAll('.explorer table.items thead th')].map(n => n.textContent);"
+            " return [...document.querySelectorAll('.explorer table.items tbody tr')]"
+            ".map(r => r.children[h.indexOf('gold')].textContent); })()"
         )
         assert golds == sorted(golds) and golds[0] == "maybe"
         assert page.exceptions() == []
@@ -543,18 +554,23 @@ def test_the_leaderboard_shows_both_replies_of_every_discordant_item(two_runs, t
         "doc_id_a": 0,
         "doc_id_b": 0,
         "component": "scifact",
-        "gold": "SUPPORT",
-        "prompt_a": "Claim 0",
-        "prompt_b": None,  # the same prompt as A's
+        "question_a": "Claim 0",  # the prompts share no instruction: each is its question
+        "question_b": None,  # the same prompt as A's
+        "gold_a": "SUPPORT",
+        "gold_b": None,  # the same label as A's
         "pred_a": "SUPPORT",
         "pred_b": "NEI",
         "outcome_a": "correct",
         "outcome_b": "wrong",
-        "answer_a": replies_a[0],
-        "answer_b": replies_b[0],
+        "reply_a": replies_a[0],
+        "reply_b": replies_b[0],
+        "choices_a": [],
+        "choices_b": [],
+        "original_a": None,  # the labels shown are the scored ones
+        "original_b": None,
     }
     assert [
-        (e["item_id"], e["doc_id_a"], e["prompt_a"], e["outcome_a"], e["outcome_b"], e["answer_a"], e["answer_b"])
+        (e["item_id"], e["doc_id_a"], e["question_a"], e["outcome_a"], e["outcome_b"], e["reply_a"], e["reply_b"])
         for e in records[1:]
     ] == [
         ("scifact/1", 1, "Claim 1", "INVALID", "correct", replies_a[1], replies_b[1]),
@@ -562,15 +578,24 @@ def test_the_leaderboard_shows_both_replies_of_every_discordant_item(two_runs, t
     ]
     with browser.DevTools() as page:
         page.open(tmp_path / "board" / "leaderboard.html")
+        header = page.evaluate(
+            "[...document.querySelectorAll('.explorer table.items thead th')].map(n => n.textContent)"
+        )
+        # One task and one component: said once above the table, not in a column.
+        assert header[:6] == ["which", "item id", "doc id (A / B)", "question", "gold", "outcome (A / B)"]
+        assert [h.split(" [")[0] for h in header[6:]] == ["A: m", "B: m"]
+        assert page.evaluate("document.querySelector('.explorer .constant').textContent") == (
+            "Every discordant item: task medfact_bench_scifact; component scifact"
+        )
         rows = page.evaluate(
             "[...document.querySelectorAll('.explorer table.items tbody tr')].map(r => "
-            "[r.children[0].textContent, r.children[3].textContent, "
-            "...[...r.querySelectorAll('pre')].map(p => p.textContent)])"
+            "[r.children[0].textContent, r.children[2].textContent, r.children[3].textContent, "
+            "r.children[5].textContent, ...[...r.querySelectorAll('pre')].map(p => p.textContent)])"
         )
         assert rows == [
-            ["A right, B wrong", "0 / 0", replies_a[0], replies_b[0]],
-            ["B right, A wrong", "1 / 1", replies_a[1], replies_b[1]],
-            ["B right, A wrong", "2 / 2", replies_a[2], replies_b[2]],
+            ["A right, B wrong", "0 / 0", "Claim 0", "correct / wrong", replies_a[0], replies_b[0]],
+            ["B right, A wrong", "1 / 1", "Claim 1", "INVALID / correct", replies_a[1], replies_b[1]],
+            ["B right, A wrong", "2 / 2", "Claim 2", "INVALID / correct", replies_a[2], replies_b[2]],
         ]
         open_row(page, 1)
         links = page.evaluate("[...document.querySelectorAll('.explorer .detail a')].map(a => a.href)")

@@ -220,13 +220,13 @@ def test_discordant_items_of_every_pair_hand_worked(written):
     page = (out / "leaderboard.html").read_text(encoding="utf-8")
     data = page_data(page, "pairs-medfact_bench-run-1-run-2-data")
     shown = dict(zip(data["columns"], next(row for row in data["rows"] if row[0] == "B right, A wrong")))
-    assert {key: shown[key] for key in ("item_id", "gold", "prompt_a", "prompt_b", "answer_a", "answer_b")} == {
+    assert {key: shown[key] for key in ("item_id", "gold_a", "question_a", "question_b", "reply_a", "reply_b")} == {
         "item_id": "healthver/0",
-        "gold": "NEI",
-        "prompt_a": "prompt 0",
-        "prompt_b": None,
-        "answer_a": "I cannot decide.",
-        "answer_b": STRICT.format(0),
+        "gold_a": "NEI",
+        "question_a": "prompt 0",
+        "question_b": None,
+        "reply_a": "I cannot decide.",
+        "reply_b": STRICT.format(0),
     }
     board = json.loads((out / "leaderboard.json").read_text(encoding="utf-8"))
     for c in board["benchmarks"]["medfact_bench"]["comparisons"]:  # the McNemar counts are these lists' lengths

@@ -138,7 +138,8 @@ def _board(n_runs, items_per_pair):
     }
     board = {"generated_by": "test", "schema_version": "2.4", "runs": runs, "benchmarks": {"s": bench}}
     item = ScoredItem("t", 0, "h", "c", "A", "B", 0.0, reply="reasoning " * 300, prompt="Question?")
-    section = SimpleNamespace(items=[item] * items_per_pair)
+    spec = SimpleNamespace(report=SimpleNamespace(shown_labels=None))
+    section = SimpleNamespace(items=[item] * items_per_pair, item=lambda position: item, spec=spec)
     positions = np.arange(items_per_pair)
     found = Discordant(Pairing(positions, positions, 0, 0), Pairing(positions, positions, 0, 0))
     return board, {("s", c["a"], c["b"]): (section, section, found) for c in comparisons}
@@ -196,8 +197,11 @@ def test_a_column_added_to_the_data_is_shown_and_searched_by_its_name(tmp_path):
         header = shown.evaluate(
             "[...document.querySelectorAll('.explorer table.items thead th')].map(n => n.textContent)"
         )
-        assert header == ["#", "task", "item id", "doc id", "component", "gold", "pred", "outcome", "parse step",
-                          "origin", "reply / top choice"]  # fmt: skip
+        # The columns with one value in every row are said once above the table.
+        assert header == ["#", "item id", "doc id", "component", "question", "origin", "reply / top choice"]
+        assert shown.evaluate("document.querySelector('.explorer .constant').textContent") == (
+            "Every item: task t; gold SUPPORT; pred NEI; outcome wrong; parse step score_tag"
+        )
         shown.evaluate(
             "(() => { const s = document.querySelector('.explorer .search'); s.value = 'ID-042'; "
             "s.dispatchEvent(new Event('input')); })()"
@@ -234,8 +238,8 @@ def test_no_discordant_items_row_is_smaller_than_the_bound_the_leaderboard_build
          "outcome": "correct", "reply": "", "choices": []}  # fmt: skip
     b = {**a, "outcome": "wrong"}
     data = explorer.pairs_data("s", {"id": "run-1"}, {"id": "run-2"}, [(a, b)], [(b, a)], 10_000)
-    assert [len(json.dumps(row, separators=(",", ":")).encode()) + 1 for row in data["rows"]] == [78, 78]
-    assert explorer.MIN_PAIR_ROW <= 78
+    assert [len(json.dumps(row, separators=(",", ":")).encode()) + 1 for row in data["rows"]] == [99, 99]
+    assert explorer.MIN_PAIR_ROW <= 99
 
 
 @pytest.mark.parametrize("budget", [5_000, 20_000, 60_000])

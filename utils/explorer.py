@@ -17,6 +17,7 @@ row at that length, the page holds the first rows that fit and says so (the item
 from __future__ import annotations
 
 import json
+import os
 import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -143,24 +144,120 @@ def _shown_value(value: Any, limit: int) -> Any:
     return value
 
 
+# ----------------------------------------------------------------------------- the question after the instruction
+
+# Characters shown of a task's shared instruction (it is in the page once, beside every item's question).
+INSTRUCTION_SHOWN = 20_000
+Prompt = str | list[dict[str, str]]  # a logged prompt as scoring.readable_prompt gives it: a text or chat messages
+
+
+def _whole_lines(texts: Sequence[str]) -> str:
+    """The longest common start of ``texts`` that ends at a line break ("" when they share no whole line)."""
+    shared = os.path.commonprefix(list(texts))
+    return shared[: shared.rfind("\n") + 1]
+
+
+def shared_instruction(prompts: Sequence[Prompt]) -> Prompt | None:
+    """The instruction every one of ``prompts`` (one task's) begins with: the whole lines they all start with; of
+    chat prompts, the messages they all start with and the whole lines the next one's contents all start with.
+    None when there are fewer than two prompts, they are of both kinds, or they share no whole line."""
+    if len(prompts) < 2:
+        return None
+    if all(isinstance(prompt, str) for prompt in prompts):
+        return _whole_lines(prompts) or None  # type: ignore[arg-type]
+    if not all(isinstance(prompt, list) for prompt in prompts):
+        return None
+    first = prompts[0]
+    n = 0
+    while n < len(first) and all(len(prompt) > n and prompt[n] == first[n] for prompt in prompts):
+        n += 1
+    shared = [dict(message) for message in first[:n]]
+    if n < len(first) and all(len(prompt) > n and prompt[n]["role"] == first[n]["role"] for prompt in prompts):
+        lines = _whole_lines([prompt[n]["content"] for prompt in prompts])  # type: ignore[index]
+        if lines:
+            shared.append({"role": first[n]["role"], "content": lines})
+    return shared or None
+
+
+def question_of(prompt: Prompt, instruction: Prompt | None) -> Prompt:
+    """What ``prompt`` says after ``instruction`` (its task's :func:`shared_instruction`): the question; the whole
+    prompt when it does not begin with the instruction."""
+    if instruction is None:
+        return prompt
+    if isinstance(prompt, str):
+        return prompt[len(instruction) :] if isinstance(instruction, str) and prompt.startswith(instruction) else prompt
+    if not isinstance(instruction, list) or len(prompt) < len(instruction):
+        return prompt
+    *whole, last = instruction
+    message = prompt[len(whole)]
+    if (
+        prompt[: len(whole)] != whole
+        or message["role"] != last["role"]
+        or not message["content"].startswith(last["content"])
+    ):
+        return prompt
+    rest = message["content"][len(last["content"]) :]
+    return ([{"role": message["role"], "content": rest}] if rest else []) + prompt[len(instruction) :]
+
+
+def shared_instructions(prompts: Mapping[str, Sequence[Prompt]]) -> dict[str, Prompt]:
+    """Each task's :func:`shared_instruction` (``prompts``: task -> its prompts), for the tasks that have one."""
+    found = {task: shared_instruction(task_prompts) for task, task_prompts in prompts.items()}
+    return {task: instruction for task, instruction in found.items() if instruction is not None}
+
+
+def _shown_instructions(instructions: Mapping[str, Prompt]) -> dict[str, Any]:
+    return {task: _shown_prompt(instruction, INSTRUCTION_SHOWN) for task, instruction in instructions.items()}
+
+
+def instructions_data(element_id: str, instructions: Mapping[str, Prompt]) -> Html:
+    """A section's instructions (task -> :func:`shared_instruction`) as a data block the page's script shows once,
+    in the element whose ``data-source`` names it (the leaderboard's, above the section's pairs)."""
+    return script_json(element_id, _shown_instructions(instructions))
+
+
+def _prompts_by_task(records: Sequence[Mapping[str, Any]]) -> dict[str, list[Prompt]]:
+    prompts: dict[str, list[Prompt]] = {}
+    for record in records:
+        prompts.setdefault(record["task"], []).append(record["prompt"])
+    return prompts
+
+
+ShownLabels = Callable[[Mapping[str, Any]], tuple[str, str]]
+
+
+def _labels(record: Mapping[str, Any], shown_labels: ShownLabels | None) -> tuple[str, str, list[str] | None]:
+    """An item record's gold and pred as the page shows them (the labels the model saw: ``shown_labels``, a spec's
+    Report.shown_labels), and the scored ones when those differ (None when they are the same)."""
+    if shown_labels is None:
+        return record["gold"], record["pred"], None
+    gold, pred = shown_labels(record)
+    return gold, pred, [record["gold"], record["pred"]]
+
+
+# ----------------------------------------------------------------------------- a section's items
+
+# question: the prompt after its task's instruction (the page's "instructions", once); original: the record's
+# gold and pred as scored, where the page shows the labels the model saw instead (else None).
 ITEM_COLUMNS = (
     "task",
     "item_id",
     "doc_id",
     "component",
+    "question",
     "gold",
     "pred",
     "outcome",
     "parse_step",
     "invalid_reason",
-    "prompt",
     "reply",
     "choices",
     "extras",
     "redacted",
     "details",
+    "original",
 )
-_KNOWN = frozenset(ITEM_COLUMNS) | {"doc_hash"}
+_KNOWN = frozenset(ITEM_COLUMNS) | {"doc_hash", "prompt"}
 
 
 def items_data(
@@ -170,36 +267,42 @@ def items_data(
     items_file: str,
     template_system: str | None = None,
     budget: int = PAGE_BUDGET,
+    shown_labels: ShownLabels | None = None,
 ) -> dict[str, Any]:
     """The page data of one section's items (records: items_<section>.jsonl's, in its line order), in at most
-    ``budget`` bytes.
+    ``budget`` bytes: each item's question (its prompt after its task's shared instruction, which the data holds
+    once, under "instructions").
 
     ``template_system``: the system message the run's chat template added by itself, marked wherever a prompt
-    shows it.
+    shows it. ``shown_labels``: the section's Report.shown_labels (gold and pred as the model saw them).
     """
+    instructions = shared_instructions(_prompts_by_task(records))
+    shown_instructions = _shown_instructions(instructions)
 
     def row(record: Mapping[str, Any], limit: int) -> list[Any]:
         details = {key: value for key, value in record.items() if key not in _KNOWN}
+        gold, pred, original = _labels(record, shown_labels)
         return [
             record["task"],
             shown_text(record["item_id"], limit),
             record["doc_id"],
             record["component"],
-            record["gold"],
-            record["pred"],
+            _shown_prompt(question_of(record["prompt"], instructions.get(record["task"])), limit),
+            gold,
+            pred,
             record["outcome"],
             record["parse_step"],
             record["invalid_reason"],
-            _shown_prompt(record["prompt"], limit),
             shown_text(record["reply"], limit),
             [[shown_text(c["choice"], limit), c["loglikelihood"], c["probability"]] for c in record["choices"]],
             record["extras"],
             record["redacted"],
             _shown_value(details, limit),
+            original,
         ]
 
-    n_texts = sum(2 + len(record["choices"]) for record in records)  # a prompt, a reply, each choice
-    limit, rows = _fit(records, row, n_texts, budget)
+    n_texts = sum(2 + len(record["choices"]) for record in records)  # a question, a reply, each choice
+    limit, rows = _fit(records, row, n_texts, max(0, budget - _size(shown_instructions)))
     data = {
         "kind": "items",
         "section": section,
@@ -207,6 +310,7 @@ def items_data(
         "file": items_file,
         "limit": limit,
         "n_total": len(records),
+        "instructions": shown_instructions,
         "columns": list(ITEM_COLUMNS),
         "rows": rows,
     }
@@ -215,63 +319,80 @@ def items_data(
     return data
 
 
-def answer_text(record: Mapping[str, Any]) -> str:
-    """What an item answered, as text: the reply of a generation, each choice's probability for a log-likelihood
-    item."""
-    if record["choices"]:
-        return "\n".join(
-            f"{c['choice']!r}: probability {c['probability'] if c['probability'] is None else round(c['probability'], 4)}"
-            f", log-likelihood {c['loglikelihood']}"
-            for c in record["choices"]
-        )
-    return record["reply"] if record["reply"] is not None else ""
+# ----------------------------------------------------------------------------- two runs' discordant items
 
-
-# One discordant item of two runs, on its own: which item, the question as A logged it (prompt_b: B's, None when
-# it is A's), and each run's prediction, outcome and answer (answer_text).
+# One discordant item of two runs, on its own: which item, its question as A's prompt asked it (after the task's
+# instruction; question_b: B's, None when it is A's), and each run's gold and prediction (in the labels that run's
+# model saw; gold_b None when it is A's), outcome, and reply or choices; original_a/b as in ITEM_COLUMNS.
 PAIR_FIELDS = (
     "task",
     "item_id",
     "doc_id_a",
     "doc_id_b",
     "component",
-    "gold",
-    "prompt_a",
-    "prompt_b",
+    "question_a",
+    "question_b",
+    "gold_a",
+    "gold_b",
     "pred_a",
     "pred_b",
     "outcome_a",
     "outcome_b",
-    "answer_a",
-    "answer_b",
+    "reply_a",
+    "reply_b",
+    "choices_a",
+    "choices_b",
+    "original_a",
+    "original_b",
 )
 PAIR_COLUMNS = ("which", *PAIR_FIELDS)
 # Bytes no discordant item's row in a page's data is below (its labels, ids, outcomes and shortened texts): a budget
 # of B bytes holds at most B // MIN_PAIR_ROW rows, so no more of a pair's items need building.
 MIN_PAIR_ROW = 64
-# Texts of one discordant item (two prompts at most, two answers), for its share of a text budget.
+# Texts of one discordant item (two questions at most, two replies), for its share of a text budget.
 PAIR_TEXTS = 4
 A_ONLY, B_ONLY = "A right, B wrong", "B right, A wrong"
 
 
-def pair_record(ra: Mapping[str, Any], rb: Mapping[str, Any], limit: int) -> dict[str, Any]:
+def _choices(record: Mapping[str, Any], limit: int) -> list[list[Any]]:
+    return [[shown_text(c["choice"], limit), c["loglikelihood"], c["probability"]] for c in record["choices"]]
+
+
+def pair_record(
+    ra: Mapping[str, Any],
+    rb: Mapping[str, Any],
+    limit: int,
+    instructions: Mapping[str, Prompt] | None = None,
+    shown_labels: ShownLabels | None = None,
+) -> dict[str, Any]:
     """One discordant item from both runs' item records (A's, B's), PAIR_FIELDS in order, its texts shortened to
-    ``limit`` characters each (:func:`shown_text`)."""
+    ``limit`` characters each (:func:`shown_text`); ``instructions``: each task's shared instruction (what the
+    questions follow), ``shown_labels`` as in :func:`items_data`."""
+    instruction = (instructions or {}).get(ra["task"])
+    gold_a, pred_a, original_a = _labels(ra, shown_labels)
+    gold_b, pred_b, original_b = _labels(rb, shown_labels)
     return {
         "task": ra["task"],
         "item_id": shown_text(ra["item_id"], limit),
         "doc_id_a": ra["doc_id"],
         "doc_id_b": rb["doc_id"],
         "component": ra["component"],
-        "gold": ra["gold"],
-        "prompt_a": _shown_prompt(ra["prompt"], limit),
-        "prompt_b": None if rb["prompt"] == ra["prompt"] else _shown_prompt(rb["prompt"], limit),
-        "pred_a": ra["pred"],
-        "pred_b": rb["pred"],
+        "question_a": _shown_prompt(question_of(ra["prompt"], instruction), limit),
+        "question_b": None
+        if rb["prompt"] == ra["prompt"]
+        else _shown_prompt(question_of(rb["prompt"], instruction), limit),
+        "gold_a": gold_a,
+        "gold_b": None if gold_b == gold_a else gold_b,
+        "pred_a": pred_a,
+        "pred_b": pred_b,
         "outcome_a": ra["outcome"],
         "outcome_b": rb["outcome"],
-        "answer_a": shown_text(answer_text(ra), limit),
-        "answer_b": shown_text(answer_text(rb), limit),
+        "reply_a": shown_text(ra["reply"], limit),
+        "reply_b": shown_text(rb["reply"], limit),
+        "choices_a": _choices(ra, limit),
+        "choices_b": _choices(rb, limit),
+        "original_a": original_a,
+        "original_b": original_b,
     }
 
 
@@ -284,11 +405,15 @@ def pairs_data(
     budget: int = PAGE_BUDGET,
     n_total: int | None = None,
     record: Callable[[Any], Mapping[str, Any]] | None = None,
+    instructions: Mapping[str, Prompt] | None = None,
+    shown_labels: ShownLabels | None = None,
 ) -> dict[str, Any]:
     """The page data of two runs' discordant items (pairs of item records, A's then B's, or of what ``record``
     makes one of), in at most ``budget`` bytes: per item, which run was right and its :func:`pair_record` (the
     question, both predictions, outcomes and answers). ``n_total``: how many there are, when only the first of each
-    kind are given (the rest could not fit: :data:`MIN_PAIR_ROW`).
+    kind are given (the rest could not fit: :data:`MIN_PAIR_ROW`). ``instructions``: each task's instruction shared
+    by the section's prompts (:func:`shared_instructions`; the page shows them once per section,
+    :func:`instructions_data`); ``shown_labels`` as in :func:`items_data`.
 
     ``a`` and ``b``: each run's id, label and links ({"report": href of its report.html, "items": href of its
     items file}).
@@ -303,7 +428,7 @@ def pairs_data(
             which, ea, eb = pairs[index]
             made_pair = records[index] = (which, made(ea), made(eb))
         which, ra, rb = made_pair
-        return [which, *pair_record(ra, rb, limit).values()]
+        return [which, *pair_record(ra, rb, limit, instructions, shown_labels).values()]
 
     limit, rows = _fit(range(len(pairs)), row, PAIR_TEXTS * len(pairs), budget, MIN_PAIR_ROW)
     return {

@@ -653,6 +653,27 @@ def _href(folder: str, name: str, out_dir: Path | None) -> str:
     return pathname2url(os.path.relpath(target, out_dir))
 
 
+# The discordant items of each kind, per pair, that a section's instructions are read from (the first, which the
+# page shows).
+INSTRUCTION_SAMPLE = 8
+
+
+def _instructions(name: str, bench: Mapping[str, Any], disagreements: Disagreements) -> dict[str, Any]:
+    """Each task's instruction that the prompts of section ``name``'s discordant items begin with (both runs' prompts
+    of the first :data:`INSTRUCTION_SAMPLE` of each kind, per pair): a prompt that does not begin with it is shown
+    whole."""
+    prompts: dict[str, list[Any]] = {}
+    for c in bench["comparisons"]:
+        pair = disagreements.get((name, c["a"], c["b"]))
+        if pair is None:
+            continue
+        sa, sb, found = pair
+        for key in ("a_only_correct", "b_only_correct"):
+            for item_a, item_b in found.items(sa, sb, key, INSTRUCTION_SAMPLE):
+                prompts.setdefault(item_a.task, []).extend((item_a.prompt, item_b.prompt))
+    return explorer.shared_instructions(prompts)
+
+
 def _disagreements(
     board: Mapping[str, Any],
     name: str,
@@ -660,9 +681,11 @@ def _disagreements(
     disagreements: Disagreements,
     out_dir: Path | None,
     budget: list[int],
+    instructions: Mapping[str, Any],
 ) -> list[dict[str, Any]]:
-    """Per pair, the items where one run is right and the other wrong; each pair's explorer gets an equal share of
-    what is left of the page's budget (``budget``: [bytes left, pairs left])."""
+    """Per pair, the items where one run is right and the other wrong, each by its question after ``instructions``
+    (:func:`_instructions`); each pair's explorer gets an equal share of what is left of the page's budget
+    (``budget``: [bytes left, pairs left])."""
     runs = {run["id"]: run for run in board["runs"]}
     labels = _labels(board)
     parts = []
@@ -696,7 +719,10 @@ def _disagreements(
             }
             for side, run_id in (("a", c["a"]), ("b", c["b"]))
         }
-        data = explorer.pairs_data(name, sides["a"], sides["b"], a_only, b_only, share, n_a + n_b, item_record)
+        data = explorer.pairs_data(
+            name, sides["a"], sides["b"], a_only, b_only, share, n_a + n_b, item_record, instructions,
+            sa.spec.report.shown_labels,
+        )  # fmt: skip
         if data["rows"] or not data["n_total"]:
             heading = (
                 f"A = {labels[c['a']]}, B = {labels[c['b']]}: filter, search, click an item for both answers and "
@@ -720,6 +746,7 @@ def to_html(
     for name, bench in board["benchmarks"].items():
         comparable = [c for c in bench["comparisons"] if c["comparable"]]
         flagged = [c for c in bench["comparisons"] if not c["comparable"]]
+        instructions = _instructions(name, bench, disagreements)
         sections.append(
             {
                 "name": name,
@@ -745,6 +772,8 @@ def to_html(
                     for c in flagged
                 ],
                 "disagreements": [],
+                "instructions": instructions,
+                "instructions_data": explorer.instructions_data(f"instructions-{name}-data", instructions),
             }
         )
 
@@ -767,7 +796,9 @@ def to_html(
     budget = [explorer.budget_left(page()), len(disagreements)]
     for section in sections:
         name = section["name"]
-        section["disagreements"] = _disagreements(board, name, board["benchmarks"][name], disagreements, folder, budget)
+        section["disagreements"] = _disagreements(
+            board, name, board["benchmarks"][name], disagreements, folder, budget, section["instructions"]
+        )
     return page()
 
 

@@ -20,6 +20,7 @@ from typing import Any
 from markupsafe import escape
 
 from . import explorer, pages, plots
+from .benchmarks import report_specs
 from .pages import Html, cell, estimate_attrs, interval, is_estimate, number
 from .runs import model_name
 from .stats import format_detectable, format_estimate, format_ties
@@ -265,7 +266,9 @@ def _items(
     if records is None:
         return {"file": file, "explorer": None} if listed else None
     title = str(bench.get("title", name))
-    data = explorer.items_data(name, title, records, file, template_system, budget)
+    spec = next((spec for spec in report_specs() if spec.name == name), None)
+    shown_labels = spec.report.shown_labels if spec is not None else None
+    data = explorer.items_data(name, title, records, file, template_system, budget, shown_labels)
     heading = (
         f"{len(records)} items of {title}: filter by component, gold, prediction and outcome, "
         "search the prompts and replies, sort by a column, click an item for its prompt, reply and parse."

@@ -173,6 +173,9 @@ class Report:
     # What the components are, in a reader's words ("2 of 5 specialties").
     component_noun: str = "components"
     notes: Sequence[str] = ()
+    # An item record's (gold, pred) in the labels the model saw, where they differ from the scored ones (MillerQA
+    # scores original option indices, the model saw shuffled letters): the pages show these, the scored ones beside.
+    shown_labels: Callable[[Mapping[str, Any]], tuple[str, str]] | None = None
 
 
 @dataclass(frozen=True)

@@ -70,6 +70,13 @@ def score_sample_loglikelihood(task: str, sample: Mapping[str, Any]) -> ScoredIt
     )
 
 
+def shown_labels(record: Mapping[str, Any]) -> tuple[str, str]:
+    """An item record's gold and prediction as the letters the model saw (its gold and pred are the original
+    option indices, as scored)."""
+    pred = record["selected_letter"] if record["pred"] != INVALID else INVALID
+    return record["correct_letter"], pred
+
+
 def settings_of(sample: Mapping[str, Any]) -> dict[str, Any]:
     """The settings a logged sample's doc was built with: each can move a score."""
     doc = sample["doc"]
@@ -141,6 +148,7 @@ def _spec(family: Family) -> BenchmarkSpec:
             component_groups={title: stems for title, stems in DIMENSIONS.values()},
             component_noun="benchmarks",
             notes=tuple(notes),
+            shown_labels=shown_labels,
         ),
         pairing=RunPairing(item_key=item_key, per_model_settings=frozenset({"model_label", "model_label_derived"})),
         protocol=Protocol(reference=PUBLISHED_NUMBERS),

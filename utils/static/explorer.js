@@ -10,18 +10,20 @@
     items: {
       filters: ["component", "gold", "pred", "outcome"],
       // Columns drawn by the detail view or the last cell ("reply / top choice"), not as table columns.
-      own: ["prompt", "reply", "choices", "extras", "redacted", "details", "invalid_reason"],
+      own: ["reply", "choices", "extras", "redacted", "details", "invalid_reason", "original"],
       labels: {doc_id: "doc id", parse_step: "parse step"},
       what: "items"
     },
     pairs: {
-      filters: ["which", "component", "gold"],
-      // doc_id_b shares doc_id_a's cell; each side's pred and answer share that side's cell.
-      own: ["doc_id_b", "pred_a", "pred_b", "answer_a", "answer_b"],
-      labels: {doc_id_a: "doc id (A / B)"},
+      filters: ["which", "component", "gold_a"],
+      // doc_id_b and gold_b share A's cell; each side's pred, reply and choices share that side's cell.
+      own: ["doc_id_b", "question_b", "gold_b", "outcome_b", "pred_a", "pred_b", "reply_a", "reply_b", "choices_a",
+            "choices_b", "original_a", "original_b"],
+      labels: {doc_id_a: "doc id (A / B)", question_a: "question", gold_a: "gold", outcome_a: "outcome (A / B)"},
       what: "discordant items"
     }
   };
+  var INSTRUCTION_NOTE = "every prompt of this task begins with it; each item shows its question, the rest of its prompt";
   function el(tag, attributes, text) {
     var node = document.createElement(tag);
     if (attributes) { Object.keys(attributes).forEach(function (k) { node.setAttribute(k, attributes[k]); }); }
@@ -38,7 +40,10 @@
     if (typeof t === "object") { return Object.keys(t).map(function (k) { return k + ": " + plain(t[k]); }).join("\n"); }
     return String(t);
   }
-  function isText(v) { return (typeof v === "string" && v.length > PREVIEW) || isShortened(v); }
+  function isText(v) { return (typeof v === "string" && v.length > PREVIEW) || isShortened(v) || (Array.isArray(v) && v.length > 0 && v[0] !== null && typeof v[0] === "object" && "role" in v[0]); }
+  function isEmpty(v) { return v === null || v === undefined || v === "" || (Array.isArray(v) && v.length === 0); }
+  // A probability as the page shows it: three decimals.
+  function probability(p) { return p === null || p === undefined ? "undefined" : p.toFixed(3); }
   // A pre of text t; each occurrence of mark (the chat template's own system message) in its own span.
   function pre(css, t, mark) {
     if (!mark) { return el("pre", {"class": css}, t); }
@@ -59,14 +64,53 @@
     box.appendChild(pre("text tail", t[1], mark));
     return box;
   }
-  function promptBlock(p, where, mark) {
-    if (!Array.isArray(p) || isShortened(p)) { return textBlock(p, where, "prompt", mark); }
-    var box = el("div", {"class": "messages"});
+  function promptBlock(p, where, mark, what) {
+    if (!Array.isArray(p) || isShortened(p)) { return textBlock(p, where, what || "prompt", mark); }
+    var box = el("div", {"class": "messages", "data-what": what || "prompt"});
     p.forEach(function (m) {
       box.appendChild(el("div", {"class": "role"}, m.role));
       box.appendChild(textBlock(m.content, where, "message", mark));
     });
     return box;
+  }
+  // Each task's instruction (shared by its prompts), once, each folded under a line that says what it is.
+  function instructionsBlock(instructions, mark) {
+    var box = el("div", {"class": "instruction-list"});
+    Object.keys(instructions || {}).forEach(function (task) {
+      var d = el("details", {"class": "instruction", "data-task": task});
+      d.appendChild(el("summary", null, "Instruction of " + task + ": " + INSTRUCTION_NOTE));
+      d.appendChild(promptBlock(instructions[task], "the items file", mark, "instruction"));
+      box.appendChild(d);
+    });
+    return box;
+  }
+  // A log-likelihood item's choices in a table cell: one line each, its probability to three decimals.
+  function choiceLines(choices) {
+    var box = el("div", {"class": "choice-lines"});
+    choices.forEach(function (c) {
+      box.appendChild(el("div", null, plain(c[0]).trim() + "  " + probability(c[2])));
+    });
+    return box;
+  }
+  function choicesTable(choices, where) {
+    var t = el("table", {"class": "choices"}), tb = el("tbody"), hr = el("tr");
+    ["choice", "log-likelihood", "probability"].forEach(function (h) { hr.appendChild(el("th", null, h)); });
+    tb.appendChild(hr);
+    choices.forEach(function (c) {
+      var tr = el("tr");
+      var cell = el("td");  // whole: quoted, so that its spaces show; shortened: head and tail, marked
+      if (typeof c[0] === "string") { cell.textContent = JSON.stringify(c[0]); } else { cell.appendChild(textBlock(c[0], where, "choice")); }
+      tr.appendChild(cell);
+      tr.appendChild(el("td", {"class": "num"}, c[1]));
+      tr.appendChild(el("td", {"class": "num"}, probability(c[2])));
+      tb.appendChild(tr);
+    });
+    t.appendChild(tb);
+    return t;
+  }
+  // A label the page shows (the one the model saw) with the one it was scored as, when they differ.
+  function labelText(shown, scored) {
+    return scored === null || scored === undefined || String(scored) === String(shown) ? String(shown) : shown + " (original index " + scored + ")";
   }
   function kvTable(entries) {
     var t = el("table"), body = el("tbody");
@@ -95,16 +139,33 @@
     var isItems = data.kind === "items";
     var templateSystem = typeof data.template_system === "string" ? data.template_system : null;
     var filterNames = kind.filters.filter(function (name) { return name in col; });
-    // The table's columns by name: every column but those drawn by their own cells.
-    var named = data.columns.filter(function (name) { return kind.own.indexOf(name) === -1; });
-    function label(name) { return kind.labels[name] || name.replace(/_/g, " "); }
-    var tableColumns = (isItems ? [["#", null]] : []).concat(named.map(function (name) { return [label(name), name]; }));
+    // The table's columns by name: every column but those drawn by their own cells, and none that is empty in
+    // every row.
+    var named = data.columns.filter(function (name) {
+      return kind.own.indexOf(name) === -1 && rows.some(function (r) { return !isEmpty(r[col[name]]); });
+    });
+    // Each run's model saw its own labels (MillerQA shuffles the options per model): then gold is A's / B's.
+    var labels = Object.assign({}, kind.labels);
+    if (!isItems && rows.some(function (r) { return r[col.gold_b] !== null; })) {
+      labels.gold_a = "gold (A / B)";
+      filterNames = filterNames.filter(function (name) { return name !== "gold_a"; });  // A's alone would mislead
+    }
+    function label(name) { return labels[name] || name.replace(/_/g, " "); }
+    // A column with one value in every row (e.g. the section's one task) is said once above the table.
+    var constant = named.filter(function (name) {
+      var first = rows.length > 1 ? rows[0][col[name]] : null;
+      return first !== null && typeof first !== "object" && !isText(first) &&
+        rows.every(function (r) { return r[col[name]] === first; });
+    });
+    var shownColumns = named.filter(function (name) { return constant.indexOf(name) === -1; });
+    var tableColumns = (isItems ? [["#", null]] : []).concat(shownColumns.map(function (name) { return [label(name), name]; }));
     tableColumns = tableColumns.concat(isItems ? [["reply / top choice", null]] : [["A: " + data.a.label, null], ["B: " + data.b.label, null]]);
     var bounded = root.querySelector(".bounded");  // the page's note that it holds only some rows: kept
     root.textContent = "";
+    if (data.instructions) { root.appendChild(instructionsBlock(data.instructions, templateSystem)); }
     var controls = el("div", {"class": "controls"}), selects = {};
     filterNames.forEach(function (name) {
-      var lab = el("label", null, name + " ");
+      var lab = el("label", null, label(name) + " ");
       var select = el("select", {"class": "filter", "data-filter": name});
       var all = el("option", {"value": ""}, "all (" + rows.length + ")"); select.appendChild(all);
       var c = counts(rows.map(function (r) { return String(r[col[name]]); }));
@@ -133,7 +194,12 @@
     head.appendChild(headRow); table.appendChild(head); table.appendChild(body);
     var detail = el("div", {"class": "detail", "hidden": ""});
     if (bounded) { root.appendChild(bounded); }
-    root.appendChild(controls); root.appendChild(summary); root.appendChild(pager);
+    root.appendChild(controls);
+    if (constant.length) {
+      root.appendChild(el("div", {"class": "constant muted"}, "Every " + kind.what.replace(/s$/, "") + ": " +
+        constant.map(function (name) { return label(name) + " " + rows[0][col[name]]; }).join("; ")));
+    }
+    root.appendChild(summary); root.appendChild(pager);
     root.appendChild(table); root.appendChild(detail);
     root.appendChild(el("p", {"class": "muted"}, isItems
       ? "Texts longer than " + data.limit + " characters are shortened in this page (head and tail shown, marked); " + data.file + " holds every item whole, one line each, in this order."
@@ -163,10 +229,22 @@
     // The table cell of a named column: a preview of a long text, the run's value as text otherwise.
     function namedCell(r, name) {
       var v = r[col[name]];
+      if (name === "question_a" || name === "question") {
+        var td = el("td", {"class": "question"});
+        td.appendChild(el("div", {"class": "clamp"}, plain(v).slice(0, 3 * PREVIEW)));
+        return td;
+      }
       if (isText(v)) { return el("td", {"class": "preview"}, plain(v).slice(0, PREVIEW)); }
       if (name === "outcome") { return el("td", {"class": "outcome-" + v}, v); }
+      if (name === "outcome_a") {
+        var both = el("td");
+        both.appendChild(el("span", {"class": "outcome-" + v}, v)); both.appendChild(document.createTextNode(" / "));
+        both.appendChild(el("span", {"class": "outcome-" + r[col.outcome_b]}, r[col.outcome_b]));
+        return both;
+      }
       if (name === "parse_step") { return el("td", null, v || (r[col.invalid_reason] ? "none" : "")); }
       if (name === "doc_id_a") { return el("td", null, v + " / " + r[col.doc_id_b]); }
+      if (name === "gold_a") { return el("td", null, r[col.gold_b] === null ? v : v + " / " + r[col.gold_b]); }
       return el("td", null, v !== null && typeof v === "object" ? plain(v) : v);
     }
     function render() {
@@ -190,19 +268,19 @@
         var r = rows[i], tr = el("tr", {"data-index": String(i)});
         if (i === openIndex) { tr.className = "open"; }
         if (isItems) { tr.appendChild(el("td", null, i + 1)); }
-        named.forEach(function (name) { tr.appendChild(namedCell(r, name)); });
+        shownColumns.forEach(function (name) { tr.appendChild(namedCell(r, name)); });
         if (isItems) {
           var choices = r[col.choices], preview;
           if (choices.length) {
             var best = choices.reduce(function (a, c) { return c[2] !== null && (a === null || c[2] > a[2]) ? c : a; }, null);
-            preview = best === null ? "no probabilities" : plain(best[0]).slice(0, PREVIEW) + " (p=" + best[2].toFixed(3) + ")";
+            preview = best === null ? "no probabilities" : plain(best[0]).slice(0, PREVIEW) + " (p=" + probability(best[2]) + ")";
           } else { preview = plain(r[col.reply]).slice(0, PREVIEW); }
           tr.appendChild(el("td", {"class": "preview"}, preview));
         } else {
           ["a", "b"].forEach(function (side) {
-            var td = el("td");
+            var td = el("td", {"class": "answer"});
             td.appendChild(el("div", {"class": "pred"}, "pred: " + r[col["pred_" + side]]));
-            td.appendChild(textBlock(r[col["answer_" + side]], "the run's items file", "answer"));
+            td.appendChild(answerBlock(r, side));
             tr.appendChild(td);
           });
         }
@@ -211,6 +289,11 @@
       });
     }
     function link(href, text) { return el("a", {"href": href}, text); }
+    // A side's answer in the pairs' table: its choices (one line each), else its reply.
+    function answerBlock(r, side) {
+      var choices = r[col["choices_" + side]];
+      return choices.length ? choiceLines(choices) : textBlock(r[col["reply_" + side]], "the run's items file", "reply");
+    }
     // Named columns the detail view has no own place for (e.g. a column added to the data), each by its name.
     function otherColumns(r, i, known) {
       var entries = named.filter(function (name) { return known.indexOf(name) === -1; }).map(function (name) {
@@ -222,28 +305,18 @@
       openIndex = i; var r = rows[i];
       detail.textContent = ""; detail.hidden = false; detail.setAttribute("data-index", String(i));
       if (isItems) {
+        var original = r[col.original] || [null, null];
         detail.appendChild(el("h4", null, r[col.task] + ", doc " + r[col.doc_id] + " (" + data.file + " line " + (i + 1) + ")"));
-        detail.appendChild(kvTable([["component", r[col.component]], ["gold", r[col.gold]], ["pred", r[col.pred]],
+        detail.appendChild(el("h5", null, data.instructions && data.instructions[r[col.task]] ? "Question (the prompt after the task's instruction, above)" : "Prompt"));
+        detail.appendChild(promptBlock(r[col.question], where(i), templateSystem, "question"));
+        detail.appendChild(kvTable([["component", r[col.component]], ["gold", labelText(r[col.gold], original[0])],
+          ["pred", labelText(r[col.pred], original[1])],
           ["outcome", r[col.outcome]], ["parse step", r[col.parse_step] || "none"], ["invalid reason", r[col.invalid_reason]],
           ["masked credentials in", r[col.redacted].length ? r[col.redacted].join(", ") : "nothing"]]));
-        otherColumns(r, i, ["task", "doc_id", "component", "gold", "pred", "outcome", "parse_step"]);
-        detail.appendChild(el("h5", null, "Prompt"));
-        detail.appendChild(promptBlock(r[col.prompt], where(i), templateSystem));
+        otherColumns(r, i, ["task", "doc_id", "component", "question", "gold", "pred", "outcome", "parse_step"]);
         if (r[col.choices].length) {
           detail.appendChild(el("h5", null, "Choices (probability: softmax of the log-likelihoods)"));
-          var t = el("table", {"class": "choices"}), tb = el("tbody"), hr = el("tr");
-          ["choice", "log-likelihood", "probability"].forEach(function (h) { hr.appendChild(el("th", null, h)); });
-          tb.appendChild(hr);
-          r[col.choices].forEach(function (c) {
-            var tr = el("tr");
-            var cell = el("td");  // whole: quoted, so that its spaces show; shortened: head and tail, marked
-            if (typeof c[0] === "string") { cell.textContent = JSON.stringify(c[0]); } else { cell.appendChild(textBlock(c[0], where(i), "choice")); }
-            tr.appendChild(cell);
-            tr.appendChild(el("td", {"class": "num"}, c[1]));
-            tr.appendChild(el("td", {"class": "num"}, c[2] === null ? "undefined" : c[2].toFixed(4)));
-            tb.appendChild(tr);
-          });
-          t.appendChild(tb); detail.appendChild(t);
+          detail.appendChild(choicesTable(r[col.choices], where(i)));
         } else {
           detail.appendChild(el("h5", null, "Reply"));
           var reply = textBlock(r[col.reply], where(i), "reply"); reply.classList.add("reply"); detail.appendChild(reply);
@@ -256,12 +329,24 @@
         detail.appendChild(p);
       } else {
         detail.appendChild(el("h4", null, r[col.which] + ": " + r[col.task] + ", doc " + r[col.doc_id_a] + " / " + r[col.doc_id_b]));
-        otherColumns(r, i, ["which", "task", "doc_id_a", "component", "gold"]);
+        detail.appendChild(el("h5", null, r[col.question_b] === null ? "Question" : "Question (A's prompt)"));
+        detail.appendChild(promptBlock(r[col.question_a], "the run's items file", null, "question"));
+        if (r[col.question_b] !== null) {
+          detail.appendChild(el("h5", null, "Question (B's prompt)"));
+          detail.appendChild(promptBlock(r[col.question_b], "the run's items file", null, "question"));
+        }
+        otherColumns(r, i, ["which", "task", "doc_id_a", "component", "question_a", "gold_a", "outcome_a"]);
         var side = el("div", {"class": "side"});
         ["a", "b"].forEach(function (s) {
           var box = el("div", {"class": "run-" + s});
-          box.appendChild(el("h5", null, s.toUpperCase() + ": " + data[s].label + " (pred " + r[col["pred_" + s]] + ")"));
-          box.appendChild(textBlock(r[col["answer_" + s]], "the run's items file", "answer"));
+          var original = r[col["original_" + s]] || [null, null];
+          var gold = s === "b" && r[col.gold_b] !== null ? r[col.gold_b] : r[col.gold_a];
+          box.appendChild(el("h5", null, s.toUpperCase() + ": " + data[s].label));
+          box.appendChild(kvTable([["gold", labelText(gold, original[0])], ["pred", labelText(r[col["pred_" + s]], original[1])],
+            ["outcome", r[col["outcome_" + s]]]]));
+          var choices = r[col["choices_" + s]];
+          if (choices.length) { box.appendChild(choicesTable(choices, "the run's items file")); }
+          else { var reply = textBlock(r[col["reply_" + s]], "the run's items file", "reply"); reply.classList.add("reply"); box.appendChild(reply); }
           var p = el("p");
           if (data[s].report) {
             p.appendChild(link(data[s].report + "#item=" + encodeURIComponent(data.section) + "/" + encodeURIComponent(r[col.task]) + "/" + r[col["doc_id_" + s]], "open in " + s.toUpperCase() + "'s report"));
@@ -290,6 +375,10 @@
     apply();
   }
 
+  Array.prototype.forEach.call(document.querySelectorAll(".instructions[data-source]"), function (root) {
+    try { root.appendChild(instructionsBlock(JSON.parse(document.getElementById(root.getAttribute("data-source")).textContent), null)); }
+    catch (error) { root.textContent = "The instructions could not be shown: " + error; }
+  });
   var explorers = [];
   Array.prototype.forEach.call(document.querySelectorAll(".explorer"), function (root) {
     try { explorers.push(new Explorer(root)); }
