@@ -1,7 +1,9 @@
 """Figures shared by the scorecard and the leaderboard (matplotlib, Agg backend, PNG bytes).
 
 Every label may come from a run (model names, component names): mathtext is switched off so a
-``$`` in a name is drawn as text instead of being parsed. Labels, legends and titles are wrapped, never cut, and
+``$`` in a name is drawn as text instead of being parsed, and every character is drawn, never as an empty box: in
+DejaVu Sans or an installed font with the other scripts' glyphs (:data:`FALLBACK_FONTS`), else as its escape
+(:func:`drawable`). Labels, legends and titles are wrapped, never cut, and
 the figure grows to hold them (:func:`wrapped`). A number over another item set than the published numbers beside
 it (:attr:`Row.subset`) is drawn hollow, in another colour, with the set named beside it.
 """
@@ -9,6 +11,7 @@ it (:attr:`Row.subset`) is drawn hollow, in another colour, with the set named b
 from __future__ import annotations
 
 import base64
+import functools
 import hashlib
 import io
 import json
@@ -20,6 +23,7 @@ from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any
 
 from .machine import process_context, usable_cores
@@ -30,6 +34,22 @@ LABEL_WIDTH, LEGEND_WIDTH, TITLE_WIDTH = 40, 30, 70
 # beside each figure names it whole).
 MAX_LABEL_CHARS = 600
 _PLAIN_TEXT = {"text.parse_math": False, "text.usetex": False}
+# Fonts with the glyphs DejaVu Sans (matplotlib's own) lacks: CJK and other scripts (Debian's fonts-noto-cjk and
+# fonts-noto-core). Those installed follow DejaVu Sans in the figures' font list, each character drawn in the first
+# that has it (matplotlib >= 3.6 falls back glyph by glyph).
+FALLBACK_FONTS = (
+    "Noto Sans CJK JP",
+    "Noto Sans CJK SC",
+    "Noto Sans CJK TC",
+    "Noto Sans CJK KR",
+    "Noto Sans",
+    "Noto Sans Arabic",
+    "Noto Sans Hebrew",
+    "Noto Sans Devanagari",
+    "Noto Sans Thai",
+    "Noto Sans Symbols",
+    "Noto Sans Symbols2",
+)
 # Distinguishable marker styles for published models; beyond these all are drawn alike (the table names them).
 _MARKERS = ("D", "s", "^", "v", "P", "X", "<", ">", "p", "h")
 
@@ -61,6 +81,42 @@ SUBSET_COLOUR = "darkred"  # no colour of the tab10 cycle the published markers 
 SUBSET_LEGEND = (
     "hollow, dark red: over another item set than the published numbers (the set in [brackets] under its label)"
 )
+
+
+@functools.cache
+def font_families() -> tuple[str, ...]:
+    """The figures' fonts: DejaVu Sans, then each of :data:`FALLBACK_FONTS` that is installed (matplotlib's font list
+    is cached from when it was first made: Noto fonts installed since are added to it)."""
+    from matplotlib import font_manager
+
+    known = {font.fname for font in font_manager.fontManager.ttflist}
+    for path in font_manager.findSystemFonts():
+        if Path(path).name.startswith("NotoSans") and path not in known:
+            font_manager.fontManager.addfont(path)
+    installed = {font.name for font in font_manager.fontManager.ttflist}
+    return ("DejaVu Sans", *(name for name in FALLBACK_FONTS if name in installed))
+
+
+@functools.cache
+def _covered(families: tuple[str, ...]) -> frozenset[int]:
+    """The code points one of ``families`` has a glyph for."""
+    from matplotlib import font_manager, ft2font
+
+    codes: set[int] = set()
+    for family in families:
+        path = font_manager.findfont(font_manager.FontProperties(family=family), fallback_to_default=False)
+        codes.update(ft2font.FT2Font(path).get_charmap())
+    return frozenset(codes)
+
+
+def drawable(text: str) -> str:
+    """A label as the figures draw it: each character no font of :func:`font_families` has (e.g. CJK where no CJK
+    font is installed; a lone surrogate of a name that was not UTF-8) as its escape (``\\u6a21``), never a box."""
+    covered = _covered(font_families())
+    return "".join(
+        char if char == "\n" or ord(char) in covered else char.encode("ascii", "backslashreplace").decode("ascii")
+        for char in str(text)
+    )
 
 
 def data_uri(png: bytes) -> str:
@@ -96,7 +152,7 @@ def plain_text_png(draw: Callable[..., bytes], *args: Any) -> bytes:
     import matplotlib
 
     matplotlib.use("Agg")
-    with matplotlib.rc_context(_PLAIN_TEXT):
+    with matplotlib.rc_context({**_PLAIN_TEXT, "font.family": list(font_families())}):
         drawn = draw(*args)
     _keep(key, drawn)
     return drawn
@@ -192,17 +248,7 @@ def dot_whisker_png(
 ) -> bytes:
     """Rows top to bottom, each a dot with its CI whisker (a hollow diamond when it has no CI);
     ``markers`` adds, per name, one value per row (None: none on that row), e.g. published numbers."""
-    rows = [
-        replace(row, label=drawable(row.label), subset=None if row.subset is None else drawable(row.subset))
-        for row in rows
-    ]
-    markers = {drawable(name): values for name, values in (markers or {}).items()}
-    return plain_text_png(_dot_whisker, rows, drawable(title), drawable(xlabel), markers, xlim)
-
-
-def drawable(text: str) -> str:
-    """A label matplotlib can draw: a lone surrogate (a name that was not UTF-8) becomes its escape."""
-    return str(text).encode("utf-8", "backslashreplace").decode("utf-8")
+    return plain_text_png(_dot_whisker, list(rows), title, xlabel, dict(markers or {}), xlim)
 
 
 def _dot_whisker(
@@ -214,6 +260,12 @@ def _dot_whisker(
 ) -> bytes:
     import matplotlib.pyplot as plt
 
+    rows = [
+        replace(row, label=drawable(row.label), subset=None if row.subset is None else drawable(row.subset))
+        for row in rows
+    ]
+    markers = {drawable(name): values for name, values in markers.items()}
+    title, xlabel = drawable(title), drawable(xlabel)
     distinct = len(markers) <= len(_MARKERS)
     labels = [wrapped(row.label) + (f"\n[{wrapped(row.subset)}]" if row.subset else "") for row in rows]
     # Each row as tall as its label's lines; positions run top to bottom.
@@ -317,7 +369,7 @@ def confusion_png(bench: Mapping[str, Any]) -> bytes:
     for r, row in enumerate(counts):
         for c, value in enumerate(row):
             ax.text(c, r, str(value), ha="center", va="center", color="white" if value > peak / 2 else "black")
-    ax.set_title(bench["title"])
+    ax.set_title(drawable(bench["title"]))
     fig.colorbar(image, ax=ax, fraction=0.046)
     fig.tight_layout()
     buffer = io.BytesIO()
@@ -364,10 +416,11 @@ def _reliability(calibration: Mapping[str, Any], title: str) -> bytes:
     ax.set_xlim(0, 1)
     ax.set_ylim(0, 1)
     ax.set_xticks([b / 10 for b in range(11)])
-    ax.set_xlabel(wrapped(f"confidence ({calibration.get('source', '')}); numbers: items per bin", TITLE_WIDTH))
+    source = drawable(calibration.get("source", ""))
+    ax.set_xlabel(wrapped(f"confidence ({source}); numbers: items per bin", TITLE_WIDTH))
     ax.set_ylabel("accuracy")
     ax.legend(loc="upper left", fontsize=7, frameon=False)
-    fig.suptitle(wrapped(title, 60), fontsize=10)
+    fig.suptitle(wrapped(drawable(title), 60), fontsize=10)
     ax.grid(alpha=0.3)
     fig.tight_layout()
     buffer = io.BytesIO()
