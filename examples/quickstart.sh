@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Install, then run a real evaluation of SmolLM2-135M-Instruct across the benchmarks on this machine,
+# Install, then run a real evaluation of SmolLM2-135M-Instruct across the benchmarks locally,
 # offline, and write the HTML scorecard. Sized for a 2-core CPU; the model runs in float32 on any machine, so the
 # numbers do not depend on it (in bfloat16 single-token answers tie exactly):
 #   PubMedQA   pubmedqa_atlas_n100   the frozen stratified 100 of the official test set, log-likelihood
