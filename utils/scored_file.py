@@ -38,14 +38,14 @@ from . import lengths, stats
 from .benchmarks import report_specs
 from .calibration import Forecast
 from .data import MAX_FILE_BYTES, DataError, open_regular, read_json
-from .files import UntrustedFile, cache_dir, open_or_make_own_file, utf8, warn_untrusted
+from .files import UntrustedFile, cache_dir, open_own_file, own_folder, utf8, warn_untrusted
 from .redaction import redact_path, secret_values
-from .results import SCHEMA_VERSION, SampleTexts, ScoredRun, Section, score_path, without_texts
+from .results import SCHEMA_VERSION, ScoredRun, Section, score_path
 from .runs import find_results, run_timestamp
 from .scoring import ScoredItem
 
 FILE = "scored_run.json"
-FORMAT = 4
+FORMAT = 3
 SECRET_FILE = "scored_run.key"
 _CHUNK = 1 << 20
 _ITEM_FIELDS = tuple(f.name for f in fields(ScoredItem))
@@ -108,16 +108,13 @@ def reusable(scored: ScoredRun) -> bool:
 
 
 def _item(item: ScoredItem) -> dict[str, Any]:
-    item = without_texts(item)
     record = {name: getattr(item, name) for name in _ITEM_FIELDS}
     record["forecast"] = None if item.forecast is None else asdict(item.forecast)
     return record
 
 
 def saved(scored: ScoredRun) -> bytes:
-    """``scored`` as scored_run.json (ASCII JSON: a lone surrogate in a reply reads back as itself). Its items without
-    their prompts and replies: each by the byte offset of its sample in the run's samples files, which the key binds
-    (:class:`.results.SampleTexts` reads the texts back)."""
+    """``scored`` as scored_run.json (ASCII JSON: a lone surrogate in a reply reads back as itself)."""
     body = {
         "provenance": scored.provenance,
         "empty_tasks": list(scored.empty_tasks),
@@ -134,7 +131,6 @@ def saved(scored: ScoredRun) -> bytes:
                 "settings": list(section.settings),
                 "generative": section.generative,
                 "items": [_item(item) for item in section.items],
-                "offsets": None if section.source is None else section.source.offsets.tolist(),
             }
             for name, section in scored.sections.items()
         },
@@ -157,11 +153,14 @@ def _secret() -> bytes | None:
     reused)."""
     path = cache_dir() / SECRET_FILE
     try:
-        handle, made = open_or_make_own_file(path, 1024)
-        if not made:
-            with os.fdopen(handle, "rb") as stream:
+        own_folder(path.parent)
+        try:
+            handle = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+        except FileExistsError:
+            with os.fdopen(open_own_file(path, 1024), "rb") as stream:
                 value = stream.read(1024).strip()
         else:
+            os.fchmod(handle, 0o600)
             value = secrets.token_hex(32).encode("ascii")
             with os.fdopen(handle, "wb") as stream:
                 stream.write(value + b"\n")
@@ -194,14 +193,8 @@ def _scored_item(record: Mapping[str, Any]) -> ScoredItem:
     return item
 
 
-def _section(spec, entry: Mapping[str, Any], results_path: Path, secrets: set[str]) -> Section:
+def _section(spec, entry: Mapping[str, Any]) -> Section:
     items = tuple(_scored_item(record) for record in entry["items"])
-    offsets = entry["offsets"]
-    if not (isinstance(offsets, list) and len(offsets) == len(items)):
-        raise ValueError("no offset for each item")
-    stamp = run_timestamp(results_path)
-    files = {task: results_path.parent / f"samples_{task}_{stamp}.jsonl" for task in {item.task for item in items}}
-    source = SampleTexts(files, np.asarray(offsets, dtype=np.int64), frozenset(secrets))
     compared = entry["compared"]
     if compared is not None:
         compared = stats.Bootstrapped(
@@ -209,8 +202,7 @@ def _section(spec, entry: Mapping[str, Any], results_path: Path, secrets: set[st
         )
     keys = tuple(spec.pairing.item_key(item) for item in items)
     settings = tuple(dict(setting) for setting in entry["settings"])
-    generative = bool(entry["generative"])
-    return Section(spec, items, keys, dict(entry["numbers"]), compared, settings, generative, source, False)
+    return Section(spec, items, keys, dict(entry["numbers"]), compared, settings, bool(entry["generative"]))
 
 
 def read(results_path: Path, folder: Path, tokenizer: str | None = None) -> ScoredRun | None:
@@ -236,16 +228,15 @@ def read(results_path: Path, folder: Path, tokenizer: str | None = None) -> Scor
         ):
             return None
         body = json.loads(text)
-        config = read_json(results_path).get("config")
-        secrets = secret_values(config.get("model_args")) if isinstance(config, Mapping) else set()
         specs = {spec.name: spec for spec in report_specs() if spec.extra_section is None}
-        sections = {
-            name: _section(specs[name], entry, results_path, secrets) for name, entry in body["sections"].items()
-        }
+        sections = {name: _section(specs[name], entry) for name, entry in body["sections"].items()}
         provenance = dict(body["provenance"])
     except (OSError, DataError, ValueError, TypeError, KeyError, AttributeError, RecursionError):
         return None
     # The run may have been reached by another path than when it was saved (relative, absolute, moved).
+    results = read_json(results_path)
+    config = results.get("config")
+    secrets = secret_values(config.get("model_args")) if isinstance(config, Mapping) else set()
     provenance["results_file"] = redact_path(str(results_path), secrets)
     return ScoredRun(
         results_path=results_path,
@@ -274,11 +265,10 @@ def report_folders(results_path: Path) -> list[Path]:
 
 def score_or_read(path: str | os.PathLike, tokenizer: str | None = None) -> ScoredRun:
     """The run at ``path``, read from a matching scored_run.json beside its report, else scored (reply lengths
-    counted as ``tokenizer`` asks, :func:`.lengths.counter`); its items hold no prompts or replies (read back from
-    the samples files where a page shows them)."""
+    counted as ``tokenizer`` asks, :func:`.lengths.counter`)."""
     results_path = find_results(path)
     for folder in report_folders(results_path):
         found = read(results_path, folder, tokenizer)
         if found is not None:
             return found
-    return score_path(results_path, tokenizer, texts=False)
+    return score_path(results_path, tokenizer)
