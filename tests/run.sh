@@ -157,6 +157,8 @@ wait_built() {
     cat "${built_logs[$i]}"
     rm -f "${built_logs[$i]}"
   done
+  built_pids=()
+  built_logs=()
 }
 
 export HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 HF_EVALUATE_OFFLINE=1 TOKENIZERS_PARALLELISM=false

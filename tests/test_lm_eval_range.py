@@ -10,6 +10,9 @@ prompts (tests/medfact_bench, tests/millerqa) and every number of the golden rep
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
+from importlib import metadata
 from pathlib import Path
 
 import pytest
@@ -20,10 +23,11 @@ from hypothesis import strategies as st
 from lm_eval.tasks import TaskManager
 from lm_eval_tasks.utils.harness import system_text, touch_without_whitespace
 from packaging.requirements import Requirement
+from packaging.specifiers import SpecifierSet
 from packaging.utils import canonicalize_name
 from packaging.version import Version
 
-from lm_eval_tasks import tasks_dir
+from lm_eval_tasks import lm_eval_range_warning, supported_lm_eval, tasks_dir
 from tests.conftest import REPO, examples, lm_eval_tasks_cli, read_results, report_cli
 from tests.runs import EVERY_BENCHMARK, evaluated_run
 
@@ -156,3 +160,45 @@ def test_a_system_prompt_and_the_user_text_are_joined_by_a_blank_line_only_where
     assert system_text("Be brief.\n", "Score", "\n\n") == "Be brief.\nScore"
     assert system_text(None, "Score", "\n\n") == system_text("", "Score", "\n\n") == "Score"
     assert touch_without_whitespace("</score>", "Article:") and not touch_without_whitespace("</score>\n", "Article:")
+
+
+@pytest.mark.parametrize("installed", ["0.4.12", "0.4.13", "0.4.14.dev0", "0.4.13+local"])
+def test_an_lm_eval_in_the_range_is_not_warned_about(installed):
+    assert lm_eval_range_warning(installed, "<0.5,>=0.4.12") is None
+
+
+@pytest.mark.parametrize("installed", ["0.5.0.dev1", "0.5.0", "0.4.11", "0.3.0"])
+def test_an_lm_eval_outside_the_range_is_named_with_the_range(installed):
+    message = lm_eval_range_warning(installed, "<0.5,>=0.4.12")
+    assert f"lm-eval {installed} is installed" in message and "tested with lm-eval <0.5,>=0.4.12" in message
+    assert "pip install 'lm-eval[api]<0.5,>=0.4.12'" in message
+
+
+def test_the_installed_package_supports_the_range_pyproject_declares():
+    project = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    (declared,) = [Requirement(r).specifier for r in project["dependencies"] if Requirement(r).name == "lm-eval"]
+    assert SpecifierSet(supported_lm_eval()) == declared
+
+
+@pytest.mark.parametrize("installed, warned", [("0.5.0.dev1", True), ("0.4.12", False)])
+def test_importing_the_package_beside_another_lm_eval_warns_once_naming_both_versions(installed, warned):
+    # A fresh interpreter whose metadata says lm-eval INSTALLED: what `import lm_eval_tasks` prints.
+    stub = (
+        "import importlib.metadata as m, sys\n"
+        "real = m.version\n"
+        "m.version = lambda name: sys.argv[1] if name == 'lm_eval' else real(name)\n"
+        "import lm_eval_tasks\n"
+    )
+    done = subprocess.run([sys.executable, "-W", "default", "-c", stub, installed], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    if warned:
+        assert done.stderr.count("UnsupportedHarnessWarning") == 1
+        assert f"lm-eval {installed} is installed" in done.stderr and "tested with lm-eval <0.5,>=0.4.12" in done.stderr
+    else:
+        assert "UnsupportedHarnessWarning" not in done.stderr
+
+
+def test_the_task_folder_is_declared_under_the_lm_eval_tasks_entry_point():
+    (entry,) = [e for e in metadata.entry_points(group="lm_eval.tasks") if e.dist.name == "lm-eval-medical-tasks"]
+    assert entry.name == "lm_eval_medical_tasks" and entry.value == "lm_eval_tasks"
+    assert str(Path(entry.load().__file__).resolve().parent) == tasks_dir()

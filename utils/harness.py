@@ -8,7 +8,6 @@ What is used of lm-eval here, and why:
   is abstract (a subclass of it would build no requests), so there the base is ``GenerateTask``.
 - ``fewshot_context`` (the prompt), ``config.description`` and ``config.fewshot_delimiter``: the task API both
   lines share.
-
 - The logger name ``lm_eval.api.task`` (utils/__init__.py filters one notice of it): a name, not an import; where
   lm-eval logs from another module (0.5) the notice is simply not filtered.
 
