@@ -92,7 +92,7 @@ class Section:
     settings: tuple[dict[str, Any], ...]  # every distinct set of score-moving settings among the samples
     generative: bool  # its tasks generate text (lm-eval output_type generate_until)
     # Where each item's texts are read back from (None: a run built in memory); ``items`` hold their texts (prompt,
-    # reply) only with ``holds_texts``: the report writes every text, the leaderboard and compare hold none.
+    # reply) only with ``holds_texts`` (:func:`score` with ``texts=False`` holds none: :meth:`item` reads them back).
     source: SampleTexts | None = None
     holds_texts: bool = True
 
