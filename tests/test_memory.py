@@ -28,23 +28,24 @@ GEMMA = {"vocabulary": 262_144, "weights": 1_072_419_256}  # gemma-3-270m in flo
 SMOLLM2 = {"vocabulary": 49_152, "weights": 538_090_408}  # SmolLM2-135M-Instruct in float32
 
 
-def test_gemma_at_batch_8_needs_the_13_8_gb_the_issue_measured():
+def test_gemma_at_batch_8_needs_at_most_what_the_rule_expects():
     # 3 x 8 x 504 x 262,144 x 4 bytes: the previous batch's log-softmax, this batch's logits and their log-softmax
     assert logits_bytes(8, 504, 262_144, 4) == 12_683_575_296
-    assert 13.0e9 < GEMMA["weights"] + logits_bytes(8, 504, 262_144, 4) + RUNTIME_BYTES < 14.5e9
+    # the full quickstart at batch 8 peaked at 13.8 GB: the rule's bound is above it, by less than a gigabyte
+    assert 13.8e9 < GEMMA["weights"] + logits_bytes(8, 504, 262_144, 4) + RUNTIME_BYTES < 14.8e9
 
 
 def test_the_packaged_models_on_the_quickstart_s_longest_requests():
     # gemma-3-270m, plain prompts: one request's logits are 3 x 504 x 262,144 x 4 = 1,585,446,912 bytes
     gemma = plan(GEMMA["weights"], GEMMA["vocabulary"], "float32", ("pubmedqa_atlas_n100", 504), None)
     assert gemma.batch == 1 and gemma.peak == RUNTIME_BYTES + GEMMA["weights"] + 1_585_446_912
-    assert gemma.peak < 3.5e9
+    assert gemma.peak < 3.6e9
     # SmolLM2 with its chat template: 3 x 545 x 49,152 x 4 = 321,454,080 bytes a request, 8 of them fit 2.5 GiB
     smollm2 = plan(SMOLLM2["weights"], SMOLLM2["vocabulary"], "float32", ("pubmedqa_atlas_n100", 545), None)
     assert smollm2.batch == 8 and smollm2.peak == RUNTIME_BYTES + SMOLLM2["weights"] + 8 * 321_454_080
     line = gemma.describe("gemma-3-270m")
     assert "batch size 1 for gemma-3-270m: its longest request is 504 tokens (pubmedqa_atlas_n100)" in line
-    assert "262,144 tokens" in line and "take 1.6 GB in float32" in line and "expected peak memory about 3.4 GB" in line
+    assert "262,144 tokens" in line and "take 1.6 GB in float32" in line and "expected peak memory about 3.5 GB" in line
     # in bfloat16 a value is 2 bytes: SmolLM2's batch is still 8, gemma's still 1 (793 MB a request, 3 do not fit)
     assert plan(1, SMOLLM2["vocabulary"], "bfloat16", ("t", 545), None).batch == 8
     assert plan(1, GEMMA["vocabulary"], "bfloat16", ("t", 504), None).batch == 3
