@@ -262,7 +262,8 @@ def test_methods_say_the_shared_settings_once_then_the_section(big):
     assert note.startswith("*Written by lm-eval-medical-tasks ") and "from leaderboard.json (schema " in note
     top = methods_facts(board)["models"][0]
     assert shared == (
-        f"We evaluated 4 models ({top}, close, low and other) on MedFact-Bench with EleutherAI's "
+        # a label holds a comma: the list is said with semicolons
+        f"We evaluated 4 models ({top}; close; low; and other) on MedFact-Bench with EleutherAI's "
         f"lm-evaluation-harness 0.4.13 and {board['generated_by']}, through the Hugging Face transformers backend. "
         "Precision: weights in bfloat16, log-probabilities in the precision of the logits. "
         f"Prompts were zero-shot, with the model's chat template ({top}, close, low); without a chat template "
@@ -273,15 +274,13 @@ def test_methods_say_the_shared_settings_once_then_the_section(big):
     heading, section, unrecorded = rest
     assert heading == "## MedFact-Bench"
     assert section.startswith(
-        "On MedFact-Bench each model was scored on 40 items (not every published item), with no stop strings, "
+        "On MedFact-Bench, each model was scored on 40 items (not every published item), with no stop strings, "
         "at most 1024 generated tokens, greedy decoding, the paper's generation settings. The headline is "
-        "macro-averaged accuracy (the unweighted mean over its components). Pairs were compared with the exact "
-        "McNemar test on per-item correctness (the paired bootstrap of the difference in macro-averaged accuracy: "
-        "2 discordant items"
+        "macro-averaged accuracy (the unweighted mean over its components). Pairs were compared (3 tested pairs) "
+        "with the exact McNemar test on per-item correctness (the paired bootstrap of the difference in "
+        "macro-averaged accuracy: 2 discordant items"
     )
-    assert "; the paired bootstrap of the difference in macro-averaged accuracy, stratified by component (3 tested" in (
-        section
-    )
+    assert "; the paired bootstrap of the difference in macro-averaged accuracy, stratified by component. " in section
     assert section.endswith("(lm-eval tasks and versions: medfact_bench_healthver 1.0, medfact_bench_scifact 1.0.)")
     assert unrecorded == (
         "*Not recorded by every run: PyTorch seed, PyTorch version, few-shot sampling seed, transformers version.*"
@@ -307,7 +306,7 @@ def two_section_board():
     """Two runs over PubMedQA and MedExQA, as leaderboard.json gives them: the runs differ in dtype only; every
     other setting is shared, each section has its own item set, test and comparability."""
 
-    def run(dtype, label, id_):
+    def run(dtype, label, id_, shuffle_seed):
         return {
             "id": id_,
             "label": label,
@@ -331,7 +330,7 @@ def two_section_board():
                     "medexqa_logit_cp": {"original": 106, "effective": 106},
                 },
                 "benchmark_settings": {
-                    "medexqa_logit": [{"split": "test", "shuffle": False, "shuffle_seed": -1}],
+                    "medexqa_logit": [{"split": "test", "shuffle": shuffle_seed != -1, "shuffle_seed": shuffle_seed}],
                     "pubmedqa_atlas_n100": [],
                 },
             },
@@ -357,7 +356,7 @@ def two_section_board():
     return {
         "schema_version": "2.4",
         "generated_by": "lm-eval-medical-tasks 0.5.0",
-        "runs": [run("float32", "smollm2", "run-1"), run("bfloat16", "smollm2-bf16", "run-2")],
+        "runs": [run("float32", "smollm2", "run-1", -1), run("bfloat16", "smollm2-bf16", "run-2", 7)],
         "benchmarks": {
             "pubmedqa_atlas_n100": section(
                 "PubMedQA", "accuracy_micro", "exact McNemar test on per-item correctness", 100, True
@@ -371,6 +370,17 @@ def two_section_board():
             ),
         },
     }
+
+
+def test_limits_and_lists_in_words():
+    from lm_eval_tasks.utils.paper_tables import _limit_words, _names
+
+    assert _limit_words(None) is None
+    assert _limit_words(5.0) == _limit_words(5) == "only the first 5 items of each task"
+    assert _limit_words(0.25) == "only the first 25% of the items of each task"
+    assert _limit_words("x") == "lm-eval's --limit x"
+    assert _names(["a", "b", "c"]) == "a, b and c" and _names(["a"]) == "a"
+    assert _names(["A, one", "B", "C"]) == "A, one; B; and C"
 
 
 def test_methods_of_two_sections_say_what_is_shared_once():
@@ -388,15 +398,17 @@ def test_methods_of_two_sections_say_what_is_shared_once():
     )
     assert rest == [
         "## PubMedQA",
-        "On PubMedQA each model was scored on 100 items. The headline is accuracy. Pairs were compared with the "
-        "exact McNemar test on per-item correctness (1 tested pair). The numbers are comparable with the published "
+        "On PubMedQA, each model was scored on 100 items. The headline is accuracy. Pairs were compared (1 tested "
+        "pair) with the exact McNemar test on per-item correctness. The numbers are comparable with the published "
         "ones. (lm-eval tasks and versions: pubmedqa_atlas_n100 1.0.)",
         "## MedExQA",
-        "On MedExQA each model was scored on 106 items (not every published item), with the test split, answer "
-        "options in their published order. The headline is macro-averaged accuracy (the unweighted mean over its "
-        "components). Pairs were compared with the paired bootstrap of the difference in macro-averaged accuracy, "
-        "stratified by component (1 tested pair). Against the published numbers: not every item was scored. "
-        "(lm-eval tasks and versions: medexqa_logit_cp 2.0.)",
+        # each setting once, with the models that have it where they differ
+        "On MedExQA, each model was scored on 106 items (not every published item), with the test split, answer "
+        "options in their published order (smollm2); answer options shuffled (smollm2-bf16), shuffle seed 7 "
+        "(smollm2-bf16). The headline is macro-averaged accuracy (the unweighted mean over its components). Pairs "
+        "were compared (1 tested pair) with the paired bootstrap of the difference in macro-averaged accuracy, "
+        "stratified by component. Against the published numbers: not every item was scored. (lm-eval tasks and "
+        "versions: medexqa_logit_cp 2.0.)",
     ]
     for fact in ("lm-evaluation-harness", "zero-shot", "Seeds:", "Holm-adjusted", "transformers 5.24.0"):
         assert methods.count(fact) == 1, fact

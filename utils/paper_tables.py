@@ -286,8 +286,8 @@ _SETTING_WORDS: dict[str, Callable[[Any], str | None]] = {
     "split": lambda v: f"the {_setting_text(v)} split",
     "shuffle": lambda v: "answer options shuffled" if v else "answer options in their published order",
     "shuffle_seed": lambda v: None if v == -1 else f"shuffle seed {_setting_text(v)}",
-    "release": lambda v: f"release {_setting_text(v)}",
-    "model_label": lambda v: f"model label {_setting_text(v)} (it seeds the option order)",
+    "release": lambda v: f"the {_setting_text(v)} release",
+    "model_label": lambda v: f"the option order seeded by the model label {_setting_text(v)}",
     "model_label_derived": lambda v: (
         None if v is None else ("the label derived from the model's name" if v else "the label given by the user")
     ),
@@ -344,10 +344,8 @@ def _run_facts(run: Mapping[str, Any]) -> dict[str, str | None]:
         ),
         "generation": "the tasks' generation settings"
         if run.get("gen_kwargs") in (None, {}, "")
-        else f"generation settings {_setting_text(run.get('gen_kwargs'))} over the tasks' own",
-        "limit": None
-        if run.get("limit") is None
-        else f"only the first {_setting_text(run['limit'])} items of each task",
+        else f"the tasks' generation settings, overridden on the command line: {_setting_words(run['gen_kwargs'])}",
+        "limit": _limit_words(run.get("limit")),
         "lm-eval version": run.get("lm_eval_version"),
         "transformers version": run.get("transformers_version"),
         "PyTorch version": run.get("torch_version"),
@@ -358,14 +356,28 @@ def _run_facts(run: Mapping[str, Any]) -> dict[str, str | None]:
     }
 
 
+def _limit_words(limit: Any) -> str | None:
+    """lm-eval's --limit in words: a count of items, or below 1 a share of each task."""
+    if limit is None or isinstance(limit, bool) or not isinstance(limit, int | float):
+        return None if limit is None else f"lm-eval's --limit {_setting_text(limit)}"
+    if limit < 1:
+        return f"only the first {limit:.0%} of the items of each task"
+    return f"only the first {int(limit) if float(limit).is_integer() else limit} items of each task"
+
+
 def _section_facts(run: Mapping[str, Any], name: str, tasks: Mapping[str, Any]) -> dict[str, str | None]:
-    """What a run says of one section: its benchmark settings and shots."""
+    """What a run says of one section: its benchmark settings (one fact per setting when the run has one value set)
+    and shots."""
     settings = (run.get("benchmark_settings") or {}).get(name)
+    if isinstance(settings, list) and len(settings) == 1 and isinstance(settings[0], Mapping):
+        said = {f"setting {key}": _setting_words({key: value}) or None for key, value in settings[0].items()}
+    elif isinstance(settings, list) and settings:
+        said = {"setting values": "; ".join(_setting_words(values) for values in settings)}
+    else:
+        said = {}
     shots = [(run.get("n_shot") or {}).get(task) for task in tasks]
     return {
-        "benchmark settings": "; ".join(_setting_words(values) for values in settings)
-        if isinstance(settings, list) and settings
-        else None,
+        **said,
         "few-shot examples": None
         if not shots or any(n is None for n in shots)
         else ("zero-shot" if all(n == 0 for n in shots) else ", ".join(f"{n}-shot" for n in shots)),
@@ -375,8 +387,13 @@ def _section_facts(run: Mapping[str, Any], name: str, tasks: Mapping[str, Any]) 
 def _said(facts: Sequence[tuple[str, Mapping[str, str | None]]], key: str) -> str | None:
     """A fact over runs (label, facts): once when every run says the same, else each value with its runs; None when
     no run recorded it."""
-    said = [(label, f[key]) for label, f in facts if f[key] is not None]
-    return _across([(label, _md(value)) for label, value in said]) if said else None
+    said = [(label, f[key]) for label, f in facts if f.get(key) is not None]
+    if not said:
+        return None
+    text = _across([(label, _md(value)) for label, value in said])
+    if len(said) < len(facts) and len({value for _, value in said}) == 1:  # some runs only: name them
+        text += f" ({', '.join(label for label, _ in said)})"
+    return text
 
 
 def _unrecorded(facts: Sequence[tuple[str, Mapping[str, str | None]]], keys: Sequence[str]) -> list[str]:
@@ -384,7 +401,11 @@ def _unrecorded(facts: Sequence[tuple[str, Mapping[str, str | None]]], keys: Seq
 
 
 def _names(items: Sequence[str]) -> str:
-    return items[0] if len(items) == 1 else f"{', '.join(items[:-1])} and {items[-1]}"
+    """A list in a sentence; with semicolons when a name holds a comma ("MedExQA, log-likelihood protocol")."""
+    if len(items) == 1:
+        return items[0]
+    comma = any("," in item for item in items)
+    return f"{('; ' if comma else ', ').join(items[:-1])}{';' if comma else ''} and {items[-1]}"
 
 
 def methods_facts(board: Mapping[str, Any]) -> dict[str, Any]:
@@ -428,7 +449,12 @@ def methods_facts(board: Mapping[str, Any]) -> dict[str, Any]:
                 "tests": [_md(_test_words(test, bench["compared_metric"] or "")) for test in tests],
                 "n_tested": n_tested,
                 "not_compared": _md(bench["comparisons_unavailable"]) if bench["comparisons_unavailable"] else None,
-                "settings": _said(facts, "benchmark settings"),
+                "settings": ", ".join(
+                    said
+                    for key in dict.fromkeys(key for _, f in facts for key in f if key.startswith("setting "))
+                    if (said := _said(facts, key))
+                )
+                or None,
                 "shots": _said(facts, "few-shot examples"),
                 "comparable": _across(
                     [
@@ -493,7 +519,7 @@ def _shared_paragraph(facts: Mapping[str, Any]) -> str:
 def _section_paragraph(section: Mapping[str, Any], shots_said: bool) -> str:
     models = section["models"]
     sentences = [
-        f"On {section['title']} each model was scored on {section['items']}"
+        f"On {section['title']}, each model was scored on {section['items']}"
         + (f", with {section['settings']}" if section["settings"] else "")
         + (f", {section['shots']}" if section["shots"] and not shots_said else "")
         + "."
@@ -503,7 +529,7 @@ def _section_paragraph(section: Mapping[str, Any], shots_said: bool) -> str:
         sentences.append(f"The headline is {section['headline']}{macro}.")
     if section["n_tested"]:
         sentences.append(
-            f"Pairs were compared with the {'; the '.join(section['tests'])} ({_pairs(section['n_tested'])})."
+            f"Pairs were compared ({_pairs(section['n_tested'])}) with the {'; the '.join(section['tests'])}."
         )
     elif section["not_compared"]:
         sentences.append(f"Models were not compared: {section['not_compared']}.")
