@@ -63,7 +63,10 @@ def start(session: pytest.Session, folder: Path) -> None:
     """Plant this session's sentinel run in ``folder`` and list the folder (the controller only)."""
     if not _controller(session.config):
         return
-    created = not folder.exists()
+    # the folder is ours to remove at the end when it was absent, or held only other sessions' sentinels
+    created = not folder.exists() or (
+        folder.is_dir() and all(p.name.startswith(SENTINEL_PREFIX) for p in folder.iterdir()) and any(folder.iterdir())
+    )
     sentinel = folder / f"{SENTINEL_PREFIX}{uuid.uuid4().hex[:12]}"
     run = sentinel / "run" / "model"
     run.mkdir(parents=True)

@@ -7,11 +7,12 @@ import os
 import subprocess
 import sys
 import textwrap
+from types import SimpleNamespace
 
 import pytest
 
 from tests.conftest import REPO
-from tests.out_guard import SENTINEL_PREFIX, changes, listing
+from tests.out_guard import SENTINEL_PREFIX, changes, finish, listing, start
 
 
 def test_the_listing_sees_every_change(tmp_path):
@@ -104,3 +105,34 @@ def test_a_session_that_deletes_the_folder_fails_naming_the_sentinel_and_the_use
     assert code == 1, output
     assert "user-run/results.json: removed" in output
     assert f"{SENTINEL_PREFIX}" in output and "/run/model/results_2000-01-01T00-00-00.json: removed" in output
+
+
+def fake_session():
+    """What start and finish read of a controller's session."""
+    config = SimpleNamespace(stash=pytest.Stash(), pluginmanager=SimpleNamespace(get_plugin=lambda name: None))
+    return SimpleNamespace(config=config, exitstatus=0)
+
+
+@pytest.mark.parametrize("user_run", [False, True])
+def test_two_sessions_at_once_in_one_checkout_pass_and_leave_the_folder_as_it_was(tmp_path, user_run):
+    folder = tmp_path / "out"
+    if user_run:
+        (folder / "quickstart").mkdir(parents=True)
+        (folder / "quickstart" / "results.json").write_text("{}", encoding="utf-8")
+    before = listing(folder)
+    a, b = fake_session(), fake_session()
+    start(a, folder)
+    start(b, folder)  # sees a's sentinel: not its concern
+    finish(a)
+    finish(b)
+    assert (a.exitstatus, b.exitstatus) == (0, 0)
+    assert listing(folder) == before and folder.exists() == user_run
+
+
+def test_a_session_fails_when_the_folder_changes_under_it(tmp_path):
+    folder = tmp_path / "out"
+    session = fake_session()
+    start(session, folder)
+    (folder / "quickstart").mkdir()
+    finish(session)
+    assert session.exitstatus == pytest.ExitCode.TESTS_FAILED
