@@ -14,6 +14,7 @@ import hashlib
 import os
 import shutil
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -22,28 +23,31 @@ SENTINEL_PREFIX = ".suite-sentinel-"
 _STATE = pytest.StashKey[tuple[Path, Path, dict[str, str], bool]]()
 
 
-def listing(folder: Path, ignore_prefix: str | None = None) -> dict[str, str]:
-    """Every entry under ``folder`` (its path relative to it): a file's sha256, a link's target, "folder"; entries
-    whose top-level name starts with ``ignore_prefix`` are left out."""
+def listing(folder: Path, skip: Callable[[str], bool] = lambda name: False) -> dict[str, str]:
+    """Every entry under ``folder`` (its path relative to it): a file's sha256, a link's target, "folder"; the
+    top-level entries whose name ``skip`` accepts are not entered (another session may be removing them)."""
     found: dict[str, str] = {}
     if not folder.is_dir():
         return found
-    for path in sorted(folder.rglob("*")):  # a link to a folder is listed, not followed
-        relative = path.relative_to(folder).as_posix()
-        if ignore_prefix and relative.startswith(ignore_prefix):
+    for top in sorted(folder.iterdir()):
+        if skip(top.name):
             continue
-        if path.is_symlink():
-            found[relative] = f"link to {os.readlink(path)}"
-        elif path.is_file():
-            try:
-                with path.open("rb") as handle:
-                    found[relative] = hashlib.file_digest(handle, "sha256").hexdigest()
-            except OSError as exc:  # a user's file this process cannot read: its size and time stand for it
-                stat = path.stat()
-                found[relative] = f"unreadable ({exc.strerror}), {stat.st_size} bytes, modified {stat.st_mtime_ns}"
-        else:
-            found[relative] = "folder" if path.is_dir() else "other"
+        inside = top.rglob("*") if top.is_dir() and not top.is_symlink() else ()
+        for path in (top, *sorted(inside)):  # a link to a folder is listed, not followed
+            found[path.relative_to(folder).as_posix()] = _entry(path)
     return found
+
+
+def _entry(path: Path) -> str:
+    if path.is_symlink():
+        return f"link to {os.readlink(path)}"
+    if path.is_file():
+        try:
+            with path.open("rb") as handle:
+                return hashlib.file_digest(handle, "sha256").hexdigest()
+        except OSError as exc:  # a user's file this process cannot read (or one just removed): say why
+            return f"unreadable ({exc.strerror})"
+    return "folder" if path.is_dir() else "other"
 
 
 def changes(before: dict[str, str], after: dict[str, str]) -> list[str]:
@@ -77,8 +81,7 @@ def start(session: pytest.Session, folder: Path) -> None:
 
 def _own(folder: Path, sentinel: Path) -> dict[str, str]:
     """The folder's listing without other sessions' sentinels."""
-    others = {p.name for p in folder.glob(f"{SENTINEL_PREFIX}*") if p != sentinel} if folder.is_dir() else set()
-    return {name: value for name, value in listing(folder).items() if name.split("/", 1)[0] not in others}
+    return listing(folder, lambda name: name.startswith(SENTINEL_PREFIX) and name != sentinel.name)
 
 
 def finish(session: pytest.Session) -> None:
