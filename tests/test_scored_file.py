@@ -6,7 +6,6 @@ import json
 import numpy as np
 import pytest
 from lm_eval_tasks.utils import scored_file
-from lm_eval_tasks.utils.data import DataError
 from lm_eval_tasks.utils.leaderboard import build
 from lm_eval_tasks.utils.report import MANIFEST, write_report
 from lm_eval_tasks.utils.results import score_path
@@ -280,30 +279,3 @@ def test_a_fifo_samples_file_and_a_huge_scored_file_are_refused_at_once(reported
     (report / scored_file.FILE).write_bytes(b"{}\n")
     with pytest.raises(scored_file.DataError, match="FIFO"):
         scored_file.run_key(copied)
-
-
-def test_items_scored_without_texts_read_them_back_as_scored_with_them(reported):
-    """A leaderboard's runs hold no prompts or replies: each item read back from its samples file, scored and masked
-    again, is the item the report wrote; a samples file changed since is named, never shown as the item."""
-    results_path, scored = reported
-    light = score_path(results_path, texts=False)
-    assert light.report() == scored.report()
-    assert light.item_details() == scored.item_details()
-    name, section = next((n, s) for n, s in light.sections.items() if s.generative)
-    assert not section.holds_texts and all(item.reply is None and item.prompt == "" for item in section.items)
-    task = section.items[0].task
-    samples = section.source.files[task]
-    stale = score_path(results_path, texts=False).sections[name]  # no item read back yet
-    first_line = next(i for i, item in enumerate(stale.items) if item.task == task and stale.source.offsets[i] == 0)
-    original = samples.read_bytes()
-    first = original.index(b"\n") + 1
-    second = original.index(b"\n", first) + 1
-    try:
-        # The first two lines swapped: the first line's offset now holds another item.
-        samples.write_bytes(original[first:second] + original[:first] + original[second:])
-        with pytest.raises(DataError, match="no longer"):
-            stale.item(first_line)
-        fresh = score_path(results_path, texts=False).sections[name]  # the offsets of the file as it is now
-        assert [fresh.item(i) for i in range(3)] == list(scored.sections[name].items[:3])
-    finally:
-        samples.write_bytes(original)

@@ -183,10 +183,10 @@ class Discordant:
         self, sa: Section, sb: Section, which: str, first: int | None = None
     ) -> list[tuple[ScoredItem, ScoredItem]]:
         """(A's item, B's item) of ``which`` ("a_only_correct" or "b_only_correct"), the ``first`` ones only when
-        given, with their texts (:meth:`.results.Section.item`): built only where shown."""
+        given."""
         chosen = getattr(self, which)
         a, b = chosen.a[:first].tolist(), chosen.b[:first].tolist()
-        return [(sa.item(i), sb.item(j)) for i, j in zip(a, b, strict=True)]
+        return [(sa.items[i], sb.items[j]) for i, j in zip(a, b, strict=True)]
 
 
 def discordant_items(sa: Section, sb: Section, paired: Pairing | None = None) -> Discordant:

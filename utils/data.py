@@ -453,64 +453,37 @@ def read_json(path: str | os.PathLike, digest: Any = None) -> Any:
         raise DataError(f"{path}: {_json_problem(exc)}") from exc
 
 
-def iter_jsonl(
-    path: str | os.PathLike, digest: Any = None, offsets: list[int] | None = None
-) -> Iterator[tuple[int, dict[str, Any]]]:
+def iter_jsonl(path: str | os.PathLike, digest: Any = None) -> Iterator[tuple[int, dict[str, Any]]]:
     """``(line number, object)`` for each non-blank line of a JSONL file; a bad line names its number.
 
     Only a regular file is read, a line of at most MAX_LINE_BYTES at a time. ``digest`` (a :mod:`hashlib`
-    object) is updated with every byte read: read to the end, it holds the file's hash. ``offsets``: each object's
-    line's byte offset in the file is appended to it (:func:`jsonl_row_at` reads that line again).
+    object) is updated with every byte read: read to the end, it holds the file's hash.
     """
     path = Path(path)
     with open_regular(path) as handle:
-        number, offset = 0, 0
+        number = 0
         while raw := handle.readline(MAX_LINE_BYTES + 1):
             number += 1
-            start, offset = offset, offset + len(raw)
             if digest is not None:
                 digest.update(raw)
-            row = _jsonl_row(raw, path, number)
-            if row is None:
+            if len(raw) > MAX_LINE_BYTES:
+                raise DataError(f"{path}, line {number}: longer than {MAX_LINE_BYTES:,} bytes; not read")
+            line = _decode(
+                raw[len(codecs.BOM_UTF8) :] if number == 1 and raw.startswith(codecs.BOM_UTF8) else raw, path, number
+            )
+            if not line.strip():
                 continue
-            if offsets is not None:
-                offsets.append(start)
+            try:
+                row = json.loads(line, object_pairs_hook=_object_without_duplicate_keys)
+            except _DuplicateKey as exc:
+                raise DataError(f"{path}, line {number}: key {exc.key!r} appears twice in one object") from exc
+            except json.JSONDecodeError as exc:
+                raise DataError(f"{path}, line {number}: invalid JSON ({exc.msg})") from exc
+            except (ValueError, RecursionError) as exc:
+                raise DataError(f"{path}, line {number}: {_json_problem(exc)}") from exc
+            if not isinstance(row, dict):
+                raise DataError(f"{path}, line {number}: expected a JSON object, got {type(row).__name__}")
             yield number, row
-
-
-def jsonl_row_at(path: str | os.PathLike, offset: int) -> dict[str, Any]:
-    """The object on the line of a JSONL file that starts at byte ``offset`` (as :func:`iter_jsonl` gave it)."""
-    path = Path(path)
-    with open_regular(path) as handle:
-        handle.seek(offset)
-        row = _jsonl_row(handle.readline(MAX_LINE_BYTES + 1), path, None if offset else 1, offset)
-    if row is None:
-        raise DataError(f"{path}, byte {offset}: no JSON object on the line there")
-    return row
-
-
-def _jsonl_row(raw: bytes, path: Path, number: int | None, offset: int = 0) -> dict[str, Any] | None:
-    """One line of a JSONL file as its object; None for a blank line. ``number``: its line number when known,
-    else it is named by its byte ``offset``."""
-    where = f"line {number}" if number is not None else f"the line at byte {offset}"
-    if len(raw) > MAX_LINE_BYTES:
-        raise DataError(f"{path}, {where}: longer than {MAX_LINE_BYTES:,} bytes; not read")
-    line = _decode(
-        raw[len(codecs.BOM_UTF8) :] if number == 1 and raw.startswith(codecs.BOM_UTF8) else raw, path, number
-    )
-    if not line.strip():
-        return None
-    try:
-        row = json.loads(line, object_pairs_hook=_object_without_duplicate_keys)
-    except _DuplicateKey as exc:
-        raise DataError(f"{path}, {where}: key {exc.key!r} appears twice in one object") from exc
-    except json.JSONDecodeError as exc:
-        raise DataError(f"{path}, {where}: invalid JSON ({exc.msg})") from exc
-    except (ValueError, RecursionError) as exc:
-        raise DataError(f"{path}, {where}: {_json_problem(exc)}") from exc
-    if not isinstance(row, dict):
-        raise DataError(f"{path}, {where}: expected a JSON object, got {type(row).__name__}")
-    return row
 
 
 def cached_on_file(loader: Callable[..., Any]) -> Callable[..., Any]:

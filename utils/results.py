@@ -35,9 +35,9 @@ import numpy as np
 
 from . import calibration, lengths, power, stats
 from .benchmarks import discover, report_specs
-from .data import DataError, jsonl_row_at
+from .data import DataError
 from .redaction import MASK, mask, mask_strings, secret_values
-from .runs import Run, load_run, logged_sample, run_info
+from .runs import Run, load_run, run_info
 from .scoring import (
     HIGHEST_LOGLIKELIHOOD_TIED,
     INVALID,
@@ -91,10 +91,6 @@ class Section:
     compared: stats.Bootstrapped | None  # the spec's compared metric over these items, with its distribution
     settings: tuple[dict[str, Any], ...]  # every distinct set of score-moving settings among the samples
     generative: bool  # its tasks generate text (lm-eval output_type generate_until)
-    # Where each item's texts are read back from (None: a run built in memory); ``items`` hold their texts (prompt,
-    # reply) only with ``holds_texts`` (:func:`score` with ``texts=False`` holds none: :meth:`item` reads them back).
-    source: SampleTexts | None = None
-    holds_texts: bool = True
 
     def __reduce__(self):
         # A spec holds functions; a section crosses processes by its spec's name (the leaderboard scores runs
@@ -106,24 +102,8 @@ class Section:
             self.compared,
             self.settings,
             self.generative,
-            self.source,
-            self.holds_texts,
         )
         return _section_of_spec, (self.spec.name, *state)
-
-    def item(self, position: int) -> ScoredItem:
-        """The item at ``position`` with its texts: as held, or read back from its samples file and masked as when
-        it was scored (once per item)."""
-        if self.holds_texts or self.source is None:
-            return self.items[position]
-        found = self._read_back.get(position)
-        if found is None:
-            found = self._read_back[position] = self.source.item(self.spec, self.items[position], position)
-        return found
-
-    @cached_property
-    def _read_back(self) -> dict[int, ScoredItem]:
-        return {}
 
     # Computed once per section, not once per pair it is compared in (the leaderboard pairs every run with every
     # other).
@@ -153,41 +133,6 @@ def _section_of_spec(name: str, *state: Any) -> Section:
 
 
 @dataclass(frozen=True)
-class SampleTexts:
-    """Where a section's items were logged: its tasks' samples files and each item's line in them (its byte offset,
-    in the section's order), and the run's credentials its texts are masked of. Bytes per item, not texts."""
-
-    files: dict[str, Path]  # task -> its samples file
-    offsets: np.ndarray  # int64, one per item
-    secrets: frozenset[str] = field(default_factory=frozenset)
-
-    def item(self, spec: BenchmarkSpec, held: ScoredItem, position: int) -> ScoredItem:
-        """``held`` with its texts: its sample read again and scored as :func:`walk_samples` scores it; a DataError
-        when the file no longer holds that item there."""
-        path, offset = self.files[held.task], int(self.offsets[position])
-        try:
-            sample = logged_sample(jsonl_row_at(path, offset))
-            item = _scored(spec, held.task, sample, _Masker(set(self.secrets)), texts=True)
-        except (KeyError, TypeError, ValueError, IndexError) as exc:
-            raise DataError(f"{path}, byte {offset}: cannot score this sample again ({exc!r})") from exc
-        if without_texts(item) != held:
-            raise DataError(
-                f"{path}: the sample at byte {offset} is no longer task '{held.task}' doc {held.doc_id} as scored; "
-                "the file changed since"
-            )
-        return item
-
-
-def without_texts(item: ScoredItem) -> ScoredItem:
-    """``item`` without its prompt and reply (and their names in ``redacted``): what a section holds when its texts
-    are read back on demand (:class:`SampleTexts`)."""
-    if item.prompt == "" and item.reply is None:
-        return item
-    kept = tuple(name for name in item.redacted if name not in _LONG_TEXTS)
-    return replace(item, prompt="", reply=None, redacted=kept)
-
-
-@dataclass(frozen=True)
 class ScoredRun:
     results_path: Path
     provenance: dict[str, Any]  # report.json's "run"
@@ -214,10 +159,7 @@ class ScoredRun:
 
     def item_details(self) -> dict[str, list[dict[str, Any]]]:
         """Per section: one record per item (items_<section>.jsonl), in the section's (task, doc_id) order."""
-        return {
-            name: [item_record(section.item(position)) for position in range(len(section.items))]
-            for name, section in self.sections.items()
-        }
+        return {name: [item_record(item) for item in section.items] for name, section in self.sections.items()}
 
 
 def items_file(section_name: str) -> str:
@@ -272,8 +214,6 @@ def item_record(item: ScoredItem) -> dict[str, Any]:
 
 # The item's own fields that hold text, in the order ``redacted`` names them (then details.<key>, in details order).
 _TEXT_FIELDS = ("prompt", "reply", "choices", "gold", "pred", "parse_step", "invalid_reason", "item_id")
-# Those a section holds only while its report is written (:func:`without_texts`).
-_LONG_TEXTS = ("prompt", "reply")
 
 
 class _Masker:
@@ -346,16 +286,14 @@ def _mask_strings(value: Any, masker: _Masker) -> Any:
 
 @dataclass
 class Walk:
-    """What one pass over a spec's samples gathers: the scored items (sorted by task and doc_id) and where each was
-    logged, the distinct settings and caveats (unmasked), and each reply with its token budget (in file order)."""
+    """What one pass over a spec's samples gathers: the scored items (sorted by task and doc_id), the distinct
+    settings and caveats (unmasked), and each reply with its token budget (in file order)."""
 
     items: list[ScoredItem] = field(default_factory=list)
-    offsets: list[int] = field(default_factory=list)
     settings: dict[str, dict[str, Any]] = field(default_factory=dict)
     caveats: dict[str, None] = field(default_factory=dict)
     replies: list[str] = field(default_factory=list)
     budgets: list[int | None] = field(default_factory=list)
-    texts: bool = True  # the items hold their prompts and replies
 
 
 def _secrets(run: Run) -> set[str]:
@@ -363,30 +301,26 @@ def _secrets(run: Run) -> set[str]:
     return secret_values(config.get("model_args")) if isinstance(config, Mapping) else set()
 
 
-def _scored(spec: BenchmarkSpec, task: str, sample: Mapping[str, Any], masker: _Masker, texts: bool) -> ScoredItem:
-    """A logged sample scored by ``spec``, its texts masked; its prompt and reply held only with ``texts``."""
-    scored = replace(spec.score_sample(task, sample), item_id=spec.item_id_of(sample))
-    return _redacted(scored if texts else without_texts(scored), masker)
+def _scored(spec: BenchmarkSpec, task: str, sample: Mapping[str, Any], masker: _Masker) -> ScoredItem:
+    """A logged sample scored by ``spec``, its texts masked."""
+    return _redacted(replace(spec.score_sample(task, sample), item_id=spec.item_id_of(sample)), masker)
 
 
-def walk_samples(run: Run, spec: BenchmarkSpec, texts: bool = True, score: bool = True) -> Walk:
-    """One pass over the spec's samples of ``run``: each scored (``score``) from its logged reply, the texts kept
-    with it (``texts``; else none are held, :class:`SampleTexts` reads them back) with the run's credentials and
-    anything shaped like a credential masked; its settings, caveat, reply and token budget."""
-    secrets = _secrets(run)
-    masker = _Masker(secrets)
-    walk, keyed = Walk(texts=texts), []
+def walk_samples(run: Run, spec: BenchmarkSpec, score: bool = True) -> Walk:
+    """One pass over the spec's samples of ``run``: each scored (``score``) from its logged reply, its texts masked
+    of the run's credentials and anything shaped like a credential; its settings, caveat, reply and token budget."""
+    masker = _Masker(_secrets(run))
+    walk = Walk()
     for task in sorted(t for t in run.samples if spec.owns(t)):
-        offsets = run.offsets.get(task) or [-1] * len(run.samples[task])
-        for number, (sample, offset) in enumerate(zip(run.samples[task], offsets, strict=True), start=1):
+        for number, sample in enumerate(run.samples[task], start=1):
             if score:
                 try:
-                    item = _scored(spec, task, sample, masker, texts)
+                    item = _scored(spec, task, sample, masker)
                 except (KeyError, TypeError, ValueError, IndexError) as exc:
                     raise DataError(
                         f"{run.sample_files[task]}, line {number}: cannot score this sample ({exc!r})"
                     ) from exc
-                keyed.append((item, offset))
+                walk.items.append(item)
             if spec.settings_of is not None:
                 values = dict(spec.settings_of(sample))
                 walk.settings.setdefault(json.dumps(values, sort_keys=True, default=str), values)
@@ -398,16 +332,12 @@ def walk_samples(run: Run, spec: BenchmarkSpec, texts: bool = True, score: bool 
             walk.replies.append(reply if isinstance(reply, str) else "")
             budget = (logged_generation_kwargs(sample) or {}).get("max_gen_toks")
             walk.budgets.append(budget if isinstance(budget, int) and not isinstance(budget, bool) else None)
-    keyed.sort(key=lambda pair: (pair[0].task, pair[0].doc_id))
-    walk.items = [item for item, _ in keyed]
-    walk.offsets = [offset for _, offset in keyed]
+    walk.items.sort(key=lambda item: (item.task, item.doc_id))
     return walk
 
 
-def score(run: Run, tokenizer: str | None = None, texts: bool = True) -> ScoredRun:
-    """Every section of ``run``, scored once; reply lengths counted as ``--tokenizer`` asks (:func:`.lengths.counter`);
-    ``texts``: its items hold their prompts and replies (else they are read back from the samples files when
-    shown)."""
+def score(run: Run, tokenizer: str | None = None) -> ScoredRun:
+    """Every section of ``run``, scored once; reply lengths counted as ``--tokenizer`` asks (:func:`.lengths.counter`)."""
     provenance = run_info(run)
     sections, owned, settings = {}, set(), {}
     config = run.results.get("config")
@@ -415,7 +345,7 @@ def score(run: Run, tokenizer: str | None = None, texts: bool = True) -> ScoredR
     # Made when a section first needs it (a generative one), once for all the run's sections.
     counter = cache(lambda: lengths.counter(tokenizer, model_args))
     for spec in report_specs():
-        walk = walk_samples(run, spec, texts)
+        walk = walk_samples(run, spec)
         items = walk.items
         owned |= {item.task for item in items}
         if not items:
@@ -463,8 +393,8 @@ def declared_settings(sections: Mapping[str, Section]) -> dict[str, list[dict[st
     return out
 
 
-def score_path(path: str | os.PathLike, tokenizer: str | None = None, texts: bool = True) -> ScoredRun:
-    return score(load_run(path), tokenizer, texts)
+def score_path(path: str | os.PathLike, tokenizer: str | None = None) -> ScoredRun:
+    return score(load_run(path), tokenizer)
 
 
 # ----------------------------------------------------------------------------- one section
@@ -921,9 +851,4 @@ def score_section(
             f"{run.results_path}: {spec.name} scored item {repeated[0]} {Counter(keys)[repeated[0]]} times; "
             "it would be counted twice"
         )
-    source = None
-    if len(walk.offsets) == len(items) and all(offset >= 0 for offset in walk.offsets):
-        files = {task: run.sample_files[task] for task in tasks}
-        source = SampleTexts(files, np.asarray(walk.offsets, dtype=np.int64), frozenset(_secrets(run)))
-    section = Section(spec, tuple(items), keys, numbers, compared_bootstrap(items, spec), settings, generative)
-    return replace(section, source=source, holds_texts=walk.texts or source is None)
+    return Section(spec, tuple(items), keys, numbers, compared_bootstrap(items, spec), settings, generative)

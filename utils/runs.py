@@ -28,9 +28,6 @@ class Run:
     # path -> sha256 of each file read (the results file, each samples file), hashed from the bytes that were
     # parsed; empty for a run built in memory.
     sha256: dict[str, str] = field(default_factory=dict)
-    # task -> the byte offset of each sample's line in its samples file, in ``samples`` order (empty for a run built
-    # in memory): a scored item's texts are read back from there when a page shows it (:class:`.results.SampleTexts`).
-    offsets: dict[str, list[int]] = field(default_factory=dict)
 
 
 def run_timestamp(results_path: Path) -> str:
@@ -63,25 +60,24 @@ def find_results(path: str | os.PathLike) -> Path:
     return found[0]
 
 
-def _logged_samples(sample_path: Path, task: str, digest: Any = None) -> tuple[list[dict[str, Any]], int, list[int]]:
+def _logged_samples(sample_path: Path, task: str, digest: Any = None) -> tuple[list[dict[str, Any]], int]:
     """One task's logged samples (one filter), each (doc_id, doc_hash) once (``digest``: updated with the file's
-    bytes as they are read), and the byte offset of each one's line.
+    bytes as they are read).
 
     A line repeated as it is (e.g. a file appended twice) is read once; two different lines for the
     same doc cannot both be right, so they are an error naming both.
     """
-    line_offsets: list[int] = []
-    rows = list(iter_jsonl(sample_path, digest, line_offsets))
+    rows = list(iter_jsonl(sample_path, digest))
     filters = sorted({row.get("filter", "none") for _, row in rows})
     chosen = "none" if "none" in filters else filters[0] if filters else "none"
-    kept: dict[tuple[Any, Any], tuple[int, dict[str, Any], int]] = {}
+    kept: dict[tuple[Any, Any], tuple[int, dict[str, Any]]] = {}
     repeated = 0
-    for (number, row), offset in zip(rows, line_offsets, strict=True):
+    for number, row in rows:
         if row.get("filter", "none") != chosen:
             continue
         key = (row.get("doc_id"), row.get("doc_hash"))
         if key in kept:
-            first, earlier, _ = kept[key]
+            first, earlier = kept[key]
             if earlier != row:
                 raise DataError(
                     f"{sample_path}, lines {first} and {number}: two different samples for task '{task}' doc_id "
@@ -89,9 +85,8 @@ def _logged_samples(sample_path: Path, task: str, digest: Any = None) -> tuple[l
                 )
             repeated += 1
             continue
-        kept[key] = (number, row, offset)
-    rows = [logged_sample(row) for _, row, _ in kept.values()]
-    return rows, repeated, [offset for _, _, offset in kept.values()]
+        kept[key] = (number, row)
+    return [logged_sample(row) for _, row in kept.values()], repeated
 
 
 def logged_sample(row: dict[str, Any]) -> dict[str, Any]:
@@ -111,7 +106,7 @@ def load_run(path: str | os.PathLike) -> Run:
         if not isinstance(results.get(key, {}), dict):
             raise DataError(f"{results_path}: '{key}' is {type(results[key]).__name__}, not an object")
     stamp = run_timestamp(results_path)
-    samples, files, repeated, offsets = {}, {}, {}, {}
+    samples, files, repeated = {}, {}, {}
     for task in results["configs"]:
         sample_path = results_path.parent / f"samples_{task}_{stamp}.jsonl"
         if not os.path.lexists(sample_path):
@@ -119,7 +114,7 @@ def load_run(path: str | os.PathLike) -> Run:
                 f"{sample_path}: missing; the report needs lm_eval's --log_samples output for task '{task}'"
             )
         digests[str(sample_path)] = hashlib.sha256()
-        samples[task], repeats, offsets[task] = _logged_samples(sample_path, task, digests[str(sample_path)])
+        samples[task], repeats = _logged_samples(sample_path, task, digests[str(sample_path)])
         files[task] = sample_path
         if repeats:
             repeated[task] = repeats
@@ -136,7 +131,7 @@ def load_run(path: str | os.PathLike) -> Run:
             "nothing was logged to score"
         )
     hashes = {name: digest.hexdigest() for name, digest in digests.items()}
-    return Run(results_path, results, samples, files, repeated, hashes, offsets)
+    return Run(results_path, results, samples, files, repeated, hashes)
 
 
 def _effective_count(n_samples: Mapping[str, Any], task: str) -> int | None:
