@@ -1,11 +1,13 @@
 """Record a run whose figures the documentation quotes: ``examples/results/NAME/`` with the run's report.json and a
-manifest.json (the command, package and lm-eval versions, the machine, the date, the sha256 of the report and of
-the results and samples files it read). ``examples/results_table.py`` prints the README's table from these folders.
+manifest.json (the command, package and lm-eval versions, the machine and its load, the date, the sha256 of the
+report and of the results and samples files it read). ``examples/results_table.py`` prints the README's table from these folders.
 
     python examples/results_artifact.py out/quickstart/report/report.json quickstart --command "bash examples/quickstart.sh"
 
 The machine is the one the run reports (lm-eval's ``pretty_env_info`` in the results file): its CPU model, core
-count and the flags that decide bfloat16 speed (native bfloat16 needs AVX-512-BF16 or AMX).
+count and the flags that decide bfloat16 speed (native bfloat16 needs AVX-512-BF16 or AMX). Its load is the
+1-, 5- and 15-minute load average when the artifact is written: record it right after the run, so that the longer
+averages cover the run's end (other work on the machine slows a run and changes no number).
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import os
 import re
 import sys
 from pathlib import Path
@@ -59,6 +62,7 @@ def manifest(report_path: Path, command: str) -> tuple[dict, bytes]:
         "dtype": run["dtype"],
         "chat_template_applied": run["chat_template_applied"],
         "machine": machine(results.get("pretty_env_info") or ""),
+        "load_average": [round(load, 2) for load in os.getloadavg()],
         "date": run["date"],
         "report_sha256": hashlib.sha256(raw).hexdigest(),
         "results_file": results_file.name,

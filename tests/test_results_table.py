@@ -32,7 +32,13 @@ def estimate(value, low, high):
 def test_the_table_prints_each_artifacts_figures(tmp_path):
     folder = tmp_path / "quickstart"
     folder.mkdir()
-    manifest = {"command": "bash examples/quickstart.sh", "dtype": "float32", "chat_template_applied": False}
+    manifest = {
+        "command": "bash examples/quickstart.sh",
+        "dtype": "float32",
+        "chat_template_applied": False,
+        "machine": {"cpu": "Intel Xeon", "cpus": 2},
+        "load_average": [1.5, 0.75, 0.25],
+    }
     report = {
         "benchmarks": {
             "medfact_bench": {"title": "MedFact-Bench", "components": {"scifact": {}}, "n_items": 4, "n_invalid": 4},
@@ -64,12 +70,19 @@ def test_the_table_prints_each_artifacts_figures(tmp_path):
     (folder / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
     (folder / "report.json").write_text(json.dumps(report), encoding="utf-8")
     (tmp_path / "notes").mkdir()  # a folder without a manifest is no artifact
+    run = "`bash examples/quickstart.sh`, float32, plain prompts"
+    machine = "Intel Xeon, 2 CPUs, load 1.50 / 0.75 / 0.25 (1/5/15 min)"
     assert example("results_table").table(tmp_path) == (
-        "| benchmark | run | headline [95% CI] |\n|---|---|---|\n"
-        "| four | `bash examples/quickstart.sh`, float32, plain prompts | PubMedQA, atlas-n100-v1: accuracy .450 "
-        "[.360, .550]; MedExQA, CP + SLP: macro accuracy .271 [.216, .327]; MedFact-Bench: 0/4 replies gave an "
-        "answer; FActBench: 5 items, no accuracy headline (its scores are in report.md) |\n"
+        "| benchmark | run | machine | headline [95% CI] |\n|---|---|---|---|\n"
+        f"| PubMedQA | {run} | {machine} | atlas-n100-v1: accuracy .450 [.360, .550] |\n"
+        f"| MedExQA | {run} | {machine} | CP + SLP: macro accuracy .271 [.216, .327] |\n"
+        f"| MedFact-Bench | {run} | {machine} | 0/4 replies gave an answer |\n"
+        f"| FActBench | {run} | {machine} | 5 items, no accuracy headline (its scores are in report.md) |\n"
     )
+    # A manifest written before the load average was kept says so, and so does one without its machine.
+    del manifest["load_average"], manifest["machine"]
+    (folder / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
+    assert "| CPU not recorded, load not recorded |" in example("results_table").table(tmp_path)
 
 
 def test_each_artifact_is_the_report_its_manifest_hashes():
