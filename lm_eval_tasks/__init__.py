@@ -32,12 +32,14 @@ class UnsupportedHarnessWarning(UserWarning):
 def supported_lm_eval() -> str | None:
     """The lm-eval versions this package's installed metadata requires (e.g. ``<0.5,>=0.4.12``); None when the
     package is not installed (a source checkout) or names no lm-eval."""
-    from packaging.requirements import Requirement
-
     try:
         requirements = metadata.requires("lm-eval-medical-tasks") or []
     except metadata.PackageNotFoundError:
         return None
+    # Imported only where the package is installed: a source checkout run without site-packages must still reach
+    # __main__'s message saying how to install it.
+    from packaging.requirements import Requirement
+
     for text in requirements:
         requirement = Requirement(text)
         if requirement.name == "lm-eval" and requirement.marker is None:
@@ -60,11 +62,11 @@ def lm_eval_range_warning(installed: str, supported: str) -> str | None:
 
 
 def warn_outside_supported_lm_eval() -> None:
-    supported = supported_lm_eval()
     try:
         installed = metadata.version("lm_eval")
     except metadata.PackageNotFoundError:
         return
+    supported = supported_lm_eval()
     message = None if supported is None else lm_eval_range_warning(installed, supported)
     if message is not None:
         warnings.warn(message, UnsupportedHarnessWarning, stacklevel=2)
