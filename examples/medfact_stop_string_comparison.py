@@ -23,7 +23,7 @@ from pathlib import Path
 
 from lm_eval_tasks.utils import data as data_layer
 from lm_eval_tasks.utils.medfact_bench.parsing import CLOSE_SCORE, OPEN_SCORE, score_reply, score_to_label
-from lm_eval_tasks.utils.scoring import logged_reply
+from lm_eval_tasks.utils.samples import logged_reply
 
 MEDV1_OUTPUTS = Path("medfact_bench") / "scifact_medv1" / "claim_source_example_output_file.jsonl"
 

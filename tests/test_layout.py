@@ -133,7 +133,8 @@ TOY_INIT = '''\
 """Toybench: say the word back."""
 
 from ..benchmarks import Benchmark
-from ..scoring import BenchmarkSpec, Report, logged_reply, scored_item
+from ..samples import logged_reply
+from ..scoring import BenchmarkSpec, Report, scored_item
 
 WORDS = ("lol", "cat", "dog")
 

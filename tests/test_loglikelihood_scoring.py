@@ -1,4 +1,4 @@
-"""The one reading of a log-likelihood item (scoring.choose_by_loglikelihood) in every log-likelihood protocol.
+"""The one reading of a log-likelihood item (samples.choose_by_loglikelihood) in every log-likelihood protocol.
 
 A model whose log-likelihoods are NaN or +inf (an fp16 overflow) has no answer: each benchmark's
 ``process_results`` and its report spec must both say so, from the same function.
@@ -17,7 +17,8 @@ from lm_eval_tasks.utils.millerqa import report_spec as millerqa_spec
 from lm_eval_tasks.utils.millerqa import tasks as millerqa_tasks
 from lm_eval_tasks.utils.pubmedqa_atlas import report_spec as pubmedqa_spec
 from lm_eval_tasks.utils.pubmedqa_atlas import tasks as pubmedqa_tasks
-from lm_eval_tasks.utils.scoring import INVALID, choose_by_loglikelihood
+from lm_eval_tasks.utils.samples import choose_by_loglikelihood
+from lm_eval_tasks.utils.scoring import INVALID
 
 NAN, INF = math.nan, math.inf
 

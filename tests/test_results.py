@@ -195,7 +195,8 @@ def test_tied_best_loglikelihoods_give_the_range_and_expectation_of_other_tie_br
 def test_tie_outcomes_of_one_item_by_hand():
     from lm_eval_tasks.utils.calibration import from_loglikelihoods
     from lm_eval_tasks.utils.results import tie_outcomes
-    from lm_eval_tasks.utils.scoring import HIGHEST_LOGLIKELIHOOD, HIGHEST_LOGLIKELIHOOD_TIED, ScoredItem
+    from lm_eval_tasks.utils.samples import HIGHEST_LOGLIKELIHOOD, HIGHEST_LOGLIKELIHOOD_TIED
+    from lm_eval_tasks.utils.scoring import ScoredItem
 
     def item(lls, gold, step):
         forecast = from_loglikelihoods(lls, gold)

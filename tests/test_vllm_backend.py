@@ -24,7 +24,7 @@ import pytest
 from lm_eval_tasks.utils.benchmarks import report_specs
 from lm_eval_tasks.utils.leaderboard import build
 from lm_eval_tasks.utils.models import free_port
-from lm_eval_tasks.utils.scoring import logged_loglikelihoods, logged_reply
+from lm_eval_tasks.utils.samples import logged_loglikelihoods, logged_reply
 
 from lm_eval_tasks import tasks_dir
 from tests.conftest import REPO, read_results, read_samples, report_cli, run_lm_eval

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import stats
-from .scoring import choice_probabilities, choose_by_loglikelihood
+from .samples import choice_probabilities, choose_by_loglikelihood
 
 N_BINS = 10
 # k / 10 exactly (not linspace, whose 0.30000000000000004 would put a confidence of 0.3 in the bin below).
@@ -48,7 +48,7 @@ class Forecast:
 
 def from_loglikelihoods(loglikelihoods: Sequence[float], gold_choice: int) -> Forecast | None:
     """The forecast of a log-likelihood item: the probability of the choice it is read as
-    (:func:`.scoring.choose_by_loglikelihood`); None for an item without an answer."""
+    (:func:`.samples.choose_by_loglikelihood`); None for an item without an answer."""
     choice = choose_by_loglikelihood(loglikelihoods, len(loglikelihoods))
     if choice.index is None:
         return None

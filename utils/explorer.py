@@ -148,7 +148,7 @@ def _shown_value(value: Any, limit: int) -> Any:
 
 # Characters shown of a task's shared instruction (it is in the page once, beside every item's question).
 INSTRUCTION_SHOWN = 20_000
-Prompt = str | list[dict[str, str]]  # a logged prompt as scoring.readable_prompt gives it: a text or chat messages
+Prompt = str | list[dict[str, str]]  # a logged prompt as samples.readable_prompt gives it: a text or chat messages
 
 
 def _whole_lines(texts: Sequence[str]) -> str:

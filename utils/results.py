@@ -38,8 +38,8 @@ from .benchmarks import discover, report_specs
 from .data import DataError
 from .redaction import MASK, mask, mask_strings, secret_values
 from .runs import Run, load_run, run_info
+from .samples import HIGHEST_LOGLIKELIHOOD_TIED, choice_probabilities, logged_generation_kwargs, logged_reply
 from .scoring import (
-    HIGHEST_LOGLIKELIHOOD_TIED,
     INVALID,
     AccuracyMetric,
     AccuracyOver,
@@ -48,9 +48,6 @@ from .scoring import (
     ConfidenceSource,
     Headline,
     ScoredItem,
-    choice_probabilities,
-    logged_generation_kwargs,
-    logged_reply,
 )
 
 # report.json's schema; its changes, version by version, are in CHANGELOG.md.

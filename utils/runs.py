@@ -15,7 +15,7 @@ from typing import Any
 
 from .data import DataError, iter_jsonl, read_json
 from .redaction import mask, mask_strings, model_args_value, redact, redact_path, secret_values
-from .scoring import logged_arguments
+from .samples import logged_arguments
 
 
 @dataclass(frozen=True)

@@ -27,7 +27,7 @@ from typing import Any
 
 from ..data import DataError
 from ..openai_client import ChatClient, ChatEndpoint, ChatResult, Price, usage_summary
-from ..scoring import logged_reply
+from ..samples import logged_reply
 from ..text import strip_think
 from .constants import task_component
 from .factcheck_prompts import (

@@ -20,7 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from ..runs import Run
-from ..scoring import INVALID, BenchmarkSpec, Headline, Protocol, Report, ScoredItem, logged_reply, scored_item
+from ..samples import logged_reply
+from ..scoring import INVALID, BenchmarkSpec, Headline, Protocol, Report, ScoredItem, scored_item
 from .constants import NAME, PUBLISHED_COUNTS, PUBLISHED_NUMBERS, TASK_NAMES, TASKS, task_component
 from .parsing import score_generation
 from .records import CHECK_FILE, CHECK_FOLDER, read_check_folder

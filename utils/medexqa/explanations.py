@@ -44,7 +44,7 @@ from ..openai_client import (
     usage_total,
 )
 from ..redaction import redact
-from ..scoring import logged_reply
+from ..samples import logged_reply
 from . import explanation_metrics
 from .constants import LETTERS, PUBLISHED_COUNTS, SPECIALTIES, specialty
 from .parsing import parse_judge_score, score_generation

@@ -27,7 +27,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..scoring import INVALID, choose_by_loglikelihood
+from ..samples import choose_by_loglikelihood
+from ..scoring import INVALID
 from ..text import strip_think
 from .constants import LETTERS
 from .prompts import doc_options, generation_prompt
@@ -124,7 +125,7 @@ def extract_answer(reply: str, options: Sequence[str]) -> Extraction:
 
 @dataclass(frozen=True)
 class LogitScore:
-    pred: str  # a letter, or INVALID (a non-finite log-likelihood: see scoring.choose_by_loglikelihood)
+    pred: str  # a letter, or INVALID (a non-finite log-likelihood: see samples.choose_by_loglikelihood)
     correct: bool
     invalid_reason: str | None = None
     step: str = ""  # the parse step that decided ("" when INVALID)

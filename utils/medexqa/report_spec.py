@@ -10,6 +10,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .. import calibration
+from ..samples import logged_loglikelihoods, logged_reply
 from ..scoring import (
     INVALID,
     BenchmarkSpec,
@@ -20,8 +21,6 @@ from ..scoring import (
     Report,
     ScoredItem,
     ScoreSample,
-    logged_loglikelihoods,
-    logged_reply,
     scored_item,
 )
 from .constants import GENERATION, LETTERS, LOGIT, PUBLISHED_COUNTS, PUBLISHED_NUMBERS, SPECIALTIES, specialty

@@ -5,16 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..scoring import (
-    BenchmarkSpec,
-    Headline,
-    Protocol,
-    Report,
-    ScoredItem,
-    logged_generation_kwargs,
-    logged_reply,
-    scored_item,
-)
+from ..samples import logged_generation_kwargs, logged_reply
+from ..scoring import BenchmarkSpec, Headline, Protocol, Report, ScoredItem, scored_item
 from .constants import LABELS, MAX_NEW_TOKENS, NAME, PUBLISHED_COUNTS, PUBLISHED_NUMBERS
 from .demo_data import demo_label_note
 from .parsing import SCORE_BLOCK, score_reply

@@ -27,7 +27,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..scoring import choose_by_loglikelihood
+from ..samples import choose_by_loglikelihood
 from ..text import strip_think
 from .constants import LETTERS
 
@@ -409,7 +409,7 @@ def score_reply(doc: Mapping[str, Any], reply: str) -> Answer:
 class Choice:
     """The log-likelihood variant's answer: the most likely letter (the first on a tie), or none."""
 
-    position: int | None  # None: no answer (a non-finite log-likelihood: see scoring.choose_by_loglikelihood)
+    position: int | None  # None: no answer (a non-finite log-likelihood: see samples.choose_by_loglikelihood)
     original_index: int | None
     is_correct: bool
     invalid_reason: str | None = None

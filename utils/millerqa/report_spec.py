@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from .. import calibration
+from ..samples import logged_loglikelihoods, logged_reply
 from ..scoring import (
     INVALID,
     AccuracyOver,
@@ -21,8 +22,6 @@ from ..scoring import (
     Report,
     RunPairing,
     ScoredItem,
-    logged_loglikelihoods,
-    logged_reply,
     scored_item,
 )
 from .constants import BENCHMARKS, DIMENSIONS, FAMILIES, PUBLISHED_COUNTS, PUBLISHED_NUMBERS, TASKS, Family

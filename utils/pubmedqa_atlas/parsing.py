@@ -13,7 +13,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .. import stats
-from ..scoring import INVALID, choose_by_loglikelihood
+from ..samples import choose_by_loglikelihood
+from ..scoring import INVALID
 from ..text import strip_think
 from .constants import LABELS
 
@@ -36,7 +37,7 @@ class Verdict:
 def score_choice(gold: str, loglikelihoods: Sequence[float]) -> Verdict:
     """A log-likelihood item: yes / no / maybe scores in that order. The highest wins; an exact tie (common
     in bf16) goes to the earliest of yes, no, maybe; a non-finite score means no answer (INVALID, see
-    scoring.choose_by_loglikelihood)."""
+    samples.choose_by_loglikelihood)."""
     choice = choose_by_loglikelihood(loglikelihoods, len(LABELS))
     pred = INVALID if choice.index is None else LABELS[choice.index]
     step = "" if choice.index is None else choice.step

@@ -10,6 +10,7 @@ from typing import Any
 
 from .. import calibration
 from ..calibration import Forecast
+from ..samples import logged_loglikelihoods, logged_reply
 from ..scoring import (
     BenchmarkSpec,
     BeyondAccuracy,
@@ -20,8 +21,6 @@ from ..scoring import (
     ScoredItem,
     ScoreSample,
     Stratum,
-    logged_loglikelihoods,
-    logged_reply,
     scored_item,
 )
 from .constants import LABELS, PUBLISHED_NUMBERS, SUBSET_SIZES, SUBSETS
