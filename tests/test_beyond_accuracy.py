@@ -10,12 +10,14 @@ from collections import defaultdict
 import numpy as np
 import pytest
 from lm_eval_tasks.utils import calibration, leaderboard, lengths, stats
+from lm_eval_tasks.utils.accuracy import SMALL_GROUP
 from lm_eval_tasks.utils.benchmarks import report_specs
 from lm_eval_tasks.utils.data import DataError
 from lm_eval_tasks.utils.report import write_report
-from lm_eval_tasks.utils.results import SMALL_GROUP, score_path, score_section
+from lm_eval_tasks.utils.results import score_path
 from lm_eval_tasks.utils.runs import Run
 from lm_eval_tasks.utils.scoring import INVALID, ScoredItem
+from lm_eval_tasks.utils.section import score_section
 from sklearn.metrics import brier_score_loss
 
 from tests.by_definition import hand_binned_ece

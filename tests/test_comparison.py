@@ -7,9 +7,10 @@ import numpy as np
 import pytest
 from lm_eval_tasks.utils import leaderboard, stats
 from lm_eval_tasks.utils.comparison import compare_runs, compare_section, holm
-from lm_eval_tasks.utils.results import ScoredRun, score_path, score_section
+from lm_eval_tasks.utils.results import ScoredRun, score_path
 from lm_eval_tasks.utils.runs import Run
 from lm_eval_tasks.utils.scoring import BenchmarkSpec, Headline, Report, ScoredItem, Stratum
+from lm_eval_tasks.utils.section import score_section
 
 from tests.conftest import lm_eval_tasks_cli
 from tests.runs import FIVE_BENCHMARKS, evaluated_run

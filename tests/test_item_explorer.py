@@ -14,9 +14,9 @@ from lm_eval_tasks.utils.medexqa.parsing import INVALID_REASONS, NO_MATCH, extra
 from lm_eval_tasks.utils.medfact_bench.parsing import NO_CLOSE_TAG, NO_OPEN_TAG, score_reply
 from lm_eval_tasks.utils.millerqa.parsing import score_reply as millerqa_reply
 from lm_eval_tasks.utils.pubmedqa_atlas.parsing import NO_ANSWER, STATED_ANSWER, UNCLOSED_THINK, read_answer
-from lm_eval_tasks.utils.results import ITEM_FIELDS
 from lm_eval_tasks.utils.samples import choice_probabilities, readable_prompt
 from lm_eval_tasks.utils.scoring import source_item_id
+from lm_eval_tasks.utils.section import ITEM_FIELDS
 
 from tests import browser
 from tests.hand_runs import SMOLLM2_SYSTEM, SMOLLM2_TEMPLATE, STAMP, STRICT, write_run

@@ -9,7 +9,7 @@ from types import SimpleNamespace
 import jinja2
 import numpy as np
 import pytest
-from lm_eval_tasks.utils import explorer, leaderboard, scorecard
+from lm_eval_tasks.utils import explorer, leaderboard, report, scorecard, section
 from lm_eval_tasks.utils.comparison import Discordant, Pairing
 from lm_eval_tasks.utils.scoring import ScoredItem
 from lm_eval_tasks.utils.stats import format_estimate
@@ -23,7 +23,7 @@ GOLDEN_REPORT = json.loads(GOLDEN.read_text(encoding="utf-8"))
 
 
 def test_every_section_field_is_rendered_by_exactly_one_part():
-    parts = [field for fields in scorecard.SECTION_PARTS.values() for field in fields]
+    parts = [field for fields in section.SECTION_PARTS.values() for field in fields]
     assert len(parts) == len(set(parts))  # no field is declared for two parts
     for name, bench in GOLDEN_REPORT["benchmarks"].items():
         claimed = scorecard.claims(bench)
@@ -42,6 +42,42 @@ def test_every_section_field_is_rendered_by_exactly_one_part():
     assert scorecard.claims(bench)["surprise"] == ["others"]
     page = scorecard.render_html({"run": {}, "benchmarks": {"medexqa": bench}})
     assert page.count("Other fields") == 1 and page.count("n_tied") == 1
+
+
+def test_report_md_renders_every_part_and_shows_a_field_no_part_knows():
+    assert set(report.MARKDOWN_PARTS) == set(section.SECTION_PARTS)
+    full = {"run": {"model": "hf"}, "unreported_tasks": [], **GOLDEN_REPORT}
+    assert "Other fields" not in report.to_markdown(full)
+    bench = {
+        **GOLDEN_REPORT["benchmarks"]["medexqa"],
+        "surprise": {"n_tied": 7},
+        "late": {"value": 0.25, "low": 0.125, "high": 0.5},
+    }
+    text = report.to_markdown({**full, "benchmarks": {"medexqa": bench}})
+    assert text.count("Other fields:") == 1
+    assert '- surprise: {"n_tied": 7}' in text and f"- late: {format_estimate(bench['late'])}" in text
+
+
+def test_the_run_number_under_a_published_column():
+    bench = {
+        "headline_metric": "accuracy_macro",
+        "accuracy_macro": {"value": 0.5, "low": 0.25, "high": 0.75},
+        "macro_f1": {"value": 0.375, "low": 0.25, "high": 0.5},
+        "components": {"cp": {"accuracy": {"value": 0.75, "low": 0.5, "high": 1.0}}},
+        "full_coverage": True,
+    }
+    # "macro" is how the papers name the macro headline; a component by its name; another estimate by its own.
+    assert [section.published_column_value(bench, c) for c in ("macro", "cp", "macro_f1", "accuracy", "x")] == [
+        0.5,
+        0.75,
+        0.375,
+        None,
+        None,
+    ]
+    # Over a partial run its average is no match for the published full-set ones: not shown.
+    assert section.published_column_value({**bench, "full_coverage": False}, "macro") is None
+    micro = {**bench, "headline_metric": "accuracy_micro", "accuracy_micro": {"value": 0.625, "low": 0.5, "high": 0.75}}
+    assert [section.published_column_value(micro, c) for c in ("accuracy", "macro")] == [0.625, None]
 
 
 def _section_and_records(n):

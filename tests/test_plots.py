@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from lm_eval_tasks.utils import leaderboard as lb
-from lm_eval_tasks.utils import plots, results
+from lm_eval_tasks.utils import plots, section
 from lm_eval_tasks.utils.benchmarks import report_specs
 
 from tests.browser import PNG_SIGNATURE
@@ -29,20 +29,20 @@ def test_the_item_set_of_a_section_in_words():
     assert sum(counts.values()) == 940 and len(counts) == 5
     first, second = list(counts)[:2]
     two = coverage(counts, {first: counts[first], second: 3})
-    assert results.subset(two, medexqa) == f"2 of 5 specialties, {counts[first] + 3} of 940 items"
-    assert results.subset(coverage(counts, counts), medexqa) is None  # every published item
+    assert section.subset(two, medexqa) == f"2 of 5 specialties, {counts[first] + 3} of 940 items"
+    assert section.subset(coverage(counts, counts), medexqa) is None  # every published item
     every_specialty = coverage(counts, {c: 1 for c in counts})
-    assert results.subset(every_specialty, medexqa) == "5 of 940 items"
+    assert section.subset(every_specialty, medexqa) == "5 of 940 items"
     # PubMedQA's frozen 100 is complete on its own, and still not the published numbers' 500 items.
     n100 = spec("pubmedqa_atlas_n100")
     (component,) = n100.expected_counts
-    assert results.subset(coverage(n100.expected_counts, {component: 100}), n100) == "100 of 500 items"
+    assert section.subset(coverage(n100.expected_counts, {component: 100}), n100) == "100 of 500 items"
     full = spec("pubmedqa_atlas")
-    assert results.subset(coverage(full.expected_counts, {"atlas-full-v1": 500}), full) is None
+    assert section.subset(coverage(full.expected_counts, {"atlas-full-v1": 500}), full) is None
     millerqa = spec("millerqa")
     total = sum(millerqa.expected_counts.values())
     one = coverage(millerqa.expected_counts, {"tos_legalbench": 6})
-    assert results.subset(one, millerqa) == f"1 of {len(millerqa.expected_counts)} benchmarks, 6 of {total:,} items"
+    assert section.subset(one, millerqa) == f"1 of {len(millerqa.expected_counts)} benchmarks, 6 of {total:,} items"
 
 
 def test_the_forest_plot_marks_a_partial_run_and_keeps_every_label_whole(tmp_path):

@@ -609,7 +609,7 @@ def test_a_credential_in_a_reply_is_masked_in_every_field_that_quotes_it(demo_da
 
 
 def test_nested_details_are_masked_and_an_item_without_credentials_is_returned_as_it_is():
-    from lm_eval_tasks.utils.results import _Masker, _redacted
+    from lm_eval_tasks.utils.walk import _Masker, _redacted
     from lm_eval_tasks.utils.scoring import ScoredItem
 
     details = {"id": "q1", "trace": [{"call": ("ok", f"Bearer {BEARER_TOKEN}")}], "n": 1}

@@ -6,7 +6,7 @@ import sys
 
 import pytest
 from lm_eval_tasks.utils import report as report_mod
-from lm_eval_tasks.utils import results
+from lm_eval_tasks.utils import results, section, walk
 from lm_eval_tasks.utils.comparison import compare_runs
 from lm_eval_tasks.utils.data import DataError
 from lm_eval_tasks.utils.redaction import redact
@@ -108,8 +108,8 @@ def test_full_coverage_gives_the_paper_comparable_number(tmp_path):
 
     spec = replace(REPORT_SPECS[0], expected_counts={"scifact": 4, "healthver": 3})
     run = load_run(write_run(tmp_path, {"medfact_bench_scifact": SCIFACT, "medfact_bench_healthver": HEALTHVER}))
-    walk = results.walk_samples(run, spec)
-    bench = results.score_section(walk.items, spec, run, walk=walk).numbers
+    walked = walk.walk_samples(run, spec)
+    bench = section.score_section(walked.items, spec, run, walk=walked).numbers
     assert bench["full_coverage"] is True
     assert bench["paper_comparable"]["value"] == pytest.approx((2 / 4 + 2 / 3) / 2)
 
@@ -191,7 +191,7 @@ def test_accuracy_over_answered_items_with_component_groups(tmp_path):
         ),
     )
     run = Run(tmp_path / "results.json", {"n-samples": {}}, {}, {})
-    bench = results.score_section(items, spec, run).numbers
+    bench = section.score_section(items, spec, run).numbers
     assert bench["accuracy_micro"]["value"] == pytest.approx(4 / 6)  # pooled over the 6 answered items
     assert bench["accuracy_macro"]["value"] == pytest.approx((1 / 2 + 3 / 4) / 2)  # c has no answered item
     assert bench["accuracy_all_micro"]["value"] == pytest.approx(4 / 8)

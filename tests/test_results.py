@@ -5,7 +5,8 @@ import shutil
 
 import pytest
 from lm_eval_tasks.utils import stats
-from lm_eval_tasks.utils.results import metric_statistic, score_path
+from lm_eval_tasks.utils.accuracy import metric_statistic
+from lm_eval_tasks.utils.results import score_path
 from lm_eval_tasks.utils.runs import recorded_dtype
 from lm_eval_tasks.utils.scoring import AccuracyMetric, Average
 
@@ -193,8 +194,8 @@ def test_tied_best_loglikelihoods_give_the_range_and_expectation_of_other_tie_br
 
 
 def test_tie_outcomes_of_one_item_by_hand():
+    from lm_eval_tasks.utils.accuracy import tie_outcomes
     from lm_eval_tasks.utils.calibration import from_loglikelihoods
-    from lm_eval_tasks.utils.results import tie_outcomes
     from lm_eval_tasks.utils.samples import HIGHEST_LOGLIKELIHOOD, HIGHEST_LOGLIKELIHOOD_TIED
     from lm_eval_tasks.utils.scoring import ScoredItem
 

@@ -1,7 +1,7 @@
 import json
 
 import pytest
-from lm_eval_tasks.utils import results, scorecard
+from lm_eval_tasks.utils import scorecard, section
 from lm_eval_tasks.utils.factbench.pipeline import FactChecker
 from lm_eval_tasks.utils.factbench.tables import build_report as build_factcheck_report
 from lm_eval_tasks.utils.runs import Run, model_name
@@ -104,7 +104,7 @@ def test_other_benchmarks_are_rendered_from_the_schema(tmp_path):
         expected_counts={"a": 3, c: 1},
         report=Report(accuracy_over=AccuracyOver.ANSWERED, component_groups={"g": ("a", c)}),
     )
-    answered_only = results.score_section(items, spec, Run(tmp_path / "r.json", {}, {}, {})).numbers
+    answered_only = section.score_section(items, spec, Run(tmp_path / "r.json", {}, {}, {})).numbers
     report = {
         "run": {"model": "hf", "model_args": "pretrained=m,dtype=float32"},
         "benchmarks": {"bench": answered_only},

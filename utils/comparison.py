@@ -35,8 +35,10 @@ from typing import Any
 import numpy as np
 
 from . import power, stats
-from .results import SCHEMA_VERSION, SMALL_GROUP, ScoredRun, Section, metric_statistic
+from .accuracy import SMALL_GROUP, metric_statistic
+from .results import SCHEMA_VERSION, ScoredRun
 from .scoring import Average, ScoredItem
+from .section import Section
 
 BOOTSTRAP_TEST = "paired bootstrap"
 MCNEMAR_TEST = "exact McNemar"

@@ -44,9 +44,10 @@ from .machine import process_context, usable_cores
 from .pages import Html, estimate_attrs, interval
 from .redaction import redact_path
 from .results import SCHEMA_VERSION as REPORT_SCHEMA_VERSION
-from .results import ScoredRun, Section, item_record, items_file
+from .results import ScoredRun, item_record
 from .runs import find_all_results, model_name
 from .scored_file import report_folders, score_or_read
+from .section import Section, items_file
 from .stats import format_estimate
 from .text import md
 

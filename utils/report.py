@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -20,10 +20,12 @@ from . import plots, scorecard, scored_file, stats
 from .benchmarks import report_specs
 from .data import DataError, read_json
 from .files import jsonl_lines, utf8, write_atomically
+from .pages import is_estimate
 from .plots import confusion_png, plain_text_png, reliability_png
-from .results import ScoredRun, items_file, score_path
+from .results import ScoredRun, score_path
 from .runs import find_results
 from .scoring import AccuracyOver, Headline
+from .section import SECTION_PARTS, items_file
 from .text import md
 
 _fmt = stats.format_estimate
@@ -64,7 +66,8 @@ def _run_lines(report: Mapping[str, Any]) -> list[str]:
     ]
 
 
-def _headline_lines(name: str, bench: Mapping[str, Any], answered_only: bool) -> list[str]:
+def _headline_lines(name: str, bench: Mapping[str, Any]) -> list[str]:
+    answered_only = _answered_only(bench)
     comparable = bench["paper_comparable"]
     invalid = (
         "unanswered (no usable answer; left out of accuracy, counted wrong in accuracy_all)"
@@ -107,13 +110,18 @@ def _headline_lines(name: str, bench: Mapping[str, Any], answered_only: bool) ->
     return lines
 
 
+def _answered_only(bench: Mapping[str, Any]) -> bool:
+    return bench.get("accuracy_over") == AccuracyOver.ANSWERED.value
+
+
 def _untied(bench: Mapping[str, Any]) -> bool:
     return isinstance(bench.get("ties"), Mapping) and not bench["ties"].get("n_tied")
 
 
-def _component_group_lines(bench: Mapping[str, Any], answered_only: bool) -> list[str]:
+def _component_group_lines(name: str, bench: Mapping[str, Any]) -> list[str]:
     if not bench.get("component_groups"):
         return []
+    answered_only = _answered_only(bench)
     lines = [
         "",
         "| group | components | items | accuracy_macro [95% CI] | accuracy_micro [95% CI] |"
@@ -132,7 +140,8 @@ def _component_group_lines(bench: Mapping[str, Any], answered_only: bool) -> lis
     return lines
 
 
-def _coverage_lines(bench: Mapping[str, Any], answered_only: bool) -> list[str]:
+def _coverage_lines(name: str, bench: Mapping[str, Any]) -> list[str]:
+    answered_only = _answered_only(bench)
     lines = [
         "",
         "| component | expected | loaded | scored | complete | accuracy [95% CI] |"
@@ -150,7 +159,7 @@ def _coverage_lines(bench: Mapping[str, Any], answered_only: bool) -> list[str]:
     return lines
 
 
-def _class_lines(bench: Mapping[str, Any]) -> list[str]:
+def _class_lines(name: str, bench: Mapping[str, Any]) -> list[str]:
     if "per_class" not in bench:
         return []
     lines = ["", "| class | precision | recall | F1 | support |", "|---|---:|---:|---:|---:|"]
@@ -176,9 +185,10 @@ def _small(entry: Mapping[str, Any]) -> str:
     return " (small: n < 30)" if entry.get("small") else ""
 
 
-def _subgroup_lines(bench: Mapping[str, Any], answered_only: bool) -> list[str]:
+def _subgroup_lines(name: str, bench: Mapping[str, Any]) -> list[str]:
     if not bench.get("subgroups"):
         return []
+    answered_only = _answered_only(bench)
     lines = [
         "",
         "Accuracy by subgroup:",
@@ -194,7 +204,7 @@ def _subgroup_lines(bench: Mapping[str, Any], answered_only: bool) -> list[str]:
     return lines
 
 
-def _paired_variant_lines(bench: Mapping[str, Any]) -> list[str]:
+def _paired_variant_lines(name: str, bench: Mapping[str, Any]) -> list[str]:
     paired = bench.get("paired_variants")
     if not paired:
         return []
@@ -218,7 +228,7 @@ def _paired_variant_lines(bench: Mapping[str, Any]) -> list[str]:
     return lines
 
 
-def _calibration_lines(bench: Mapping[str, Any]) -> list[str]:
+def _calibration_lines(name: str, bench: Mapping[str, Any]) -> list[str]:
     cal = bench.get("calibration")
     if not cal:
         return []
@@ -241,7 +251,7 @@ def _seconds(value: Any) -> str:
     return f"{value:.1f} s" if isinstance(value, (int, float)) else "not recorded"
 
 
-def _length_lines(bench: Mapping[str, Any]) -> list[str]:
+def _length_lines(name: str, bench: Mapping[str, Any]) -> list[str]:
     lengths = bench.get("reply_lengths")
     if not lengths:
         return []
@@ -264,7 +274,7 @@ def _length_lines(bench: Mapping[str, Any]) -> list[str]:
     ]
 
 
-def _reference_lines(bench: Mapping[str, Any]) -> list[str]:
+def _reference_lines(name: str, bench: Mapping[str, Any]) -> list[str]:
     lines = []
     if bench["reference"]:
         caveat = (
@@ -285,6 +295,40 @@ def _extra_lines(name: str, bench: Mapping[str, Any]) -> list[str]:
     return list(spec.extra_markdown(bench["extra"]))
 
 
+def _other_lines(name: str, bench: Mapping[str, Any]) -> list[str]:
+    """The fields of a section no part of :data:`.section.SECTION_PARTS` names (none in a report this version
+    writes): shown, never dropped."""
+    declared = {field for fields in SECTION_PARTS.values() for field in fields}
+    others = [field for field in bench if field not in declared]
+    if not others:
+        return []
+    shown = lambda v: _fmt(v) if is_estimate(v) else md(json.dumps(v, ensure_ascii=False))  # noqa: E731
+    return ["", "Other fields:", "", *(f"- {md(field)}: {shown(bench[field])}" for field in others)]
+
+
+# report.md's lines of each part of a section (:data:`.section.SECTION_PARTS`); one function may show several parts,
+# and report.md shows them in this order.
+MARKDOWN_PARTS: dict[str, Callable[[str, Mapping[str, Any]], list[str]]] = {
+    "heading": _headline_lines,
+    "headline": _headline_lines,
+    "estimates": _headline_lines,
+    "rates": _headline_lines,
+    "items": _headline_lines,
+    "component_groups": _component_group_lines,
+    "components": _coverage_lines,
+    "coverage": _coverage_lines,
+    "per_class": _class_lines,
+    "confusion_matrix": _class_lines,
+    "subgroups": _subgroup_lines,
+    "paired_variants": _paired_variant_lines,
+    "calibration": _calibration_lines,
+    "reply_lengths": _length_lines,
+    "published": _reference_lines,
+    "notes": _reference_lines,
+    "extra": _extra_lines,
+}
+
+
 def _summary_lines(report: Mapping[str, Any]) -> list[str]:
     """Every section's headline, first: the results before how they were made."""
     lines = ["# Evaluation report", "", "| benchmark | headline metric | value [95% CI] | items | paper-comparable |"]
@@ -302,17 +346,8 @@ def to_markdown(report: Mapping[str, Any]) -> str:
     """report.md: the summary, each section, then the run's provenance."""
     lines = _summary_lines(report)
     for name, bench in report["benchmarks"].items():
-        answered_only = bench.get("accuracy_over") == AccuracyOver.ANSWERED.value
-        lines += _headline_lines(name, bench, answered_only)
-        lines += _component_group_lines(bench, answered_only)
-        lines += _coverage_lines(bench, answered_only)
-        lines += _class_lines(bench)
-        lines += _subgroup_lines(bench, answered_only)
-        lines += _paired_variant_lines(bench)
-        lines += _calibration_lines(bench)
-        lines += _length_lines(bench)
-        lines += _reference_lines(bench)
-        lines += _extra_lines(name, bench)
+        for part_lines in (*dict.fromkeys(MARKDOWN_PARTS.values()), _other_lines):
+            lines += part_lines(name, bench)
         lines.append("")
     if report.get("empty_tasks"):
         lines.append(f"Tasks whose samples file is empty (nothing to score): {md(', '.join(report['empty_tasks']))}")

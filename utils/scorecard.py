@@ -4,7 +4,7 @@ The page is ``templates/report.html.j2`` (Jinja2, autoescaped: model names and r
 stylesheet and the item explorer's script inlined (:mod:`.pages`), and figures as base64 PNG data URIs: it needs no
 network. It opens with the summary (every section's headline), then each section (headline box, figures,
 tables, item explorer over items_<section>.jsonl's records, :mod:`.explorer`), and ends with the run's provenance,
-collapsed. Each field of a section is rendered by the one part :data:`SECTION_PARTS` names (:func:`claims`); a
+collapsed. Each field of a section is rendered by the one part :data:`.section.SECTION_PARTS` names (:func:`claims`); a
 field no part knows goes to the section's "Other fields" table, so nothing in the report is left out.
 
 Stable hooks for tests and scripts: ``<span class="headline" id="headline-NAME" data-benchmark="NAME"
@@ -23,49 +23,8 @@ from . import explorer, pages, plots
 from .benchmarks import report_specs
 from .pages import Html, cell, estimate_attrs, interval, is_estimate, number
 from .runs import model_name
+from .section import ESTIMATE_ORDER, SECTION_PARTS, published_column_value
 from .stats import format_detectable, format_estimate, format_ties
-
-ESTIMATE_ORDER = (
-    "accuracy_micro",
-    "accuracy_macro",
-    "accuracy_all_micro",
-    "accuracy_all_macro",
-    "answered",
-    "macro_f1",
-)
-# The part of a section (templates/section.html.j2) that renders each field of the report's section, each field in
-# exactly one; "estimates" also takes any other estimate, "others" every field no part names.
-SECTION_PARTS: dict[str, tuple[str, ...]] = {
-    "heading": ("title",),
-    "headline": (
-        "headline_metric",
-        "tasks",
-        "n_items",
-        "n_invalid",
-        "accuracy_over",
-        "paper_comparable",
-        "caveats",
-        "ties",
-        "detectable",
-        "subset",
-    ),
-    "estimates": ESTIMATE_ORDER,
-    "rates": ("rates",),
-    "components": ("components",),
-    "component_groups": ("component_groups",),
-    "coverage": ("coverage", "full_coverage"),
-    "per_class": ("per_class",),
-    "confusion_matrix": ("confusion_matrix",),
-    "subgroups": ("subgroups",),
-    "paired_variants": ("paired_variants",),
-    "calibration": ("calibration",),
-    "reply_lengths": ("reply_lengths",),
-    "published": ("reference", "published_headlines", "compared_metric"),
-    "extra": ("extra",),
-    "notes": ("notes",),
-    "items": ("items",),
-}
-_PART_OF = {field: part for part, fields in SECTION_PARTS.items() for field in fields}
 
 
 def claims(bench: Mapping[str, Any]) -> dict[str, list[str]]:
@@ -118,21 +77,6 @@ def _headline(name: str, bench: Mapping[str, Any]) -> dict[str, Any]:
         "detectable": format_detectable(detectable, "a model of the same accuracy") if detectable is not None else None,
         "subset": _subset(bench),
     }
-
-
-def _run_value(bench: Mapping[str, Any], key: str) -> float | None:
-    """This run's number under a published table's column name (a component, the headline, an estimate)."""
-    component = bench.get("components", {}).get(key)
-    if isinstance(component, Mapping):
-        return number((component.get("accuracy") or {}).get("value"))
-    # The column a published table gives its headline under ("macro", "accuracy"): this run's headline.
-    headlines = bench.get("published_headlines") or {}
-    reference = bench.get("reference") or {}
-    if any(headlines.get(model) == numbers.get(key) for model, numbers in reference.items() if model in headlines):
-        if not bench.get("full_coverage"):  # a partial average is not shown beside the published full ones
-            return None
-        key = bench.get("headline_metric")
-    return number(bench[key]["value"]) if is_estimate(bench.get(key)) else None
 
 
 def _subset(bench: Mapping[str, Any]) -> str | None:
@@ -243,7 +187,10 @@ def _published(bench: Mapping[str, Any], published: Mapping[str, Mapping[str, An
         return None
     keys = list(dict.fromkeys(k for numbers in published.values() for k in numbers))
     who = "this run" if bench.get("full_coverage") else "this run (partial coverage: its average is not shown here)"
-    run_row = [who, *("-" if value is None else cell(value) for value in (_run_value(bench, k) for k in keys))]
+    run_row = [
+        who,
+        *("-" if value is None else cell(value) for value in (published_column_value(bench, k) for k in keys)),
+    ]
     return {
         "columns": keys,
         "rows": [run_row] + [[m, *(cell(n.get(k)) if k in n else "-" for k in keys)] for m, n in published.items()],

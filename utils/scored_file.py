@@ -40,9 +40,10 @@ from .calibration import Forecast
 from .data import MAX_FILE_BYTES, DataError, open_regular, read_json
 from .files import UntrustedFile, cache_dir, open_own_file, own_folder, utf8, warn_untrusted
 from .redaction import redact_path, secret_values
-from .results import SCHEMA_VERSION, ScoredRun, Section, score_path
+from .results import SCHEMA_VERSION, ScoredRun, score_path
 from .runs import find_results, run_timestamp
 from .scoring import ScoredItem
+from .section import Section
 
 FILE = "scored_run.json"
 FORMAT = 3

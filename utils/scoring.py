@@ -62,6 +62,11 @@ class Headline(Enum):
         """The accuracy metric the headline is; None for NONE."""
         return _HEADLINE_METRICS.get(self)
 
+    @property
+    def published_names(self) -> tuple[str, ...]:
+        """The names published tables give this metric (the papers say "macro" or "accuracy"); none for NONE."""
+        return _REFERENCE_KEYS.get(self, ())
+
 
 _HEADLINE_METRICS = {
     Headline.ACCURACY_MACRO: AccuracyMetric(Average.MACRO),
@@ -262,7 +267,7 @@ class BenchmarkSpec:
 
     def published_headlines(self) -> dict[str, float]:
         """Each published model's number for the headline metric (a paper's "macro" is our accuracy_macro)."""
-        names = _REFERENCE_KEYS.get(self.report.headline, ())
+        names = self.report.headline.published_names
         out = {}
         for model, numbers in self.protocol.reference.items():
             value = next((numbers[key] for key in names if isinstance(numbers.get(key), (int, float))), None)
