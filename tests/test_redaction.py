@@ -469,6 +469,43 @@ def test_the_fast_path_skips_only_text_with_nothing_to_mask(text):
     assert redaction._redact_text(text) == redaction._redact_text_fully(text)
 
 
+_JSON_PARTS = st.lists(
+    st.sampled_from(
+        list("akeytosphbr:=/_-%2F \"'\n\\@é—") + ["sk-", "://", "Bearer ", "secret", "token", "api", "Key"]
+    ),
+    max_size=12,
+).map("".join)
+
+
+@settings(max_examples=examples(2000), deadline=None)
+@given(
+    st.recursive(
+        _JSON_PARTS,
+        lambda inner: st.lists(inner, max_size=3) | st.dictionaries(_JSON_PARTS, inner, max_size=3),
+        max_leaves=6,
+    ),
+    st.booleans(),
+    st.booleans(),
+)
+def test_the_fast_path_reads_json_escapes_as_json_loads_does(value, ascii_only, escaped_slashes):
+    # A chat API's logged messages are JSON whose strings and keys may hide a trigger behind escapes ("\u0073k-",
+    # "https:\/\/"): the fast path skips such a text only when the full scan (which parses it) finds nothing.
+    text = json.dumps(value if isinstance(value, (list, dict)) else [value], ensure_ascii=ascii_only)
+    if escaped_slashes:
+        text = text.replace("/", "\\/")
+    assert redaction._redact_text(text) == redaction._redact_text_fully(text)
+
+
+def test_logged_chat_messages_are_read_through_their_escapes():
+    prompt = json.dumps([{"role": "user", "content": "Abstract — the drug\nreduced risk: 20%"}])  # \u2014, \n
+    assert redaction._may_hold_secret(prompt) is False and redact(prompt) == prompt
+    # A URL's password behind escaped slashes, as some JSON writers log it, is found and masked.
+    logged = '{"url": "https:\\/\\/user:hunter22@host.example\\/v1"}'
+    assert redact(logged) == '{"url": "https://user:***@host.example/v1"}'
+    # A secret key that does not end where a name does is read as json.loads reads it.
+    assert redact('{"secret/": "hunter22"}') == '{"secret/": "***"}'
+
+
 def test_a_long_reply_without_a_trigger_skips_the_scan_and_one_with_a_key_is_masked():
     reply = "the evidence says the drug reduces risk; " * 100
     assert redaction._may_hold_secret(reply) is False and redact(reply) == reply
@@ -609,8 +646,8 @@ def test_a_credential_in_a_reply_is_masked_in_every_field_that_quotes_it(demo_da
 
 
 def test_nested_details_are_masked_and_an_item_without_credentials_is_returned_as_it_is():
-    from lm_eval_tasks.utils.walk import _Masker, _redacted
     from lm_eval_tasks.utils.scoring import ScoredItem
+    from lm_eval_tasks.utils.walk import _Masker, _redacted
 
     details = {"id": "q1", "trace": [{"call": ("ok", f"Bearer {BEARER_TOKEN}")}], "n": 1}
     item = ScoredItem("t", 0, "h", "c", "A", f"x {RUN_KEY}", 0.0, details=details, parse_step=f"step {RUN_KEY}")

@@ -332,8 +332,9 @@ _KEY_PREFIXES = (
 )
 # What every credential the scans below find stands next to. Text without any (most model replies) is returned
 # at once: the full scan costs about 1-2 ms per 4 KB of text.
-# - anywhere (in the lowered text): a URL scheme, an auth scheme, a well-known key's prefix;
-_ANYWHERE = ("://", "bearer", "basic", *(prefix.lower() for prefix in _KEY_PREFIXES))
+# - anywhere: a URL scheme or an auth scheme (in the lowered text), a well-known key's prefix (as written: the key
+#   shapes match case-sensitively, so "Asian" and "skill" start none);
+_ANYWHERE = ("://", "bearer", "basic")
 # - a word of a secret key name (each of _SECRET_WORDS and _SECRET_LAST_WORDS holds one) in the key before a ':'
 #   (key=value forms, URL query values and percent-encoded names all need a '=' or a '%xx', checked apart).
 _KEY_WORDS = ("key", "token", "auth", "cookie", "credential", "pass", "pwd", "secret", "sig", "header")
@@ -343,12 +344,46 @@ _KEY_END_CHARS = frozenset(" \t\n\r\"'\\")
 
 def _may_hold_secret(text: str) -> bool:
     """Whether the full scan could find a credential in ``text`` (False: it cannot); linear in its length."""
+    if _may_hold_secret_as_written(text):
+        return True
+    if text.lstrip()[:1] in ("{", "["):
+        # JSON (a chat API's logged messages): the full scan parses it and masks what its keys and strings hold, so
+        # those decide, as json.loads reads them: escapes may hide a trigger ("api\u005fkey", "https:\/\/"), and a
+        # secret key need not end where a name does ("secret/").
+        try:
+            return _json_may_hold_secret(json.loads(text))
+        except (ValueError, RecursionError):
+            return False  # no JSON: the text as written, which holds no trigger, is all the full scan sees
+    return False
+
+
+def _json_may_hold_secret(value: Any) -> bool:
+    """Whether :func:`_redact` could change a parsed JSON value: a secret key, or a string that may hold one."""
+    pending = [value]
+    while pending:
+        item = pending.pop()
+        if isinstance(item, str):
+            if _may_hold_secret(item):
+                return True
+        elif isinstance(item, dict):
+            if any(is_secret_key(key) for key in item):
+                return True
+            pending.extend(item.values())
+        elif isinstance(item, list):
+            pending.extend(item)
+    return False
+
+
+def _may_hold_secret_as_written(text: str) -> bool:
     # Substring searches of the lowered text, in C (a regex alternation of the same words scans several times
     # slower): most texts are replies, and most hold none.
     lowered = text.lower()
-    if "=" in text or any(word in lowered for word in _ANYWHERE) or ("%" in text and _PERCENT_ESCAPE.search(text)):
-        return True
-    if text.lstrip()[:1] in ("{", "[") and "\\u" in text:  # JSON keys may be written with escapes
+    if (
+        "=" in text
+        or any(word in lowered for word in _ANYWHERE)
+        or any(prefix in text for prefix in _KEY_PREFIXES)
+        or ("%" in text and _PERCENT_ESCAPE.search(text))
+    ):
         return True
     if ":" not in text or not any(
         word in lowered for word in _KEY_WORDS
