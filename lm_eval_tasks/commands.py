@@ -75,7 +75,7 @@ def _report(args: argparse.Namespace) -> int:
 def _compare(args: argparse.Namespace) -> int:
     from lm_eval_tasks.utils.comparison import compare_runs
     from lm_eval_tasks.utils.files import write_atomically
-    from lm_eval_tasks.utils.leaderboard import compare_markdown
+    from lm_eval_tasks.utils.formats import compare_markdown
     from lm_eval_tasks.utils.scored_file import score_or_read
 
     comparison = compare_runs(score_or_read(args.run_a, args.tokenizer), score_or_read(args.run_b, args.tokenizer))
@@ -88,7 +88,7 @@ def _compare(args: argparse.Namespace) -> int:
 
 
 def _leaderboard(args: argparse.Namespace) -> int:
-    from lm_eval_tasks.utils.leaderboard import write_leaderboard
+    from lm_eval_tasks.utils.formats import write_leaderboard
     from lm_eval_tasks.utils.redaction import redact_path
 
     for path in write_leaderboard(args.runs, args.out, args.tokenizer):

@@ -9,7 +9,7 @@ from collections import defaultdict
 
 import numpy as np
 import pytest
-from lm_eval_tasks.utils import calibration, leaderboard, lengths, stats
+from lm_eval_tasks.utils import calibration, formats, leaderboard, lengths, stats
 from lm_eval_tasks.utils.accuracy import SMALL_GROUP
 from lm_eval_tasks.utils.benchmarks import report_specs
 from lm_eval_tasks.utils.data import DataError
@@ -418,9 +418,9 @@ def test_the_leaderboard_shows_each_runs_ece(run_dir, report):
     assert board["schema_version"] == "2.4"
     ece = report[0]["benchmarks"]["medexqa_logit"]["calibration"]["ece"]
     assert board["benchmarks"]["medexqa_logit"]["runs"]["run-1"]["ece"] == ece
-    assert "ECE [95% CI]" in leaderboard.to_markdown(board)
-    assert f"| {stats.format_estimate(ece)} |" in leaderboard.to_markdown(board)
-    rows = [line.split(",") for line in leaderboard.to_csv(board).splitlines()]
+    assert "ECE [95% CI]" in formats.to_markdown(board)
+    assert f"| {stats.format_estimate(ece)} |" in formats.to_markdown(board)
+    rows = [line.split(",") for line in formats.to_csv(board).splitlines()]
     medexqa = next(row for row in rows if row[:2] == ["run", "medexqa_logit"])
     assert rows[0][-1] == "ece" and float(medexqa[-1]) == pytest.approx(ece["value"])
 

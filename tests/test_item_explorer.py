@@ -8,7 +8,7 @@ import re
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from lm_eval_tasks.utils import explorer, leaderboard
+from lm_eval_tasks.utils import explorer, formats, leaderboard
 from lm_eval_tasks.utils import report as report_mod
 from lm_eval_tasks.utils.medexqa.parsing import INVALID_REASONS, NO_MATCH, extract_answer
 from lm_eval_tasks.utils.medfact_bench.parsing import NO_CLOSE_TAG, NO_OPEN_TAG, score_reply
@@ -525,7 +525,7 @@ def test_a_medfact_reply_and_why_it_is_invalid_in_chromium(two_runs):
 def test_the_leaderboard_shows_both_replies_of_every_discordant_item(two_runs, tmp_path):
     browser.chromium_or_skip()
     a, b, _ = two_runs
-    leaderboard.write_leaderboard([a, b], tmp_path / "board")
+    formats.write_leaderboard([a, b], tmp_path / "board")
     replies_a = [r for _, r in MEDFACT_ROWS]
     replies_b = [i["reply"] for i in items_of(b / "report", "medfact_bench")]
     # A right, B wrong: item 0; B right, A wrong: items 1 (NEI) and 2 (CONTRADICT); 3 and 4 both wrong.

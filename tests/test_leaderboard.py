@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from lm_eval_tasks.utils import formats
 from lm_eval_tasks.utils import leaderboard as lb
 from lm_eval_tasks.utils.comparison import holm
 from lm_eval_tasks.utils.data import DataError
@@ -79,7 +80,7 @@ def test_different_items_tasks_template_or_versions_are_not_comparable(tmp_path)
         '{"medfact_bench_healthver": 2.0, "medfact_bench_scifact": 2.0}'
     ]
     assert [key for key, c in pairs.items() if c["comparable"]] == []
-    markdown = lb.to_markdown(board)
+    markdown = formats.to_markdown(board)
     assert "| run-1 | run-3 | 7 | 0.000 | chat template applied: true vs false |" in markdown
 
 
@@ -133,7 +134,7 @@ def written(tmp_path_factory):
         medfact_run(root / "b", B, model_name="b"),
         medfact_run(root / "c", C, model_name="c"),
     ]
-    files = lb.write_leaderboard(paths, root / "board")
+    files = formats.write_leaderboard(paths, root / "board")
     return root / "board", files, hostile
 
 
@@ -264,7 +265,7 @@ def test_a_run_folder_not_in_utf8_and_a_lone_surrogate_are_written(tmp_path):
     odd = tmp_path / os.fsdecode(b"run-\xff\xfe")
     a = medfact_run(odd, A, model_name="m\udcff")
     b = medfact_run(tmp_path / "b", B, model_name="b")
-    files = lb.write_leaderboard([a, b], tmp_path / "board")
+    files = formats.write_leaderboard([a, b], tmp_path / "board")
     assert sorted(p.name for p in files) == [f"leaderboard.{ext}" for ext in ("csv", "html", "json", "md", "tex")] + [
         "leaderboard_discordant.jsonl",
         "methods.md",
@@ -277,10 +278,10 @@ def test_a_run_folder_not_in_utf8_and_a_lone_surrogate_are_written(tmp_path):
 def test_the_page_shows_discordant_items_up_to_its_budget(tmp_path, monkeypatch):
     paths = [medfact_run(tmp_path / name, flags, model_name=name) for name, flags in (("a", A), ("b", B), ("c", C))]
     board, disagreements = lb.build(paths)
-    page = lb.to_html(board, disagreements, tmp_path)
+    page = formats.to_html(board, disagreements, tmp_path)
     assert page.count('<details class="disagreements"') == 3 and "too many to show" not in page
-    monkeypatch.setattr(lb.explorer, "PAGE_LIMIT", 1)  # no room for any pair's rows
-    page = lb.to_html(board, disagreements, tmp_path)
+    monkeypatch.setattr(formats.explorer, "PAGE_LIMIT", 1)  # no room for any pair's rows
+    page = formats.to_html(board, disagreements, tmp_path)
     assert page.count('<details class="disagreements"') == 0
     assert page.count("too many to show in this page: leaderboard_discordant.jsonl lists them") == 3
     assert "run-1 vs run-3: A right, B wrong: 2; B right, A wrong: 1; too many" in page
@@ -345,7 +346,7 @@ def test_equal_headlines_share_a_rank(tmp_path):
     bench = board["benchmarks"]["medfact_bench"]
     assert bench["ranks"] == {"run-3": 1, "run-1": 2, "run-2": 2}
     assert bench["ranking"][0] == "run-3"
-    markdown = lb.to_markdown(board)
+    markdown = formats.to_markdown(board)
     assert "| 2 | a (run-1) | 0.000 [" in markdown and "| 2 | b (run-2) | 0.000 [" in markdown
 
 
@@ -370,7 +371,7 @@ def test_a_report_beside_the_run_folder_is_found_from_relative_or_absolute_paths
     for name in ("a", "b"):  # as the quickstart: report out/NAME/run --out out/NAME/report
         assert cli(["report", str(base / "out" / name / "run"), "--out", str(base / "out" / name / "report")]) == 0
     board_dir = base / "out" / "leaderboard"
-    lb.write_leaderboard([base / "out" / "a" / "run", base / "out" / "b" / "run"], board_dir)
+    formats.write_leaderboard([base / "out" / "a" / "run", base / "out" / "b" / "run"], board_dir)
     board = json.loads((board_dir / "leaderboard.json").read_text(encoding="utf-8"))
     assert [run["report_folder"] for run in board["runs"]] == [str(tmp_path / "out" / n / "report") for n in "ab"]
     # and the page links each run's report relative to the page: ../a/report/report.html from out/leaderboard
@@ -459,7 +460,7 @@ def test_run_texts_render_as_text_in_every_markdown_file(tmp_path):
 
     a = medfact_run(tmp_path / "a", A, model_name=HOSTILE_MARKDOWN)
     b = medfact_run(tmp_path / "b", B, model_name="b")
-    lb.write_leaderboard([a, b], tmp_path / "board")
+    formats.write_leaderboard([a, b], tmp_path / "board")
     rows = {"medfact_bench_scifact": [(gold, "I cannot decide.") for gold in GOLDS["medfact_bench_scifact"]]}
     c = write_run(tmp_path / "c", rows, model_args={"pretrained": HOSTILE_MARKDOWN})
     assert cli(["report", str(c), "--out", str(tmp_path / "report")]) == 0

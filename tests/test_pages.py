@@ -9,7 +9,7 @@ from types import SimpleNamespace
 import jinja2
 import numpy as np
 import pytest
-from lm_eval_tasks.utils import explorer, leaderboard, report, scorecard, section
+from lm_eval_tasks.utils import explorer, formats, report, scorecard, section
 from lm_eval_tasks.utils.comparison import Discordant, Pairing
 from lm_eval_tasks.utils.scoring import ScoredItem
 from lm_eval_tasks.utils.stats import format_estimate
@@ -183,7 +183,7 @@ def _board(n_runs, items_per_pair):
 
 def test_a_leaderboard_of_30_runs_stays_under_25_mb():
     board, disagreements = _board(30, 40)
-    page = leaderboard.to_html(board, disagreements)
+    page = formats.to_html(board, disagreements)
     assert len(page.encode("utf-8")) < LIMIT
     # 435 pairs of 80 discordant items of 3,000-character answers: every pair shows some of its items, and says so.
     assert page.count('<details class="disagreements"') == 435 and "too many to show" not in page
@@ -196,7 +196,7 @@ def test_the_results_come_before_the_provenance_at_1280_px(tmp_path):
     report, items = _section_and_records(30)
     (tmp_path / "report.html").write_text(scorecard.render_html(report, items), encoding="utf-8")
     board, disagreements = _board(3, 2)
-    (tmp_path / "leaderboard.html").write_text(leaderboard.to_html(board, disagreements), encoding="utf-8")
+    (tmp_path / "leaderboard.html").write_text(formats.to_html(board, disagreements), encoding="utf-8")
     where = """(() => ({first: document.querySelector('.headline').getBoundingClientRect().top,
       provenance: document.querySelector('#provenance').getBoundingClientRect().top,
       open: document.querySelector('#provenance').open,

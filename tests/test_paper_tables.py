@@ -10,6 +10,7 @@ import unicodedata
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from lm_eval_tasks.utils import formats
 from lm_eval_tasks.utils import leaderboard as lb
 from lm_eval_tasks.utils.paper_tables import latex, methods_facts, to_latex, to_methods
 
@@ -46,7 +47,7 @@ def big(tmp_path_factory):
         big_run(root / "other", 1, model_name="other", chat_template_sha=None),
     ]
     board, disagreements = lb.build(paths)
-    files = lb.render(board, disagreements)
+    files = formats.render(board, disagreements)
     return json.loads(files["leaderboard.json"]), files["leaderboard.tex"].decode(), files["methods.md"].decode()
 
 

@@ -5,8 +5,8 @@ import struct
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from lm_eval_tasks.utils import formats, plots, section
 from lm_eval_tasks.utils import leaderboard as lb
-from lm_eval_tasks.utils import plots, section
 from lm_eval_tasks.utils.benchmarks import report_specs
 
 from tests.browser import PNG_SIGNATURE
@@ -49,7 +49,7 @@ def test_the_forest_plot_marks_a_partial_run_and_keeps_every_label_whole(tmp_pat
     long_name = "an-organisation/a-model-name-much-longer-than-any-label-limit-that-used-to-cut-it-short-v2"
     paths = [medfact_run(tmp_path / "a", A, model_name=long_name), medfact_run(tmp_path / "b", B, model_name="b")]
     board = lb.build(paths)[0]
-    rows = lb.forest_rows(board, "medfact_bench")
+    rows = formats.forest_rows(board, "medfact_bench")
     runs, published = rows[:2], rows[2:]
     # 7 items of 2 MedFact-Bench components, 14,274 items in 5 published: hollow and named among published numbers.
     assert {row.subset for row in runs} == {"2 of 5 components, 7 of 14,274 items"}
@@ -59,7 +59,7 @@ def test_the_forest_plot_marks_a_partial_run_and_keeps_every_label_whole(tmp_pat
     assert sorted(row.label for row in published) == sorted(
         f"{model} (published)" for model in board["benchmarks"]["medfact_bench"]["published"]
     )
-    assert lb.forest_png(board, "medfact_bench")[:8] == PNG_SIGNATURE
+    assert formats.forest_png(board, "medfact_bench")[:8] == PNG_SIGNATURE
 
 
 def test_a_pubmedqa_frozen_100_run_is_marked_among_the_500_item_references():
@@ -76,7 +76,7 @@ def test_a_pubmedqa_frozen_100_run_is_marked_among_the_500_item_references():
             }
         },
     }
-    rows = lb.forest_rows(board, "pubmedqa_atlas_n100")
+    rows = formats.forest_rows(board, "pubmedqa_atlas_n100")
     assert [(row.label, row.subset) for row in rows] == [
         ("run-1: m", "100 of 500 items"),
         ("single human annotator (Jin et al., 2019) (published)", None),

@@ -8,7 +8,7 @@ import re
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from lm_eval_tasks.utils import explorer, leaderboard
+from lm_eval_tasks.utils import explorer, formats
 from lm_eval_tasks.utils import report as report_mod
 from lm_eval_tasks.utils.millerqa.parsing import LETTERS
 from lm_eval_tasks.utils.scoring import INVALID
@@ -107,7 +107,7 @@ def test_millerqa_items_show_the_letters_the_model_saw_and_the_scored_indices_be
 
 
 def test_millerqa_disagreements_show_each_runs_own_letters(millerqa_runs, tmp_path):
-    leaderboard.write_leaderboard(millerqa_runs, tmp_path / "board")
+    formats.write_leaderboard(millerqa_runs, tmp_path / "board")
     page = (tmp_path / "board" / "leaderboard.html").read_text(encoding="utf-8")
     records = [{r["item_id"]: r for r in items_of(run / "report", "millerqa")} for run in millerqa_runs]
     data = page_data(page, "pairs-millerqa-run-1-run-2-data")
@@ -144,7 +144,7 @@ def five_pages(demo_data_dir, tmp_path_factory):
     runs = [evaluated_run(root / s, demo_data_dir, FIVE_BENCHMARKS, s, f"model-{s}", limit=12) for s in "ab"]
     for run in runs:
         report_mod.write_report(run, run / "report")
-    leaderboard.write_leaderboard(runs, root / "board")
+    formats.write_leaderboard(runs, root / "board")
     return runs[0] / "report" / "report.html", root / "board" / "leaderboard.html"
 
 

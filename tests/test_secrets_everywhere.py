@@ -3,7 +3,7 @@ lm-eval copies it into the results file's model_name and, sanitised, into the na
 
 import json
 
-from lm_eval_tasks.utils.leaderboard import write_leaderboard
+from lm_eval_tasks.utils.formats import write_leaderboard
 from lm_eval_tasks.utils.report import write_report
 
 from lm_eval_tasks.__main__ import main as cli

@@ -7,7 +7,7 @@ provenance, and per section the scored items (in one order, with their pairing k
 the bootstrap distribution of the metric runs are compared on.
 
 report.json/.md/.html (:mod:`.report`, :mod:`.scorecard`), ``compare`` and the leaderboard
-(:mod:`.comparison`, :mod:`.leaderboard`) are views of a scored run: they format, never compute.
+(:mod:`.comparison`, :mod:`.leaderboard`, :mod:`.formats`) are views of a scored run: they format, never compute.
 """
 
 from __future__ import annotations
