@@ -9,7 +9,7 @@ from types import SimpleNamespace
 import jinja2
 import numpy as np
 import pytest
-from lm_eval_tasks.utils import explorer, formats, report, scorecard, section
+from lm_eval_tasks.utils import explorer, formats, plots, report, scorecard, section
 from lm_eval_tasks.utils.comparison import Discordant, Pairing
 from lm_eval_tasks.utils.scoring import ScoredItem
 from lm_eval_tasks.utils.stats import format_estimate
@@ -56,6 +56,23 @@ def test_report_md_renders_every_part_and_shows_a_field_no_part_knows():
     text = report.to_markdown({**full, "benchmarks": {"medexqa": bench}})
     assert text.count("Other fields:") == 1
     assert '- surprise: {"n_tied": 7}' in text and f"- late: {format_estimate(bench['late'])}" in text
+
+
+def test_a_reports_figures_are_listed_once_and_the_page_shows_them_as_given():
+    benchmarks = GOLDEN_REPORT["benchmarks"]
+    figures = scorecard.figures(GOLDEN_REPORT)
+    assert set(figures) == (
+        {f"components_{n}" for n, b in benchmarks.items() if b["components"]}
+        | {f"confusion_{n}.png" for n, b in benchmarks.items() if "confusion_matrix" in b}
+        | {f"reliability_{n}.png" for n, b in benchmarks.items() if "calibration" in b}
+    )
+    assert any(name.startswith("reliability_") for name in figures)
+    drawn = {name: f"not a png: {name}".encode() for name in figures}
+    page = scorecard.render_html({"run": {"model": "hf"}, **GOLDEN_REPORT}, None, drawn)
+    # Every figure in its section, as given: nothing is drawn again.
+    for png in drawn.values():
+        assert page.count(f'"{plots.data_uri(png)}"') == 1
+    assert page.count("data:image/png;base64,") == len(drawn)
 
 
 def test_the_run_number_under_a_published_column():

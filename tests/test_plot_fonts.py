@@ -33,7 +33,6 @@ def _figures(label):
 def no_fallback_font(monkeypatch):
     """As on a machine with no font but matplotlib's own: DejaVu Sans, which has no CJK glyph."""
     monkeypatch.setattr(plots, "font_families", lambda: ("DejaVu Sans",))
-    monkeypatch.setattr(plots, "_DRAWN", {})
 
 
 def test_without_a_cjk_font_a_label_is_drawn_as_its_escapes(no_fallback_font):

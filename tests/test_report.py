@@ -474,10 +474,8 @@ def test_a_figure_process_that_hangs_costs_the_report_its_deadline_only(run_dir,
 
     from lm_eval_tasks.utils import plots
 
-    monkeypatch.setattr(plots, "_DRAWN", {})  # figures drawn earlier in this process are not drawn again
     monkeypatch.setattr(plots, "usable_cores", lambda: 1)  # figures drawn in this process
     _, in_place = report_mod.write_report(run_dir, tmp_path / "in_place")
-    monkeypatch.setattr(plots, "_DRAWN", {})
     monkeypatch.setattr(plots, "usable_cores", lambda: 2)
     monkeypatch.setattr(plots, "DRAW_DEADLINE_S", 2.0)
     monkeypatch.setattr(plots, "_draw", _hang)  # the drawing process never answers

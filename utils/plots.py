@@ -12,16 +12,13 @@ from __future__ import annotations
 
 import base64
 import functools
-import hashlib
 import io
-import json
 import sys
 import textwrap
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
-from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -123,51 +120,26 @@ def data_uri(png: bytes) -> str:
     return "data:image/png;base64," + base64.b64encode(png).decode("ascii")
 
 
-_DRAWN: dict[str, bytes] = {}  # figures drawn in this process, by what drew them: a report's PNG file and its page
-_DRAWN_KEPT = 64
-# While not None (:func:`recording`), the figures asked for, by key, instead of drawn (a report's PNG file and its
-# page ask for the same figure: it is recorded once).
-_RECORDING: dict[str, tuple[Callable[..., bytes], tuple[Any, ...]]] | None = None
-
-
-def _key(draw: Callable[..., bytes], args: tuple[Any, ...]) -> str:
-    return hashlib.sha256(json.dumps([draw.__qualname__, args], sort_keys=True, default=str).encode()).hexdigest()
-
-
-def _keep(key: str, drawn: bytes) -> None:
-    if len(_DRAWN) >= _DRAWN_KEPT:
-        _DRAWN.pop(next(iter(_DRAWN)))
-    _DRAWN[key] = drawn
-
-
 def plain_text_png(draw: Callable[..., bytes], *args: Any) -> bytes:
-    """``draw(*args)`` (a function returning PNG bytes) with mathtext off, e.g. ``report.confusion_png``; the same
-    figure asked for twice (a report's PNG file and its page) is drawn once."""
-    key = _key(draw, args)
-    if key in _DRAWN:
-        return _DRAWN[key]
-    if _RECORDING is not None:
-        _RECORDING.setdefault(key, (draw, args))
-        return b""
+    """``draw(*args)`` (a function returning PNG bytes) with mathtext off (labels are the run's text) and the
+    fallback fonts, e.g. ``plots.confusion_png``."""
     import matplotlib
 
     matplotlib.use("Agg")
     with matplotlib.rc_context({**_PLAIN_TEXT, "font.family": list(font_families())}):
-        drawn = draw(*args)
-    _keep(key, drawn)
-    return drawn
+        return draw(*args)
 
 
-@contextmanager
-def recording() -> Iterator[dict[str, tuple[Callable[..., bytes], tuple[Any, ...]]]]:
-    """Within it, :func:`plain_text_png` records each figure asked for (by its key, ``(draw, args)``) and gives empty
-    bytes instead of drawing it: what a page will ask for, to draw it ahead (:class:`Drawer`)."""
-    global _RECORDING
-    _RECORDING = {}
-    try:
-        yield _RECORDING
-    finally:
-        _RECORDING = None
+@dataclass(frozen=True)
+class Figure:
+    """A figure as data: the function that draws it (PNG bytes) and its arguments; :meth:`png` draws it here, a
+    :class:`Drawer` in another process."""
+
+    draw: Callable[..., bytes]
+    args: tuple[Any, ...]
+
+    def png(self) -> bytes:
+        return plain_text_png(self.draw, *self.args)
 
 
 def _import_matplotlib() -> None:
@@ -178,7 +150,7 @@ def _import_matplotlib() -> None:
 
 
 def _draw(draw: Callable[..., bytes], args: tuple[Any, ...]) -> bytes:
-    return plain_text_png(draw, *args)
+    return Figure(draw, args).png()
 
 
 # How long a report waits for its figures from the drawing process, from the moment it needs them (the whole
@@ -188,8 +160,8 @@ DRAW_DEADLINE_S = 120.0
 
 class Drawer:
     """Figures drawn in another process while this one goes on: made early, it imports matplotlib there meanwhile;
-    :meth:`draw` sends the figures, :meth:`wait` keeps each as drawn here, so :func:`plain_text_png` finds them.
-    With one core, or where no process can start, it does nothing and figures are drawn where asked for."""
+    :meth:`draw` sends the figures, :meth:`wait` gives them back as drawn (:func:`drawn`). With one core, or where
+    no process can start, it does nothing and figures are drawn in this process."""
 
     def __init__(self) -> None:
         self._pool: ProcessPoolExecutor | None = None
@@ -202,24 +174,24 @@ class Drawer:
         except (OSError, RuntimeError):  # no process can start (limits, a broken pool): figures are drawn here
             self._pool = None
 
-    def draw(self, figures: Mapping[str, tuple[Callable[..., bytes], tuple[Any, ...]]]) -> None:
-        """Send ``figures`` (:func:`recording`'s) to be drawn."""
+    def draw(self, figures: Mapping[str, Figure]) -> None:
+        """Send ``figures`` (by name) to be drawn."""
         if self._pool is None:
             return
         try:
-            self._pending += [(key, self._pool.submit(_draw, draw, args)) for key, (draw, args) in figures.items()]
+            self._pending += [(name, self._pool.submit(_draw, f.draw, f.args)) for name, f in figures.items()]
         except RuntimeError:  # the worker died (a broken pool): what it did not take is drawn here when asked for
             pass
 
-    def wait(self) -> None:
-        """Every figure sent kept here (one that failed there, or was not drawn within DRAW_DEADLINE_S of this
-        call, is drawn here when asked for); the process ends, killed if it is past the deadline (stopped or
-        deadlocked)."""
+    def wait(self) -> dict[str, bytes]:
+        """Every figure sent, by name, as drawn there (one that failed there, or was not drawn within
+        DRAW_DEADLINE_S of this call, is not among them); the process ends, killed if it is past the deadline
+        (stopped or deadlocked)."""
         deadline = time.monotonic() + DRAW_DEADLINE_S
-        late = False
-        for key, future in self._pending:
+        late, drawn = False, {}
+        for name, future in self._pending:
             try:
-                _keep(key, future.result(timeout=max(0.0, deadline - time.monotonic())))
+                drawn[name] = future.result(timeout=max(0.0, deadline - time.monotonic()))
             except FutureTimeout:
                 late = True
                 break
@@ -227,7 +199,7 @@ class Drawer:
                 pass
         self._pending = []
         if self._pool is None:
-            return
+            return drawn
         if late:
             sys.stderr.write(f"figures: the drawing process gave nothing for {DRAW_DEADLINE_S:.0f} s; drawn here\n")
             # No public way to stop a pool's worker before Python 3.14 (terminate_workers): SIGKILL, then drop it.
@@ -237,6 +209,13 @@ class Drawer:
         else:
             self._pool.shutdown()
         self._pool = None
+        return drawn
+
+
+def drawn(figures: Mapping[str, Figure], drawer: Drawer | None = None) -> dict[str, bytes]:
+    """Each figure's PNG, by name: as ``drawer`` drew it (given the figures before), else drawn here."""
+    there = drawer.wait() if drawer is not None else {}
+    return {name: there[name] if name in there else figure.png() for name, figure in figures.items()}
 
 
 def dot_whisker_png(
@@ -248,7 +227,18 @@ def dot_whisker_png(
 ) -> bytes:
     """Rows top to bottom, each a dot with its CI whisker (a hollow diamond when it has no CI);
     ``markers`` adds, per name, one value per row (None: none on that row), e.g. published numbers."""
-    return plain_text_png(_dot_whisker, list(rows), title, xlabel, dict(markers or {}), xlim)
+    return dot_whisker_figure(rows, title, xlabel, markers, xlim).png()
+
+
+def dot_whisker_figure(
+    rows: Sequence[Row],
+    title: str,
+    xlabel: str,
+    markers: Mapping[str, Sequence[float | None]] | None = None,
+    xlim: tuple[float, float] = (0.0, 1.0),
+) -> Figure:
+    """:func:`dot_whisker_png`'s figure, not drawn."""
+    return Figure(_dot_whisker, (list(rows), title, xlabel, dict(markers or {}), xlim))
 
 
 def _dot_whisker(
@@ -381,7 +371,12 @@ def confusion_png(bench: Mapping[str, Any]) -> bytes:
 def reliability_png(calibration: Mapping[str, Any], title: str) -> bytes:
     """The reliability diagram of a report's ``calibration`` entry: per confidence bin, accuracy (bars, with the
     bin's item count) against the diagonal of perfect calibration, and the bin's mean confidence (dots)."""
-    return plain_text_png(_reliability, calibration, title)
+    return reliability_figure(calibration, title).png()
+
+
+def reliability_figure(calibration: Mapping[str, Any], title: str) -> Figure:
+    """:func:`reliability_png`'s figure, not drawn."""
+    return Figure(_reliability, (calibration, title))
 
 
 def _reliability(calibration: Mapping[str, Any], title: str) -> bytes:

@@ -21,7 +21,6 @@ from .benchmarks import report_specs
 from .data import DataError, read_json
 from .files import jsonl_lines, utf8, write_atomically
 from .pages import is_estimate
-from .plots import confusion_png, plain_text_png, reliability_png
 from .results import ScoredRun, score_path
 from .runs import find_results
 from .scoring import AccuracyOver, Headline
@@ -362,27 +361,11 @@ def to_markdown(report: Mapping[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _figures(report: Mapping[str, Any]) -> dict[str, bytes]:
-    """The PNG files: drawn as the page draws them (mathtext off: labels are the run's text), so the page reuses them."""
-    files = {}
-    for name, bench in report["benchmarks"].items():
-        if "confusion_matrix" in bench:
-            files[f"confusion_{name}.png"] = plain_text_png(confusion_png, {**bench, "title": str(bench["title"])})
-        if bench.get("calibration"):
-            files[f"reliability_{name}.png"] = plain_text_png(
-                reliability_png, bench["calibration"], f"{bench['title']}: reliability"
-            )
-    return files
-
-
 def render(scored: ScoredRun, drawer: plots.Drawer | None = None) -> dict[str, bytes | Iterator[bytes]]:
     """The report's files; with a ``drawer``, its figures are drawn in another process while the rest is made."""
     report = scored.report()
+    figures = scorecard.figures(report)
     if drawer is not None:
-        with plots.recording() as figures:
-            _figures(report)
-            for name, bench in report["benchmarks"].items():
-                scorecard.section_view(name, bench)
         drawer.draw(figures)
     files = {
         "report.json": utf8(json.dumps(report, indent=2, ensure_ascii=False) + "\n"),
@@ -392,11 +375,10 @@ def render(scored: ScoredRun, drawer: plots.Drawer | None = None) -> dict[str, b
     # Each line made as it is written: the items files are the report's largest (tens of MB of texts).
     items_files = {items_file(name): jsonl_lines(records) for name, records in items.items()}
     saved = {scored_file.FILE: scored_file.saved(scored)} if scored_file.reusable(scored) else {}
-    if drawer is not None:
-        drawer.wait()
-    files |= _figures(report)
+    drawn = plots.drawn(figures, drawer)
+    files |= {name: png for name, png in drawn.items() if name.endswith(".png")}
     files |= items_files
-    files["report.html"] = utf8(scorecard.render_html(report, items))
+    files["report.html"] = utf8(scorecard.render_html(report, items, drawn))
     return files | saved
 
 

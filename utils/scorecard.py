@@ -92,7 +92,7 @@ def _component_subset(coverage: Any) -> str | None:
     return f"{scored} of {expected} items" if isinstance(expected, int) else f"{scored} items, no published count"
 
 
-def _component_plot(bench: Mapping[str, Any], published: Mapping[str, Mapping[str, Any]]) -> str:
+def _component_figure(bench: Mapping[str, Any], published: Mapping[str, Mapping[str, Any]]) -> plots.Figure:
     metric = bench.get("headline_metric")
     components = bench.get("components") or {}
     estimate = bench.get(metric) if isinstance(metric, str) else None
@@ -116,16 +116,16 @@ def _component_plot(bench: Mapping[str, Any], published: Mapping[str, Mapping[st
     }
     markers = {model: values for model, values in markers.items() if any(v is not None for v in values)}
     title = f"{bench.get('title', '')}: accuracy per component"
-    return plots.data_uri(plots.dot_whisker_png(rows, title, "accuracy (95% CI)", markers))
+    return plots.dot_whisker_figure(rows, title, "accuracy (95% CI)", markers)
 
 
-def _components(bench: Mapping[str, Any], published: Mapping[str, Mapping[str, Any]]) -> dict[str, Any] | None:
+def _components(bench: Mapping[str, Any], plot: bytes | None) -> dict[str, Any] | None:
     components = bench.get("components") or {}
-    if not components:
+    if not components or plot is None:
         return None
     columns = list(dict.fromkeys(k for entry in components.values() if isinstance(entry, Mapping) for k in entry))
     return {
-        "plot": _component_plot(bench, published),
+        "plot": plots.data_uri(plot),
         "alt": f"{bench.get('title', '')}: accuracy per component, with published numbers",
         "columns": columns,
         "rows": [[c, *(cell(entry.get(k, "")) for k in columns)] for c, entry in components.items()],
@@ -147,26 +147,29 @@ def _generic(value: Any) -> Html:
     return Html(pages.environment().get_template("macros.html.j2").module.generic(value))
 
 
-def _confusion(name: str, bench: Mapping[str, Any]) -> dict[str, Any] | None:
+def _has_confusion(bench: Mapping[str, Any]) -> bool:
     matrix = bench.get("confusion_matrix")
-    if not (isinstance(matrix, Mapping) and matrix.get("counts")):
+    return isinstance(matrix, Mapping) and bool(matrix.get("counts"))
+
+
+def _confusion(bench: Mapping[str, Any], plot: bytes | None) -> dict[str, Any] | None:
+    if not _has_confusion(bench) or plot is None:
         return None
-    png = plots.plain_text_png(plots.confusion_png, {**bench, "title": str(bench.get("title", name))})
+    matrix = bench["confusion_matrix"]
     return {
-        "plot": plots.data_uri(png),
+        "plot": plots.data_uri(plot),
         "predicted": list(matrix.get("predicted", [])),
         "rows": [[gold, *row] for gold, row in zip(matrix.get("gold", []), matrix["counts"], strict=True)],
     }
 
 
-def _calibration(name: str, bench: Mapping[str, Any]) -> dict[str, Any] | None:
+def _calibration(bench: Mapping[str, Any], plot: bytes | None) -> dict[str, Any] | None:
     cal = bench.get("calibration")
-    if not isinstance(cal, Mapping):
+    if not (isinstance(cal, Mapping) and cal) or plot is None:
         return None
-    title = bench.get("title", name)
     return {
         "left_out": ", ".join(f"{k} {v}" for k, v in (cal.get("left_out") or {}).items()),
-        "plot": plots.data_uri(plots.plain_text_png(plots.reliability_png, cal, f"{title}: reliability")),
+        "plot": plots.data_uri(plot),
         "filled": [b for b in cal.get("reliability") or [] if isinstance(b, Mapping) and b.get("n")],
     }
 
@@ -223,10 +226,30 @@ def _items(
     return {"file": file, "explorer": explorer.explorer(f"explorer-{name}", data, heading)}
 
 
-def section_view(name: str, bench: Mapping[str, Any]) -> dict[str, Any]:
+def _published_numbers(bench: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
+    return {str(m): n for m, n in (bench.get("reference") or {}).items() if isinstance(n, Mapping)}
+
+
+def figures(report: Mapping[str, Any]) -> dict[str, plots.Figure]:
+    """Every figure of a report, once, by name: per section the accuracy per component (the page's), its confusion
+    matrix and its reliability diagram (the page's, and the report's PNG files: the names that end in .png)."""
+    out = {}
+    for name, bench in (report.get("benchmarks") or {}).items():
+        title = str(bench.get("title", name))
+        if bench.get("components"):
+            out[f"components_{name}"] = _component_figure(bench, _published_numbers(bench))
+        if _has_confusion(bench):
+            out[f"confusion_{name}.png"] = plots.Figure(plots.confusion_png, ({**bench, "title": title},))
+        if isinstance(bench.get("calibration"), Mapping) and bench["calibration"]:
+            out[f"reliability_{name}.png"] = plots.reliability_figure(bench["calibration"], f"{title}: reliability")
+    return out
+
+
+def section_view(name: str, bench: Mapping[str, Any], drawn: Mapping[str, bytes]) -> dict[str, Any]:
     """What templates/section.html.j2 shows of one section: its fields, formatted, each in the part that claims it
-    (its item explorer, ``item_explorer``, where its items file is until :func:`render_html` adds the explorer)."""
-    published = {str(m): n for m, n in (bench.get("reference") or {}).items() if isinstance(n, Mapping)}
+    (its item explorer, ``item_explorer``, where its items file is until :func:`render_html` adds the explorer);
+    ``drawn``: the report's figures (:func:`figures`), drawn."""
+    published = _published_numbers(bench)
     claimed = claims(bench)
     estimates = [k for k in ESTIMATE_ORDER if k in bench] + [
         k for k, parts in claimed.items() if parts == ["estimates"] and k not in ESTIMATE_ORDER
@@ -239,10 +262,10 @@ def section_view(name: str, bench: Mapping[str, Any]) -> dict[str, Any]:
         "estimates": [
             [k, format_estimate(bench[k]), bench[k].get("n", "") if is_estimate(bench[k]) else ""] for k in estimates
         ],
-        "components": _components(bench, published),
+        "components": _components(bench, drawn.get(f"components_{name}")),
         "component_groups": _component_groups(bench),
-        "confusion": _confusion(name, bench),
-        "calibration": _calibration(name, bench),
+        "confusion": _confusion(bench, drawn.get(f"confusion_{name}.png")),
+        "calibration": _calibration(bench, drawn.get(f"reliability_{name}.png")),
         "hit_text": _hit_text(bench),
         "published": _published(bench, published),
         "others": {k: bench[k] for k, parts in claimed.items() if parts == ["others"]},
@@ -266,8 +289,14 @@ def budgets(counts: Mapping[str, int], budget: int) -> dict[str, int]:
     return {name: budget * n // total if total else budget for name, n in counts.items()}
 
 
-def render_html(report: Mapping[str, Any], items: Mapping[str, Sequence[Mapping[str, Any]]] | None = None) -> str:
-    """report.html; ``items``: each section's item records (items_<section>.jsonl), for its item explorer."""
+def render_html(
+    report: Mapping[str, Any],
+    items: Mapping[str, Sequence[Mapping[str, Any]]] | None = None,
+    drawn: Mapping[str, bytes] | None = None,
+) -> str:
+    """report.html; ``items``: each section's item records (items_<section>.jsonl), for its item explorer;
+    ``drawn``: its figures (:func:`figures`), drawn here when not given."""
+    drawn = plots.drawn(figures(report)) if drawn is None else drawn
     run = report.get("run") or {}
     benchmarks = report.get("benchmarks") or {}
     items = items or {}
@@ -288,7 +317,7 @@ def render_html(report: Mapping[str, Any], items: Mapping[str, Sequence[Mapping[
             [report.get("generated_by"), report.get("schema_version") and f"report schema {report['schema_version']}"],
         )
     )
-    views = {name: section_view(name, bench) for name, bench in benchmarks.items()}
+    views = {name: section_view(name, bench, drawn) for name, bench in benchmarks.items()}
 
     def page() -> str:
         return pages.render(
