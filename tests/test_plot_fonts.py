@@ -20,13 +20,13 @@ def _missing_glyph_warnings(draw):
 def _figures(label):
     """A forest plot, a confusion matrix and a reliability diagram, each with ``label`` in its texts."""
     rows = [plots.Row(label, 0.5, 0.4, 0.6), plots.Row("run-2", 0.3)]
-    plots.dot_whisker_png(rows, f"{label} title", f"{label} axis", {label: [0.7, None]})
+    plots.dot_whisker_figure(rows, f"{label} title", f"{label} axis", {label: [0.7, None]}).png()
     bench = {
         "title": label,
         "confusion_matrix": {"counts": [[1, 0], [0, 1]], "gold": [label, "b"], "predicted": ["a", label]},
     }
-    plots.plain_text_png(plots.confusion_png, bench)
-    plots.reliability_png({"reliability": [], "source": label}, label)
+    plots.confusion_figure(bench).png()
+    plots.reliability_figure({"reliability": [], "source": label}, label).png()
 
 
 @pytest.fixture

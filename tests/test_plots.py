@@ -93,7 +93,7 @@ def test_a_figure_grows_to_hold_wrapped_labels_and_marks_a_subset():
     long = [plots.Row("single human annotator (Jin et al., 2019), reading every abstract " * 3, 0.5, 0.4, 0.6)]
     long += [plots.Row("b (published)", 0.7)]
     marked = [plots.Row("a", 0.5, 0.4, 0.6, subset="2 of 5 specialties, 355 of 940 items"), short[1]]
-    sizes = [_png_size(plots.dot_whisker_png(rows, "t", "x")) for rows in (short, long, marked)]
+    sizes = [_png_size(plots.dot_whisker_figure(rows, "t", "x").png()) for rows in (short, long, marked)]
     assert sizes[1][1] > sizes[0][1]  # taller: the label's lines are drawn, not cut
     assert sizes[2][1] > sizes[0][1] and sizes[2][0] > sizes[0][0]  # the set under the label, and its legend
 
@@ -114,6 +114,6 @@ def test_only_a_label_past_any_real_length_is_cut_and_says_so():
 @pytest.mark.parametrize("subset", [None, "100 of 500 items"])
 def test_a_row_without_a_ci_is_drawn_either_way(subset):
     assert (
-        plots.dot_whisker_png([plots.Row("a", 0.5, subset=subset), plots.Row("n/a", None)], "t", "x")[:8]
+        plots.dot_whisker_figure([plots.Row("a", 0.5, subset=subset), plots.Row("n/a", None)], "t", "x").png()[:8]
         == PNG_SIGNATURE
     )

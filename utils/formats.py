@@ -289,7 +289,7 @@ def forest_rows(board: Mapping[str, Any], name: str) -> list[plots.Row]:
 
 def forest_png(board: Mapping[str, Any], name: str) -> bytes:
     bench, metric = board["benchmarks"][name], board["benchmarks"][name]["headline_metric"]
-    return plots.dot_whisker_png(forest_rows(board, name), f"{bench['title']}: {metric}", f"{metric} (95% CI)")
+    return plots.dot_whisker_figure(forest_rows(board, name), f"{bench['title']}: {metric}", f"{metric} (95% CI)").png()
 
 
 def _span(css: str, text: str, **data: Any) -> Html:

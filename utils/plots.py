@@ -1,4 +1,6 @@
-"""Figures shared by the scorecard and the leaderboard (matplotlib, Agg backend, PNG bytes).
+"""Figures shared by the scorecard and the leaderboard (matplotlib, Agg backend, PNG bytes), as data: a
+:class:`Figure` is what draws it and its arguments, drawn by :meth:`Figure.png` here or by a :class:`Drawer` in a
+second process (:func:`drawn`).
 
 Every label may come from a run (model names, component names): mathtext is switched off so a
 ``$`` in a name is drawn as text instead of being parsed, and every character is drawn, never as an empty box: in
@@ -122,7 +124,7 @@ def data_uri(png: bytes) -> str:
 
 def plain_text_png(draw: Callable[..., bytes], *args: Any) -> bytes:
     """``draw(*args)`` (a function returning PNG bytes) with mathtext off (labels are the run's text) and the
-    fallback fonts, e.g. ``plots.confusion_png``."""
+    fallback fonts (:meth:`Figure.png`)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -218,18 +220,6 @@ def drawn(figures: Mapping[str, Figure], drawer: Drawer | None = None) -> dict[s
     return {name: there[name] if name in there else figure.png() for name, figure in figures.items()}
 
 
-def dot_whisker_png(
-    rows: Sequence[Row],
-    title: str,
-    xlabel: str,
-    markers: Mapping[str, Sequence[float | None]] | None = None,
-    xlim: tuple[float, float] = (0.0, 1.0),
-) -> bytes:
-    """Rows top to bottom, each a dot with its CI whisker (a hollow diamond when it has no CI);
-    ``markers`` adds, per name, one value per row (None: none on that row), e.g. published numbers."""
-    return dot_whisker_figure(rows, title, xlabel, markers, xlim).png()
-
-
 def dot_whisker_figure(
     rows: Sequence[Row],
     title: str,
@@ -237,7 +227,8 @@ def dot_whisker_figure(
     markers: Mapping[str, Sequence[float | None]] | None = None,
     xlim: tuple[float, float] = (0.0, 1.0),
 ) -> Figure:
-    """:func:`dot_whisker_png`'s figure, not drawn."""
+    """Rows top to bottom, each a dot with its CI whisker (a hollow diamond when it has no CI);
+    ``markers`` adds, per name, one value per row (None: none on that row), e.g. published numbers."""
     return Figure(_dot_whisker, (list(rows), title, xlabel, dict(markers or {}), xlim))
 
 
@@ -341,7 +332,12 @@ def _dot_whisker(
     return buffer.getvalue()
 
 
-def confusion_png(bench: Mapping[str, Any]) -> bytes:
+def confusion_figure(bench: Mapping[str, Any]) -> Figure:
+    """The confusion matrix of a report's section (gold rows, predicted columns), titled by its ``title``."""
+    return Figure(_confusion, (bench,))
+
+
+def _confusion(bench: Mapping[str, Any]) -> bytes:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -368,14 +364,9 @@ def confusion_png(bench: Mapping[str, Any]) -> bytes:
     return buffer.getvalue()
 
 
-def reliability_png(calibration: Mapping[str, Any], title: str) -> bytes:
+def reliability_figure(calibration: Mapping[str, Any], title: str) -> Figure:
     """The reliability diagram of a report's ``calibration`` entry: per confidence bin, accuracy (bars, with the
     bin's item count) against the diagonal of perfect calibration, and the bin's mean confidence (dots)."""
-    return reliability_figure(calibration, title).png()
-
-
-def reliability_figure(calibration: Mapping[str, Any], title: str) -> Figure:
-    """:func:`reliability_png`'s figure, not drawn."""
     return Figure(_reliability, (calibration, title))
 
 

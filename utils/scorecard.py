@@ -239,7 +239,7 @@ def figures(report: Mapping[str, Any]) -> dict[str, plots.Figure]:
         if bench.get("components"):
             out[f"components_{name}"] = _component_figure(bench, _published_numbers(bench))
         if _has_confusion(bench):
-            out[f"confusion_{name}.png"] = plots.Figure(plots.confusion_png, ({**bench, "title": title},))
+            out[f"confusion_{name}.png"] = plots.confusion_figure({**bench, "title": title})
         if isinstance(bench.get("calibration"), Mapping) and bench["calibration"]:
             out[f"reliability_{name}.png"] = plots.reliability_figure(bench["calibration"], f"{title}: reliability")
     return out
