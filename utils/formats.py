@@ -20,8 +20,6 @@ from pathlib import Path
 from typing import Any
 from urllib.request import pathname2url
 
-from markupsafe import escape
-
 from . import explorer, pages, paper_tables, plots
 from .files import jsonl_lines, utf8, write_atomically
 from .leaderboard import DISCORDANT_FILE, Disagreements, build, discordant_lines
@@ -293,8 +291,7 @@ def forest_png(board: Mapping[str, Any], name: str) -> bytes:
 
 
 def _span(css: str, text: str, **data: Any) -> Html:
-    attributes = "".join(f' data-{k.replace("_", "-")}="{escape(v)}"' for k, v in data.items() if v is not None)
-    return Html(f'<span class="{escape(css)}"{attributes}>{escape(text)}</span>')
+    return pages.macro("span", css, text, data)
 
 
 def _repr(value: float | None) -> str | None:

@@ -137,6 +137,11 @@ def render(template: str, **context: Any) -> str:
     return environment().get_template(template).render(**context)
 
 
+def macro(name: str, *args: Any) -> Html:
+    """A macro of templates/macros.html.j2 (``generic``, ``span``, ``link``), called: markup for a table's cell."""
+    return Html(getattr(environment().get_template("macros.html.j2").module, name)(*args))
+
+
 def fragment(template: str, **context: Any) -> Html:
     """A template rendered as markup to place inside another page."""
     return Html(render(template, **context))

@@ -17,8 +17,6 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from markupsafe import escape
-
 from . import explorer, pages, plots
 from .benchmarks import report_specs
 from .pages import Html, cell, estimate_attrs, interval, is_estimate, number
@@ -144,7 +142,7 @@ def _component_groups(bench: Mapping[str, Any]) -> dict[str, Any] | None:
 
 
 def _generic(value: Any) -> Html:
-    return Html(pages.environment().get_template("macros.html.j2").module.generic(value))
+    return pages.macro("generic", value)
 
 
 def _has_confusion(bench: Mapping[str, Any]) -> bool:
@@ -302,7 +300,7 @@ def render_html(
     items = items or {}
     summary = [
         [
-            Html(f'<a href="#benchmark-{escape(name)}">{escape(bench.get("title", name))}</a>'),
+            pages.macro("link", f"#benchmark-{name}", bench.get("title", name)),
             bench.get("headline_metric", "n/a"),
             format_estimate(bench.get(bench.get("headline_metric", ""))),
             bench.get("n_items", "n/a"),
