@@ -121,6 +121,9 @@ class Benchmark:
     settings: Sequence[Setting] = ()
     # Every pinned external asset it reads (ASSETS.md lists them all: python -m lm_eval_tasks assets).
     assets: Sequence[Asset] = ()
+    # Its question items for the cross-benchmark overlap check (utils/overlap.py), read from a local data directory:
+    # overlap_items(data_dir) -> (items, what was left out and why). None: it has no question items to compare.
+    overlap_items: Callable[[Path], tuple[Sequence[Any], Sequence[str]]] | None = None
 
     def read_settings(self, metadata: Mapping[str, Any]) -> dict[str, Any]:
         """``{setting name: value}`` of every declared setting, from what lm-eval hands a task's hook.

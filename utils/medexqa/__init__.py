@@ -6,7 +6,7 @@ report_spec, explanations and explanation_metrics (explanation scores after a ru
 """
 
 from ..benchmarks import Asset, Benchmark, Setting, SettingKind
-from . import commands, constants, parsing
+from . import commands, constants, loader, parsing
 from .report_spec import REPORT_SPECS
 
 BENCHMARK = Benchmark(
@@ -32,4 +32,5 @@ BENCHMARK = Benchmark(
             published_counts=constants.PUBLISHED_COUNTS["test"],
         ),
     ),
+    overlap_items=loader.overlap_items,
 )

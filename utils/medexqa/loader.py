@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import data as data_layer
+from .. import overlap
 from . import constants
 from .constants import (
     COLUMNS,
@@ -162,3 +163,13 @@ def to_doc(row: Mapping[str, Any], shuffle_seed: int | None) -> dict[str, Any]:
         "shuffle": shuffle_seed is not None,
         "shuffle_seed": -1 if shuffle_seed is None else int(shuffle_seed),
     }
+
+
+def overlap_items(data_dir: Path) -> tuple[list[overlap.Item], list[str]]:
+    """Every row of both splits in ``data_dir`` (utils/overlap.py), one component per file (``<stem>_<split>``),
+    each item by its 1-based row."""
+    return [
+        overlap.Item(NAME, f"{SPECIALTIES[row['specialty']].stem}_{split}", str(row["row"]), row["question"])
+        for split in SPLITS
+        for row in load(str(data_dir), split=split)
+    ], []

@@ -6,7 +6,7 @@ Modules: ``constants`` (pinned source, benchmarks, counts, families), ``prompts`
 """
 
 from ..benchmarks import Asset, Benchmark, Setting, SettingKind
-from . import commands, constants, parsing
+from . import commands, constants, loader, parsing
 from .constants import DATA_FOLDER, NAME, SHUFFLE_SEED
 from .report_spec import REPORT_SPECS
 
@@ -42,4 +42,5 @@ BENCHMARK = Benchmark(
             published_counts=constants.PUBLISHED_COUNTS[constants.CURATED],
         ),
     ),
+    overlap_items=loader.overlap_items,
 )

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import data as data_layer
+from .. import overlap
 from ..files import cache_dir
 from . import constants
 from .constants import (
@@ -24,6 +25,7 @@ from .constants import (
     MANIFEST,
     MANIFEST_COUNT_COLUMN,
     MEDBULLETS,
+    NAME,
     PUBLISHED_COUNTS,
     SOURCE_FOLDER,
 )
@@ -172,3 +174,42 @@ def load(benchmark: str, release: str = CURATED, data_dir: str | None = None) ->
             f"{path}: {len(items)} items, but {MANIFEST} gives {expected} for '{benchmark}' in the {release} release"
         )
     return items
+
+
+# The layout of the curated pubmedqa file's questions: "QUESTION: <question>\nCONTEXTS:\n<abstract>"; its ids are
+# PubMed ids (PubMedQA's pubid).
+_PUBMEDQA = "pubmedqa"
+_QUESTION_HEAD, _CONTEXTS_HEAD = "QUESTION: ", "\nCONTEXTS:"
+
+
+def overlap_question(benchmark: str, question: str) -> str:
+    """The question an item asks, for the overlap check: pubmedqa's question line without its abstract (a question
+    not laid out that way is kept whole), every other benchmark's question as it is."""
+    if benchmark != _PUBMEDQA or not question.startswith(_QUESTION_HEAD) or _CONTEXTS_HEAD not in question:
+        return question
+    return question[len(_QUESTION_HEAD) : question.index(_CONTEXTS_HEAD)]
+
+
+def overlap_items(data_dir: Path) -> tuple[list[overlap.Item], list[str]]:
+    """Every curated item of every benchmark file in ``data_dir`` (utils/overlap.py); pubmedqa's ids are PMIDs.
+
+    MedBullets is left out, with the reason, when its rebuilt file is not there.
+    """
+    items, left_out = [], []
+    root = resolve_root(str(data_dir))
+    for benchmark in BENCHMARKS:
+        relative = f"{CURATED}/{SOURCE_FOLDER[benchmark]}/{benchmark}.json"
+        if benchmark == MEDBULLETS and (root is None or not (root / relative).is_file()):
+            left_out.append(f"{MEDBULLETS}: not redistributed upstream, and not rebuilt in {data_dir}")
+            continue
+        items.extend(
+            overlap.Item(
+                NAME,
+                benchmark,
+                item["id"],
+                overlap_question(benchmark, item["question"]),
+                ((overlap.PMID, item["id"]),) if benchmark == _PUBMEDQA else (),
+            )
+            for item in load(benchmark, CURATED, str(data_dir))
+        )
+    return items, left_out

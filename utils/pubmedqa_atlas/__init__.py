@@ -6,18 +6,19 @@ hooks), report_spec (``REPORT_SPECS``), probe (the linear probe), commands (``pu
 """
 
 from ..benchmarks import Asset, Benchmark
-from . import commands, constants, parsing, prompts
-from .constants import DATA_FOLDER
+from . import commands, constants, loader, parsing, prompts
+from .constants import DATA_FOLDER, NAME
 from .report_spec import REPORT_SPECS
 
 BENCHMARK = Benchmark(
-    name="pubmedqa_atlas",
+    name=NAME,
     title="PubMedQA",
     data_folder=DATA_FOLDER,
     report_specs=REPORT_SPECS,
     register_commands=commands.register,
     smoke_tasks=("pubmedqa_atlas", "pubmedqa_atlas_gen"),
     reply_parsers={"parse_answer": parsing.parse_answer, "first_words": prompts.first_words},
+    overlap_items=loader.overlap_items,
     assets=(
         Asset(
             "PubMedQA PQA-L",

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from ..data import HubDataset
 
+NAME = "pubmedqa_atlas"  # the task folder and the code package
 DATA_FOLDER = "pubmedqa"  # DIR/pubmedqa
 HUB = HubDataset("qiaojin/PubMedQA", "9001f2853fb87cab8d220904e0de81ac6973b318", config="pqa_labeled", split="train")
 UPSTREAM_COMMIT = "1cbae8e92f72f20c8d3747cbb3bf5bc53554d997"

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import data as data_layer
+from .. import overlap
 from .constants import (
     DATA_FOLDER,
     HUB,
@@ -24,6 +25,7 @@ from .constants import (
     LOCAL_LAYOUT,
     N100_SEED,
     N100_SIZE,
+    NAME,
     PUBLISHED_COUNTS,
     SUBSETS,
     TEST_IDS_FILE,
@@ -263,3 +265,19 @@ def select_n100(test: Sequence[Item]) -> tuple[Item, ...]:
         )
         chosen.update(item.pubid for item in ranked[: quotas[label]])
     return tuple(item for item in test if item.pubid in chosen)
+
+
+# ----------------------------------------------------------------------------- the overlap check
+
+TEST, TRAIN_POOL = "test", "train_pool"  # the components of the overlap check (utils/overlap.py)
+
+
+def overlap_items(data_dir: Path) -> tuple[list[overlap.Item], list[str]]:
+    """The official test items and the train pool (the other 500 of PQA-L) of ``data_dir``, each with its pubid
+    as its PMID."""
+    split = load_local(data_layer.local_benchmark_dir(DATA_FOLDER, data_dir))
+    return [
+        overlap.Item(NAME, component, item.pubid, item.record["QUESTION"], ((overlap.PMID, item.pubid),))
+        for component, items in ((TEST, split.test), (TRAIN_POOL, split.train))
+        for item in items
+    ], []
