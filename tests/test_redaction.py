@@ -2,11 +2,12 @@
 
 import json
 import re
+from urllib.parse import unquote
 
 import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
-from lm_eval_tasks.utils import redaction
+from lm_eval_tasks.utils import redaction, secret_names
 from lm_eval_tasks.utils.redaction import is_secret_key, redact, scrub
 
 from tests.conftest import examples
@@ -777,18 +778,18 @@ def test_glued_key_shapes_are_linear():
 
 # The reference: every scan run on every text, and every key-shaped match tried in turn (what redaction did before
 # it looked only at candidates). The module must find exactly the same spans.
-_REFERENCE_SECRET_WORDS = redaction._SECRET_WORDS | redaction._SECRET_LAST_WORDS
+_REFERENCE_SECRET_WORDS = secret_names.SECRET_WORDS | secret_names.SECRET_LAST_WORDS
 
 
 def _reference_is_secret_key(name):
-    words = [word.lower() for word in redaction._WORD.findall(redaction.unquote(name))]
+    words = [word.lower() for word in secret_names.WORD.findall(unquote(name))]
     if not words:
         return False
-    if any(word in redaction._SECRET_WORDS for word in words):
+    if any(word in secret_names.SECRET_WORDS for word in words):
         return True
-    if words[-1] not in redaction._SECRET_LAST_WORDS:
+    if words[-1] not in secret_names.SECRET_LAST_WORDS:
         return False
-    return not (words[-1] == "token" and len(words) > 1 and words[-2] in redaction._TEXT_TOKEN_WORDS)
+    return not (words[-1] == "token" and len(words) > 1 and words[-2] in secret_names.TEXT_TOKEN_WORDS)
 
 
 def _reference_keyed_value_spans(text):
@@ -803,7 +804,7 @@ def _reference_keyed_value_spans(text):
         if text[position + escapes : position + escapes + 1] in ("'", '"'):
             value_start = position + escapes + 1
             value_end = redaction._closing_quote(text, value_start, text[position:value_start], escapes)
-            if text[value_start:value_end].strip().lower() not in redaction._UNSET_VALUES:
+            if text[value_start:value_end].strip().lower() not in secret_names.UNSET_VALUES:
                 yield value_start, value_end
             position = value_end + 1
         elif char in "{[(":
@@ -812,7 +813,7 @@ def _reference_keyed_value_spans(text):
             position = value_end
         else:
             value_end = redaction._BARE_VALUE.match(text, position).end()
-            if text[position:value_end].lower() not in redaction._UNSET_VALUES:
+            if text[position:value_end].lower() not in secret_names.UNSET_VALUES:
                 yield position, value_end
             position = max(value_end, position + 1)
 
@@ -827,7 +828,7 @@ def _reference_key_value_spans(text, parts):
             value_start += 1
         while value_end > value_start and text[value_end - 1].isspace():
             value_end -= 1
-        if redaction._unquote(text[value_start:value_end]).lower() not in redaction._UNSET_VALUES:
+        if redaction._unquote(text[value_start:value_end]).lower() not in secret_names.UNSET_VALUES:
             yield value_start, value_end
 
 

@@ -32,77 +32,12 @@ from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 from urllib.parse import quote, unquote
 
+from .secret_names import SECRET_NAME_PART, UNSET_VALUES, is_secret_key
+
 MASK = "***"
 
-# Words that make any key a credential, wherever they stand in it (apiKey, x-api-key, use_auth_token).
-_SECRET_WORDS = frozenset(
-    {
-        "apikey",
-        "xapikey",
-        "accesstoken",
-        "authtoken",
-        "apitoken",
-        "hftoken",
-        "secretkey",
-        "accesskey",
-        "privatekey",
-        "auth",
-        "oauth",
-        "authorization",
-        "bearer",
-        "cookie",
-        "cookies",
-        "credential",
-        "credentials",
-        "passphrase",
-        "passwd",
-        "password",
-        "pwd",
-        "secret",
-        "secrets",
-        "signature",
-        "sig",
-    }
-)
-# Words that make a key a credential when they end it (api_key, hf_token, default_headers) ...
-_SECRET_LAST_WORDS = frozenset({"key", "token", "header", "headers", "pass"})
-# ... except a "token" that names a piece of text: pad_token, eos_token, think_end_token.
-_TEXT_TOKEN_WORDS = frozenset(
-    {
-        "pad",
-        "eos",
-        "bos",
-        "unk",
-        "sep",
-        "cls",
-        "mask",
-        "start",
-        "end",
-        "stop",
-        "begin",
-        "think",
-        "image",
-        "audio",
-        "video",
-        "special",
-        "sentinel",
-        "system",
-        "user",
-        "assistant",
-        "tool",
-        "eot",
-        "eom",
-    }
-)
-# Values that say "no credential" and are kept: None, a flag such as use_auth_token=True, nothing.
-_UNSET_VALUES = frozenset({"", "none", "null", "true", "false"})
 # Query parameters that carry a credential only in a URL: Azure Functions' ?code=, a SAS token's ?sig=.
 _QUERY_SECRET_NAMES = frozenset({"code", "sig"})
-
-_WORD = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+")
-# Every word of _SECRET_WORDS and _SECRET_LAST_WORDS holds one of these: a name (or a text) without any, and without
-# a percent escape that could spell one, holds no credential key.
-_SECRET_NAME_PART = re.compile("key|token|auth|cookie|credential|pass|pwd|secret|sig|bearer|header")
 # A key followed by ':' or '=': bare (api_key=), quoted ("api_key": or 'api_key':), or quoted inside
 # an escaped JSON string (\"api_key\":). Possessive quantifiers keep the search linear.
 _KEY_BEFORE_VALUE = re.compile(
@@ -136,21 +71,6 @@ _GLUED_KEY_SHAPES = re.compile(
 )
 
 Span = tuple[int, int]  # [start, end) of a credential in the text
-
-
-def is_secret_key(name: str) -> bool:
-    """Whether a field called ``name`` holds a credential (case, ``-``/``_``, camelCase and percent-encoding
-    insensitive: ``api%5Fkey`` is ``api_key``)."""
-    if "%" not in name and not _SECRET_NAME_PART.search(name.lower()):  # most names: one scan says no
-        return False
-    words = [word.lower() for word in _WORD.findall(unquote(name))]
-    if not words:
-        return False
-    if any(word in _SECRET_WORDS for word in words):
-        return True
-    if words[-1] not in _SECRET_LAST_WORDS:
-        return False
-    return not (words[-1] == "token" and len(words) > 1 and words[-2] in _TEXT_TOKEN_WORDS)
 
 
 def redact(value: Any) -> Any:
@@ -300,7 +220,7 @@ def _holds_value(value: Any) -> bool:
     if value is None or isinstance(value, bool):
         return False
     if isinstance(value, str):
-        return _unquote(value.strip()).lower() not in _UNSET_VALUES
+        return _unquote(value.strip()).lower() not in UNSET_VALUES
     if isinstance(value, (Mapping, list, tuple)):
         return len(value) > 0
     return True
@@ -335,7 +255,7 @@ _KEY_PREFIXES = (
 # - anywhere: a URL scheme or an auth scheme (in the lowered text), a well-known key's prefix (as written: the key
 #   shapes match case-sensitively, so "Asian" and "skill" start none);
 _ANYWHERE = ("://", "bearer", "basic")
-# - a word of a secret key name (each of _SECRET_WORDS and _SECRET_LAST_WORDS holds one) in the key before a ':'
+# - a word of a secret key name (each of secret_names.SECRET_WORDS and SECRET_LAST_WORDS holds one) in the key before a ':'
 #   (key=value forms, URL query values and percent-encoded names all need a '=' or a '%xx', checked apart).
 _KEY_WORDS = ("key", "token", "auth", "cookie", "credential", "pass", "pwd", "secret", "sig", "header")
 _PERCENT_ESCAPE = re.compile(r"%[0-9A-Fa-f]{2}")
@@ -426,7 +346,7 @@ def _secret_spans(text: str) -> Iterator[Span]:
     """Every credential's span. Each scan runs only where the text holds what its matches must begin or contain
     (found by substring searches, in C): a scan that cannot match is skipped, so the spans are those of every scan."""
     lowered = text.lower()
-    keyed = "%" in text or _SECRET_NAME_PART.search(lowered) is not None  # a credential key may stand in it
+    keyed = "%" in text or SECRET_NAME_PART.search(lowered) is not None  # a credential key may stand in it
     if keyed and "=" in text:
         yield from _key_value_spans(text, _top_level_parts(text))
         yield from _key_value_spans(text, _comma_parts(text))
@@ -462,7 +382,7 @@ def _query_value_spans(text: str) -> Iterator[Span]:
         position = match.end()
         if unquote(match.group(1)).strip().lower() in _QUERY_SECRET_NAMES:
             value_end = _BARE_VALUE.match(text, position).end()
-            if text[position:value_end].lower() not in _UNSET_VALUES:
+            if text[position:value_end].lower() not in UNSET_VALUES:
                 yield position, value_end
             position = max(value_end, position)
 
@@ -514,7 +434,7 @@ def _key_value_spans(text: str, parts: Iterable[tuple[int, int]]) -> Iterator[Sp
             value_start += 1
         while value_end > value_start and text[value_end - 1].isspace():
             value_end -= 1
-        if _unquote(text[value_start:value_end]).lower() not in _UNSET_VALUES:
+        if _unquote(text[value_start:value_end]).lower() not in UNSET_VALUES:
             yield value_start, value_end
 
 
@@ -550,7 +470,7 @@ def _keyed_value_spans(text: str) -> Iterator[Span]:
         if text[position + escapes : position + escapes + 1] in ("'", '"'):
             value_start = position + escapes + 1
             value_end = _closing_quote(text, value_start, text[position:value_start], escapes)
-            if text[value_start:value_end].strip().lower() not in _UNSET_VALUES:
+            if text[value_start:value_end].strip().lower() not in UNSET_VALUES:
                 yield value_start, value_end
             position = value_end + 1
         elif char in "{[(":
@@ -559,12 +479,12 @@ def _keyed_value_spans(text: str) -> Iterator[Span]:
             position = value_end
         else:
             value_end = _BARE_VALUE.match(text, position).end()
-            if text[position:value_end].lower() not in _UNSET_VALUES:
+            if text[position:value_end].lower() not in UNSET_VALUES:
                 yield position, value_end
             position = max(value_end, position + 1)
 
 
-_SECRET_NAME_PART_OR_ESCAPE = re.compile(_SECRET_NAME_PART.pattern + "|%")
+_SECRET_NAME_PART_OR_ESCAPE = re.compile(SECRET_NAME_PART.pattern + "|%")
 # For a text whose lowering moves offsets (a character that lowers to two): several times slower.
 _SECRET_NAME_PART_OR_ESCAPE_ANY_CASE = re.compile(_SECRET_NAME_PART_OR_ESCAPE.pattern, re.IGNORECASE)
 
