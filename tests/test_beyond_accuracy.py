@@ -397,7 +397,7 @@ def test_loglikelihood_sections_have_no_reply_lengths(report):
 
 def test_report_files_show_calibration_subgroups_gaps_and_lengths(report):
     data, folder, _ = report
-    assert data["schema_version"] == "2.4"
+    assert data["schema_version"] == "2.5"
     markdown = (folder / "report.md").read_text(encoding="utf-8")
     ece = data["benchmarks"]["pubmedqa_atlas_n100"]["calibration"]["ece"]
     assert f"- ECE: {stats.format_estimate(ece)}" in markdown

@@ -65,8 +65,10 @@ def test_a_reports_figures_are_listed_once_and_the_page_shows_them_as_given():
         {f"components_{n}" for n, b in benchmarks.items() if b["components"]}
         | {f"confusion_{n}.png" for n, b in benchmarks.items() if "confusion_matrix" in b}
         | {f"reliability_{n}.png" for n, b in benchmarks.items() if "calibration" in b}
+        | {f"risk_coverage_{n}.png" for n, b in benchmarks.items() if "selective" in b}
     )
     assert any(name.startswith("reliability_") for name in figures)
+    assert any(name.startswith("risk_coverage_") for name in figures)
     drawn = {name: f"not a png: {name}".encode() for name in figures}
     page = scorecard.render_html({"run": {"model": "hf"}, **GOLDEN_REPORT}, None, drawn)
     # Every figure in its section, as given: nothing is drawn again.

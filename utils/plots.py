@@ -364,6 +364,47 @@ def _confusion(bench: Mapping[str, Any]) -> bytes:
     return buffer.getvalue()
 
 
+def risk_coverage_figure(selective: Mapping[str, Any], title: str) -> Figure:
+    """The risk-coverage curve of a report's ``selective`` entry: the error rate among the answered items as the
+    least confident are left unanswered (a step per tie group), with the optimal curve's AURC and the AURC in the
+    legend; where the section cannot carry it, the reason instead."""
+    return Figure(_risk_coverage, (selective, title))
+
+
+def _risk_coverage(selective: Mapping[str, Any], title: str) -> bytes:
+    import matplotlib.pyplot as plt
+
+    points = [p for p in selective.get("curve") or [] if isinstance(p, Mapping)]
+    fig, ax = plt.subplots(figsize=(5.2, 4.6))
+    if points:
+        aurc = selective.get("aurc") or {}
+        label = f"risk (AURC {aurc.get('value', float('nan')):.3f}; optimal {selective.get('aurc_optimal', 0.0):.3f})"
+        # Each point's risk holds from the previous point's coverage up to its own (the area AURC measures).
+        ax.step(
+            [0.0] + [p["coverage"] for p in points],
+            [points[0]["risk"]] + [p["risk"] for p in points],
+            where="pre",
+            color="tab:red",
+            label=label,
+        )
+        ax.plot([p["coverage"] for p in points], [p["risk"] for p in points], "o", color="tab:red", markersize=3)
+        ax.legend(loc="upper left", fontsize=7, frameon=False)
+    else:
+        reason = drawable(selective.get("reason") or "no item with a confidence")
+        ax.text(0.5, 0.5, wrapped(reason, 40), ha="center", va="center", color="grey")
+    ax.set_xlim(0, 1)
+    ax.set_ylim(0, 1)
+    ax.set_xlabel("coverage (share of items answered, most confident first)")
+    ax.set_ylabel("risk (error rate among the answered)")
+    fig.suptitle(wrapped(drawable(title), 60), fontsize=10)
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=110, metadata={"Software": None})
+    plt.close(fig)
+    return buffer.getvalue()
+
+
 def reliability_figure(calibration: Mapping[str, Any], title: str) -> Figure:
     """The reliability diagram of a report's ``calibration`` entry: per confidence bin, accuracy (bars, with the
     bin's item count) against the diagonal of perfect calibration, and the bin's mean confidence (dots)."""

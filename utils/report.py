@@ -3,7 +3,8 @@
 :mod:`.results` scores the run once (every number, with its CI); this module writes it:
 ``report.json`` (the scored run's report, schema in :mod:`.results`), ``report.md``, ``report.html``
 (:mod:`.scorecard`), one confusion-matrix PNG per section with gold classes, one reliability diagram
-(``reliability_<section>.png``) per section with calibration, and
+(``reliability_<section>.png``) and one risk-coverage curve (``risk_coverage_<section>.png``) per section with
+calibration, and
 ``items_<section>.jsonl`` (one record per item of every section: :func:`.results.item_record`), all written
 atomically (nothing is written unless every input parsed). Nothing here computes a number.
 """
@@ -246,6 +247,26 @@ def _calibration_lines(name: str, bench: Mapping[str, Any]) -> list[str]:
     return lines
 
 
+def _selective_lines(name: str, bench: Mapping[str, Any]) -> list[str]:
+    sel = bench.get("selective")
+    if not sel:
+        return []
+    lines = [
+        "",
+        f"Selective prediction (confidence: {md(sel['confidence'])}; {md(sel['ties'])}):",
+        "",
+        f"- items with a confidence: {sel['n']}",
+    ]
+    if sel["reason"]:
+        return lines + [f"- not computable: {md(sel['reason'])}"]
+    lines.append(f"- AURC (lower is better): {_fmt(sel['aurc'])}; optimal for these outcomes {sel['aurc_optimal']:.3f}")
+    lines += [
+        f"- accuracy at {coverage} coverage ({entry['n_covered']} items, {entry['coverage']:.1%}): {_fmt(entry['accuracy'])}"
+        for coverage, entry in sel["accuracy_at_coverage"].items()
+    ]
+    return lines
+
+
 def _seconds(value: Any) -> str:
     return f"{value:.1f} s" if isinstance(value, (int, float)) else "not recorded"
 
@@ -321,6 +342,7 @@ MARKDOWN_PARTS: dict[str, Callable[[str, Mapping[str, Any]], list[str]]] = {
     "subgroups": _subgroup_lines,
     "paired_variants": _paired_variant_lines,
     "calibration": _calibration_lines,
+    "selective": _selective_lines,
     "reply_lengths": _length_lines,
     "published": _reference_lines,
     "notes": _reference_lines,

@@ -230,7 +230,8 @@ def _published_numbers(bench: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]
 
 def figures(report: Mapping[str, Any]) -> dict[str, plots.Figure]:
     """Every figure of a report, once, by name: per section the accuracy per component (the page's), its confusion
-    matrix and its reliability diagram (the page's, and the report's PNG files: the names that end in .png)."""
+    matrix, its reliability diagram and its risk-coverage curve (the page's, and the report's PNG files: the names
+    that end in .png)."""
     out = {}
     for name, bench in (report.get("benchmarks") or {}).items():
         title = str(bench.get("title", name))
@@ -240,6 +241,8 @@ def figures(report: Mapping[str, Any]) -> dict[str, plots.Figure]:
             out[f"confusion_{name}.png"] = plots.confusion_figure({**bench, "title": title})
         if isinstance(bench.get("calibration"), Mapping) and bench["calibration"]:
             out[f"reliability_{name}.png"] = plots.reliability_figure(bench["calibration"], f"{title}: reliability")
+        if isinstance(bench.get("selective"), Mapping) and bench["selective"]:
+            out[f"risk_coverage_{name}.png"] = plots.risk_coverage_figure(bench["selective"], f"{title}: risk-coverage")
     return out
 
 
@@ -264,6 +267,9 @@ def section_view(name: str, bench: Mapping[str, Any], drawn: Mapping[str, bytes]
         "component_groups": _component_groups(bench),
         "confusion": _confusion(bench, drawn.get(f"confusion_{name}.png")),
         "calibration": _calibration(bench, drawn.get(f"reliability_{name}.png")),
+        "risk_coverage": plots.data_uri(drawn[f"risk_coverage_{name}.png"])
+        if f"risk_coverage_{name}.png" in drawn
+        else None,
         "hit_text": _hit_text(bench),
         "published": _published(bench, published),
         "others": {k: bench[k] for k, parts in claimed.items() if parts == ["others"]},

@@ -4,7 +4,8 @@ both render by), and its numbers, computed from its scored items (:func:`score_s
 Per section: micro and macro accuracy, per-component accuracy, per-item rates, per-class precision/recall/F1 and
 macro-F1, a confusion matrix with an INVALID column, coverage against the published counts, whether the number is
 paper-comparable (with every reason when not), and a stratified bootstrap CI for every number (:mod:`.stats`);
-beyond accuracy: calibration (:mod:`.calibration`) where the spec names a confidence source, accuracy per
+beyond accuracy: calibration (:mod:`.calibration`) and selective prediction (:mod:`.selective`) where the spec
+names a confidence source, accuracy per
 subgroup, paired differences between variants of the same questions (e.g. languages), the ties of a log-likelihood
 section, and reply lengths of generative sections (:mod:`.lengths`).
 
@@ -24,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from . import calibration, lengths, power, stats
+from . import calibration, lengths, power, selective, stats
 from .accuracy import SMALL_GROUP, accuracies, compared_bootstrap, estimate, group_entry, rate, strata, ties
 from .benchmarks import report_specs
 from .data import DataError
@@ -102,6 +103,7 @@ SECTION_PARTS: dict[str, tuple[str, ...]] = {
     "subgroups": ("subgroups",),
     "paired_variants": ("paired_variants",),
     "calibration": ("calibration",),
+    "selective": ("selective",),
     "reply_lengths": ("reply_lengths",),
     "published": ("reference", "published_headlines", "compared_metric"),
     "extra": ("extra",),
@@ -381,6 +383,42 @@ def _calibration(items: Sequence[ScoredItem], spec: BenchmarkSpec) -> dict[str, 
     return out
 
 
+def _selective(items: Sequence[ScoredItem], spec: BenchmarkSpec) -> dict[str, Any]:
+    """The risk-coverage curve, AURC and accuracy at fixed coverages over the items calibration takes (those with a
+    confidence), CIs stratified as the headline (:mod:`.selective`); without numbers where the items cannot carry
+    them, saying why."""
+    forecasts = [item for item in items if item.forecast is not None]
+    given = [item.forecast for item in forecasts]
+    reason = selective.not_computable(given)
+    out: dict[str, Any] = {
+        "confidence": "calibration's (this section's calibration block: its confidence and the items it leaves out)",
+        "ties": "items of equal confidence enter together; a coverage takes the fewest whole tie groups that reach it",
+        "n": len(forecasts),
+        "reason": reason,
+        "aurc": None,
+        "aurc_optimal": None,
+        "accuracy_at_coverage": {},
+        "curve": [],
+    }
+    if reason is not None:
+        return out
+    out["aurc"] = estimate(selective.aurc_of(given), forecasts, spec)
+    out["aurc_optimal"] = selective.optimal_aurc(len(given), sum(f.correct for f in given))
+    for coverage in selective.COVERAGES:
+        covered = selective.covered_at(given, coverage)
+        outcomes = [float(given[i].correct) for i in covered]
+        out["accuracy_at_coverage"][f"{float(coverage):.0%}"] = {
+            "n_covered": len(covered),
+            "coverage": len(covered) / len(given),
+            # A covered set all right (or all wrong) takes the exact interval over its items, as any agreed proportion.
+            "accuracy": stats.agreed_proportion(outcomes).as_dict()
+            if stats.all_agree(outcomes)
+            else estimate(selective.accuracy_at_coverage_of(given, coverage), forecasts, spec),
+        }
+    out["curve"] = selective.curve(given)
+    return out
+
+
 def _component_groups(
     items: Sequence[ScoredItem], by_component: Mapping[str, Sequence[ScoredItem]], spec: BenchmarkSpec
 ) -> dict[str, Any]:
@@ -482,6 +520,7 @@ def score_section(
             numbers["paired_variants"] = paired
     if spec.beyond_accuracy.confidence_source is not None:
         numbers["calibration"] = _calibration(items, spec)
+        numbers["selective"] = _selective(items, spec)
     if generative:
         measure = lengths.counter(None, None) if counter is None else counter()
         # lm-eval records one evaluation time per run: it is the run section's evaluation_time_seconds.
