@@ -2,12 +2,17 @@
 property test, and the counts over the shipped data (stated in the MillerQA and PubMedQA READMEs)."""
 
 import json
+import re
+from pathlib import Path
+from types import SimpleNamespace
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from lm_eval_tasks.utils import overlap
+from lm_eval_tasks.utils import overlap, report, scorecard, stats
 from lm_eval_tasks.utils.millerqa.loader import overlap_question
-from lm_eval_tasks.utils.overlap import PMID, Item, Overlap, find_overlaps, match_kinds, normalise
+from lm_eval_tasks.utils.overlap import PMID, Item, Overlap, find_overlaps, match_kinds, normalise, run_overlaps
+from lm_eval_tasks.utils.results import ScoredRun
+from lm_eval_tasks.utils.scoring import ScoredItem
 
 from tests.conftest import REPO, examples
 
@@ -138,3 +143,55 @@ def test_both_readmes_state_the_counts():
         readme = (REPO / "lm_eval_tasks" / folder / "README.md").read_text(encoding="utf-8")
         readme = " ".join(readme.replace("**", "").split())
         assert "498 of the 500" in readme and "23321509 and 24340838" in readme, folder
+
+
+def test_run_overlaps_hand_worked():
+    sections = {
+        "p": ("pubmed", [((PMID, "1"),), ((PMID, "2"),), ((PMID, "3"),), ()]),
+        "p_gen": ("pubmed", [((PMID, "1"),)]),  # the same benchmark: another protocol, not an overlap
+        "m": ("miller", [((PMID, "2"),), ((PMID, "2"),), ((PMID, "9"),), (), ()]),
+        "x": ("other", [(("doi", "1"),)]),  # another namespace
+    }
+    assert run_overlaps(sections) == [
+        {"sections": ["m", "p"], "by": [PMID], "items": {"m": 2, "p": 1}, "of": {"m": 5, "p": 4}}
+    ]
+    assert run_overlaps({"a": ("a", [((PMID, "1"),)]), "b": ("b", [((PMID, "2"),)])}) == []
+
+
+def _item(task, component, item_id):
+    return ScoredItem(task, 0, "h", component, "A", "A", 1.0, item_id=item_id)
+
+
+def test_a_run_holding_both_names_the_overlap():
+    sections = {
+        "millerqa": [
+            _item("millerqa_pubmedqa", "pubmedqa", "21645374"),
+            _item("millerqa_pubmedqa", "pubmedqa", "16418930"),
+            _item("millerqa_hle", "hle", "21645374"),  # not a PMID: only pubmedqa's ids are
+        ],
+        "pubmedqa_atlas_n100": [
+            _item("pubmedqa_atlas_n100", "yes", "21645374"),
+            _item("pubmedqa_atlas_n100", "no", "1"),
+        ],
+        "medexqa": [_item("medexqa_be", "BE", "1")],
+    }
+    scored = ScoredRun(Path("r.json"), {}, {k: SimpleNamespace(items=v) for k, v in sections.items()}, (), ())
+    found = scored.overlaps()
+    assert found == [
+        {
+            "sections": ["millerqa", "pubmedqa_atlas_n100"],
+            "by": [PMID],
+            "items": {"millerqa": 1, "pubmedqa_atlas_n100": 1},
+            "of": {"millerqa": 3, "pubmedqa_atlas_n100": 2},
+        }
+    ]
+    line = (
+        "millerqa and pubmedqa_atlas_n100 share items (by pmid): 1 of millerqa's 3 and 1 of pubmedqa_atlas_n100's 2; "
+        "an average over both counts them twice."
+    )
+    assert scorecard.overlap_line(found[0]) == line
+    page = {"benchmarks": {}, "unreported_tasks": [], "run": {}, "overlaps": found}
+    page["bootstrap"] = stats.bootstrap_description(stratified_by={})
+    assert f"**{line}**" in report.to_markdown(page)
+    shown = re.findall(r'<p class="caveat overlap">(.*?)</p>', scorecard.render_html(page))
+    assert shown == [line.replace("'", "&#39;")]

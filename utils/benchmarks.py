@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from .data import DataError
-from .scoring import BenchmarkSpec
+from .scoring import BenchmarkSpec, ScoredItem
 
 
 class SettingKind(Enum):
@@ -124,6 +124,9 @@ class Benchmark:
     # Its question items for the cross-benchmark overlap check (utils/overlap.py), read from a local data directory:
     # overlap_items(data_dir) -> (items, what was left out and why). None: it has no question items to compare.
     overlap_items: Callable[[Path], tuple[Sequence[Any], Sequence[str]]] | None = None
+    # The ids a scored item of its sections shares with other benchmarks' items, as (namespace, id) pairs: a report
+    # names the items two sections of one run share (overlap.run_overlaps). None: its items share none.
+    shared_ids: Callable[[ScoredItem], Sequence[tuple[str, str]]] | None = None
 
     def read_settings(self, metadata: Mapping[str, Any]) -> dict[str, Any]:
         """``{setting name: value}`` of every declared setting, from what lm-eval hands a task's hook.

@@ -5,7 +5,8 @@ each as an :class:`Item` (benchmark, component, item id, question text, the ids 
 such as a PubMed id). Two items match when they share such an id, or when their questions are equal once
 normalised (:func:`normalise`; exact equality of the whole normalised text, never a prefix or a fuzzy score).
 :func:`find_overlaps` counts, for every ordered pair of components, the items of the first that match an item of
-the second; :func:`check` runs it over a data directory. The counts over the shipped data are stated in
+the second; :func:`check` runs it over a data directory. A report names the items two sections of one run share
+(:func:`run_overlaps`, by the ids each benchmark's scored items carry: ``Benchmark.shared_ids``). The counts over the shipped data are stated in
 lm_eval_tasks/millerqa/README.md and lm_eval_tasks/pubmedqa_atlas/README.md ("Overlap with ...").
 """
 
@@ -13,9 +14,10 @@ from __future__ import annotations
 
 import unicodedata
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 PMID = "pmid"  # the namespace of a PubMed id among an item's shared ids
 
@@ -144,3 +146,30 @@ def check(data_dir: str | Path, names: Sequence[str] | None = None) -> Check:
     for item in items:
         counts[item.source] += 1
     return Check(dict(counts), find_overlaps(items), tuple(left_out))
+
+
+def run_overlaps(sections: Mapping[str, tuple[str, Sequence[Sequence[tuple[str, str]]]]]) -> list[dict[str, Any]]:
+    """The items two sections of one run share, for every pair of sections of different benchmarks that share any.
+
+    ``sections``: name -> (its benchmark, each item's shared ids). Per pair (names in sorted order): the namespaces
+    of the ids in common (``by``), and per section how many of its items share one (``items``) of how many (``of``).
+    """
+    names = sorted(sections)
+    ids = {name: {key for item in sections[name][1] for key in item} for name in names}
+    found = []
+    for index, a in enumerate(names):
+        for b in names[index + 1 :]:
+            common = ids[a] & ids[b]
+            if sections[a][0] == sections[b][0] or not common:
+                continue
+            found.append(
+                {
+                    "sections": [a, b],
+                    "by": sorted({namespace for namespace, _ in common}),
+                    "items": {
+                        name: sum(bool(common.intersection(item)) for item in sections[name][1]) for name in (a, b)
+                    },
+                    "of": {name: len(sections[name][1]) for name in (a, b)},
+                }
+            )
+    return found

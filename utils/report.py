@@ -366,6 +366,8 @@ def _summary_lines(report: Mapping[str, Any]) -> list[str]:
 def to_markdown(report: Mapping[str, Any]) -> str:
     """report.md: the summary, each section, then the run's provenance."""
     lines = _summary_lines(report)
+    lines += [f"**{md(scorecard.overlap_line(found))}**" for found in report.get("overlaps") or []]
+    lines += [""] if report.get("overlaps") else []
     for name, bench in report["benchmarks"].items():
         for part_lines in (*dict.fromkeys(MARKDOWN_PARTS.values()), _other_lines):
             lines += part_lines(name, bench)

@@ -20,7 +20,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from . import lengths, stats
+from . import lengths, overlap, stats
 from .benchmarks import discover, report_specs
 from .runs import Run, load_run, run_info
 from .samples import choice_probabilities
@@ -55,7 +55,20 @@ class ScoredRun:
             "benchmarks": {name: section.numbers for name, section in self.sections.items()},
             "empty_tasks": list(self.empty_tasks),
             "unreported_tasks": list(self.unreported_tasks),
+            "overlaps": self.overlaps(),
         }
+
+    def overlaps(self) -> list[dict[str, Any]]:
+        """report.json's ``overlaps``: the items sections of different benchmarks share (:func:`.overlap.run_overlaps`,
+        by the ids each benchmark's items carry, ``Benchmark.shared_ids``), which an average over both counts twice."""
+        owner = {spec.name: benchmark for benchmark in discover() for spec in benchmark.report_specs}
+        return overlap.run_overlaps(
+            {
+                name: (owner[name].name, [owner[name].shared_ids(item) for item in section.items])
+                for name, section in self.sections.items()
+                if name in owner and owner[name].shared_ids is not None
+            }
+        )
 
     def item_details(self) -> dict[str, list[dict[str, Any]]]:
         """Per section: one record per item (items_<section>.jsonl), in the section's (task, doc_id) order."""

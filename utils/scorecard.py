@@ -293,6 +293,15 @@ def budgets(counts: Mapping[str, int], budget: int) -> dict[str, int]:
     return {name: budget * n // total if total else budget for name, n in counts.items()}
 
 
+def overlap_line(found: Mapping[str, Any]) -> str:
+    """One entry of report.json's ``overlaps`` as the sentence report.md and report.html give."""
+    a, b = found["sections"]
+    return (
+        f"{a} and {b} share items (by {', '.join(found['by'])}): {found['items'][a]} of {a}'s {found['of'][a]} and "
+        f"{found['items'][b]} of {b}'s {found['of'][b]}; an average over both counts them twice."
+    )
+
+
 def render_html(
     report: Mapping[str, Any],
     items: Mapping[str, Sequence[Mapping[str, Any]]] | None = None,
@@ -328,6 +337,7 @@ def render_html(
             "report.html.j2",
             label=model_name(run),
             summary=summary,
+            overlaps=[overlap_line(found) for found in report.get("overlaps") or []],
             sections=list(views.values()),
             run=run,
             origin=origin,

@@ -43,4 +43,5 @@ BENCHMARK = Benchmark(
         ),
     ),
     overlap_items=loader.overlap_items,
+    shared_ids=loader.shared_ids,
 )

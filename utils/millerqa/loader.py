@@ -13,6 +13,7 @@ from typing import Any
 from .. import data as data_layer
 from .. import overlap
 from ..files import cache_dir
+from ..scoring import ScoredItem
 from . import constants
 from .constants import (
     BENCHMARKS,
@@ -213,3 +214,8 @@ def overlap_items(data_dir: Path) -> tuple[list[overlap.Item], list[str]]:
             for item in load(benchmark, CURATED, str(data_dir))
         )
     return items, left_out
+
+
+def shared_ids(item: ScoredItem) -> tuple[tuple[str, str], ...]:
+    """A scored pubmedqa item's PMID (its id), which PubMedQA's items share; other benchmarks' items share none."""
+    return ((overlap.PMID, item.item_id),) if item.component == _PUBMEDQA and item.item_id else ()

@@ -19,6 +19,7 @@ BENCHMARK = Benchmark(
     smoke_tasks=("pubmedqa_atlas", "pubmedqa_atlas_gen"),
     reply_parsers={"parse_answer": parsing.parse_answer, "first_words": prompts.first_words},
     overlap_items=loader.overlap_items,
+    shared_ids=loader.shared_ids,
     assets=(
         Asset(
             "PubMedQA PQA-L",

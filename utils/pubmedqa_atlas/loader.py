@@ -17,6 +17,7 @@ from typing import Any
 
 from .. import data as data_layer
 from .. import overlap
+from ..scoring import ScoredItem
 from .constants import (
     DATA_FOLDER,
     HUB,
@@ -281,3 +282,8 @@ def overlap_items(data_dir: Path) -> tuple[list[overlap.Item], list[str]]:
         for component, items in ((TEST, split.test), (TRAIN_POOL, split.train))
         for item in items
     ], []
+
+
+def shared_ids(item: ScoredItem) -> tuple[tuple[str, str], ...]:
+    """A scored item's PMID (its pubid), which MillerQA's pubmedqa items share."""
+    return ((overlap.PMID, item.item_id),) if item.item_id else ()
