@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from . import plots, scorecard, scored_file, stats
+from . import answer_order, plots, scorecard, scored_file, stats
 from .benchmarks import report_specs
 from .data import DataError, read_json
 from .files import jsonl_lines, utf8, write_atomically
@@ -267,6 +267,34 @@ def _selective_lines(name: str, bench: Mapping[str, Any]) -> list[str]:
     return lines
 
 
+def _answer_order_lines(name: str, bench: Mapping[str, Any]) -> list[str]:
+    order = bench.get("answer_order")
+    if not order:
+        return []
+    flag = answer_order.format_flag(order)
+    lines = [
+        "",
+        f"Answer order (position: {md(order['position'])}; accuracy over {order['accuracy_over']} items):",
+        "",
+        *([f"- **{md(flag)}**"] if flag else []),
+        f"- {md(answer_order.NULL)}: {md(answer_order.format_test(order['test']))}",
+        f"- answered items with a known position: {order['n_answered']} of {order['n_items']}"
+        + (f"; position unknown: {order['unknown_position']}" if order["unknown_position"] else ""),
+        "",
+        "| position | gold items | accuracy [95% CI] | gold share [95% CI] | chosen share [95% CI] |",
+        "|---|---:|---|---|---|",
+    ]
+    for position in order["positions"]:
+        by_gold, gold, chosen = (
+            order[key][position] for key in ("accuracy_by_gold_position", "gold_positions", "chosen_positions")
+        )
+        lines.append(
+            f"| {md(position)} | {by_gold['n']} | {_fmt(by_gold['accuracy'])} | {gold['count']}: "
+            f"{_fmt(gold.get('share'))} | {chosen['count']}: {_fmt(chosen.get('share'))} |"
+        )
+    return lines
+
+
 def _seconds(value: Any) -> str:
     return f"{value:.1f} s" if isinstance(value, (int, float)) else "not recorded"
 
@@ -343,6 +371,7 @@ MARKDOWN_PARTS: dict[str, Callable[[str, Mapping[str, Any]], list[str]]] = {
     "paired_variants": _paired_variant_lines,
     "calibration": _calibration_lines,
     "selective": _selective_lines,
+    "answer_order": _answer_order_lines,
     "reply_lengths": _length_lines,
     "published": _reference_lines,
     "notes": _reference_lines,

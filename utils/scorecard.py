@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from . import explorer, pages, plots
+from . import answer_order, explorer, pages, plots
 from .benchmarks import report_specs
 from .pages import Html, cell, estimate_attrs, interval, is_estimate, number
 from .runs import model_name
@@ -172,6 +172,33 @@ def _calibration(bench: Mapping[str, Any], plot: bytes | None) -> dict[str, Any]
     }
 
 
+def _answer_order(bench: Mapping[str, Any]) -> dict[str, Any] | None:
+    order = bench.get("answer_order")
+    if not (isinstance(order, Mapping) and order):
+        return None
+    rows = []
+    for position in order.get("positions") or []:
+        by_gold, gold, chosen = (
+            (order.get(key) or {}).get(position) or {}
+            for key in ("accuracy_by_gold_position", "gold_positions", "chosen_positions")
+        )
+        rows.append(
+            [
+                position,
+                by_gold.get("n"),
+                format_estimate(by_gold.get("accuracy")),
+                f"{gold.get('count')}: {format_estimate(gold.get('share'))}",
+                f"{chosen.get('count')}: {format_estimate(chosen.get('share'))}",
+            ]
+        )
+    return {
+        "flag": answer_order.format_flag(order),
+        "null": answer_order.NULL,
+        "test": answer_order.format_test(order.get("test")),
+        "rows": rows,
+    }
+
+
 def _hit_text(bench: Mapping[str, Any]) -> str | None:
     lengths = bench.get("reply_lengths")
     if not isinstance(lengths, Mapping):
@@ -270,6 +297,7 @@ def section_view(name: str, bench: Mapping[str, Any], drawn: Mapping[str, bytes]
         "risk_coverage": plots.data_uri(drawn[f"risk_coverage_{name}.png"])
         if f"risk_coverage_{name}.png" in drawn
         else None,
+        "answer_order": _answer_order(bench),
         "hit_text": _hit_text(bench),
         "published": _published(bench, published),
         "others": {k: bench[k] for k, parts in claimed.items() if parts == ["others"]},

@@ -223,6 +223,11 @@ class BeyondAccuracy:
     # questions both have.
     paired_variant_of: Callable[[ScoredItem], tuple[str, str] | None] | None = None
     paired_reference: str | None = None
+    # Where an item's options were shown (:mod:`.answer_order`): (the gold answer's position, the chosen one; None
+    # when unanswered) as indices in the order the model saw the options; None for an item whose positions are
+    # unknown. position_names names the positions (empty: letters A, B, ...).
+    answer_position: Callable[[ScoredItem], tuple[int, int | None] | None] | None = None
+    position_names: Sequence[str] = ()
 
 
 @dataclass(frozen=True)

@@ -89,6 +89,11 @@ def score_generation_sample(task: str, sample: Mapping[str, Any]) -> ScoredItem:
     )
 
 
+def answer_position(item: ScoredItem) -> tuple[int, int | None]:
+    """The gold and chosen letters' positions (A-D as shown: a shuffled doc's answer is its shown letter)."""
+    return LETTERS.index(item.gold), None if item.pred == INVALID else LETTERS.index(item.pred)
+
+
 _COMMON_NOTES = (
     "accuracy_macro is the paper's number (MAvg): the unweighted mean of the five specialty accuracies.",
     "Reference numbers are the authors' leaderboard (percent / 100), zero-shot.",
@@ -126,7 +131,7 @@ REPORT_SPECS = (
         score_logit_sample,
         LOGIT,
         ("The answer is the letter with the highest log-likelihood after 'Answer:'.",),
-        BeyondAccuracy(confidence_source=ConfidenceSource.CHOICE_PROBABILITIES),
+        BeyondAccuracy(confidence_source=ConfidenceSource.CHOICE_PROBABILITIES, answer_position=answer_position),
     ),
     _spec(
         "medexqa",
@@ -141,6 +146,6 @@ REPORT_SPECS = (
             "the authors' script would score, since it extracted from the prompt followed by the reply.",
             "Explanation scores: python -m lm_eval_tasks medexqa-explanations OUTPUT_PATH.",
         ),
-        BeyondAccuracy(),
+        BeyondAccuracy(answer_position=answer_position),
     ),
 )

@@ -76,6 +76,13 @@ def shown_labels(record: Mapping[str, Any]) -> tuple[str, str]:
     return record["correct_letter"], pred
 
 
+def answer_position(item: ScoredItem) -> tuple[int, int | None]:
+    """The gold and chosen positions in the shuffled order the model saw: where the item's permutation (shown
+    position -> original option index) puts the scored original indices."""
+    shown = list(item.details["permutation"])
+    return shown.index(int(item.gold)), None if item.pred == INVALID else shown.index(int(item.pred))
+
+
 def settings_of(sample: Mapping[str, Any]) -> dict[str, Any]:
     """The settings a logged sample's doc was built with: each can move a score."""
     doc = sample["doc"]
@@ -156,6 +163,7 @@ def _spec(family: Family) -> BenchmarkSpec:
             subgroup_of=kind_subgroup,
             paired_variant_of=language_variant,
             paired_reference=PAIRED_REFERENCE,
+            answer_position=answer_position,
         ),
     )
 

@@ -64,6 +64,11 @@ def _gold_answer(item: ScoredItem) -> str:
     return f"gold {item.gold}"
 
 
+def answer_position(item: ScoredItem) -> tuple[int, int | None]:
+    """The generative instruction names the answers in LABELS' order ("yes, no or maybe"): their positions."""
+    return LABELS.index(item.gold), LABELS.index(item.pred) if item.pred in LABELS else None
+
+
 _COMMON_NOTES = (
     "Test set: the authors' 500 official test pubids (test_ground_truth.json); the probe and any few-shot "
     "use only the other 500.",
@@ -86,6 +91,7 @@ def _spec(
     separate_ranking: str | None = None,
     published_items: int | None = None,
     confidence_source: ConfidenceSource | None = ConfidenceSource.CHOICE_PROBABILITIES,
+    shows_options: bool = False,
 ) -> BenchmarkSpec:
     return BenchmarkSpec(
         name=name,
@@ -102,7 +108,13 @@ def _spec(
             published_items=published_items,
             separate_ranking=separate_ranking,
         ),
-        beyond_accuracy=BeyondAccuracy(confidence_source=confidence_source, subgroup_of=_gold_answer),
+        beyond_accuracy=BeyondAccuracy(
+            confidence_source=confidence_source,
+            subgroup_of=_gold_answer,
+            # Only the generative prompt shows the options (its instruction names them in order).
+            answer_position=answer_position if shows_options else None,
+            position_names=LABELS if shows_options else (),
+        ),
     )
 
 
@@ -137,6 +149,7 @@ REPORT_SPECS = (
         _score_generation_sample,
         ("INVALID (no yes/no/maybe could be read) is counted wrong and kept in every denominator.",),
         confidence_source=None,
+        shows_options=True,
     ),
     _spec(
         "pubmedqa_lm_eval_builtin",
