@@ -12,8 +12,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from lm_eval_tasks.utils import answer_order, scorecard
+from lm_eval_tasks.utils.benchmarks import report_specs
 from lm_eval_tasks.utils.report import to_markdown
 from lm_eval_tasks.utils.results import score_path
+from lm_eval_tasks.utils.scoring import INVALID, ScoredItem
 from lm_eval_tasks.utils.text import md
 from markupsafe import escape
 from scipy import stats as scipy_stats
@@ -184,3 +186,36 @@ def test_choice_by_option_text_shows_no_bias(tmp_path, demo_data_dir):
     # Counts add up: every answered item once among the chosen and once among the gold positions.
     assert sum(entry["count"] for entry in order["chosen_positions"].values()) == order["n_answered"]
     assert sum(entry["count"] for entry in order["gold_positions"].values()) == order["n_answered"]
+
+
+def _item(gold: str, pred: str) -> ScoredItem:
+    return ScoredItem("medexqa_be", 0, "", "BE", gold, pred, float(gold == pred))
+
+
+def test_summary_hand_worked():
+    """MedExQA generative (accuracy over all items): 6 items; an unanswered one counts wrong in accuracy and is left
+    out of the positions; a letter that is no option's is an item of unknown position."""
+    spec = next(spec for spec in report_specs() if spec.name == "medexqa")
+    pairs = [("A", "A"), ("A", "B"), ("B", "B"), ("C", "A"), ("D", INVALID), ("B", "E")]
+    order = answer_order.summary([_item(gold, pred) for gold, pred in pairs], spec)
+    assert order["positions"] == ["A", "B", "C", "D"]
+    assert (order["n_items"], order["n_answered"], order["unknown_position"]) == (6, 4, 1)
+    by_gold = order["accuracy_by_gold_position"]
+    assert [by_gold[p]["n"] for p in "ABCD"] == [2, 1, 1, 1]
+    assert [by_gold[p]["accuracy"]["value"] for p in "ABCD"] == [0.5, 1.0, 0.0, 0.0]
+    # Clopper-Pearson for 1 of 2: the Beta(1, 2) 2.5% and Beta(2, 1) 97.5% quantiles, from scipy directly.
+    assert by_gold["A"]["accuracy"]["low"] == pytest.approx(scipy_stats.beta.ppf(0.025, 1, 2))
+    assert by_gold["A"]["accuracy"]["high"] == pytest.approx(scipy_stats.beta.ppf(0.975, 2, 1))
+    assert [order["gold_positions"][p]["count"] for p in "ABCD"] == [2, 1, 1, 0]
+    assert [order["chosen_positions"][p]["count"] for p in "ABCD"] == [2, 2, 0, 0]
+    assert order["chosen_positions"]["B"]["share"]["value"] == 0.5
+    # Gold 2, 1, 1 (expected counts below 5: exact) against chosen 2, 2, 0: P(2,2,0) = 4!/(2!2!) (1/2)^2 (1/4)^2 =
+    # 6/64; the outcomes no more likely sum, over all 15, to the p-value scipy's pmf gives.
+    pmf = scipy_stats.multinomial(4, [0.5, 0.25, 0.25]).pmf
+    observed = pmf([2, 2, 0])
+    assert observed == pytest.approx(6 / 64)
+    outcomes = [(a, b, 4 - a - b) for a in range(5) for b in range(5 - a)]
+    want = sum(pmf(x) for x in outcomes if pmf(x) <= observed * (1 + 1e-9))
+    assert order["test"]["method"] == answer_order.EXACT
+    assert order["test"]["p_value"] == pytest.approx(want)
+    assert order["position_bias"] is False

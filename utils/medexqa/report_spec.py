@@ -89,8 +89,11 @@ def score_generation_sample(task: str, sample: Mapping[str, Any]) -> ScoredItem:
     )
 
 
-def answer_position(item: ScoredItem) -> tuple[int, int | None]:
-    """The gold and chosen letters' positions (A-D as shown: a shuffled doc's answer is its shown letter)."""
+def answer_position(item: ScoredItem) -> tuple[int, int | None] | None:
+    """The gold and chosen letters' positions (A-D as shown: a shuffled doc's answer is its shown letter); None for
+    a letter that is no option's."""
+    if item.gold not in LETTERS or item.pred not in (*LETTERS, INVALID):
+        return None
     return LETTERS.index(item.gold), None if item.pred == INVALID else LETTERS.index(item.pred)
 
 

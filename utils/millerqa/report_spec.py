@@ -76,11 +76,14 @@ def shown_labels(record: Mapping[str, Any]) -> tuple[str, str]:
     return record["correct_letter"], pred
 
 
-def answer_position(item: ScoredItem) -> tuple[int, int | None]:
+def answer_position(item: ScoredItem) -> tuple[int, int | None] | None:
     """The gold and chosen positions in the shuffled order the model saw: where the item's permutation (shown
-    position -> original option index) puts the scored original indices."""
-    shown = list(item.details["permutation"])
-    return shown.index(int(item.gold)), None if item.pred == INVALID else shown.index(int(item.pred))
+    position -> original option index) puts the scored original indices; None where it does not hold them."""
+    shown = list(item.details.get("permutation") or [])
+    try:
+        return shown.index(int(item.gold)), None if item.pred == INVALID else shown.index(int(item.pred))
+    except ValueError:
+        return None
 
 
 def settings_of(sample: Mapping[str, Any]) -> dict[str, Any]:

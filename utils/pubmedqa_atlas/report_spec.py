@@ -64,8 +64,11 @@ def _gold_answer(item: ScoredItem) -> str:
     return f"gold {item.gold}"
 
 
-def answer_position(item: ScoredItem) -> tuple[int, int | None]:
-    """The generative instruction names the answers in LABELS' order ("yes, no or maybe"): their positions."""
+def answer_position(item: ScoredItem) -> tuple[int, int | None] | None:
+    """The generative instruction names the answers in LABELS' order ("yes, no or maybe"): their positions (None
+    for a gold answer that is none of them)."""
+    if item.gold not in LABELS:
+        return None
     return LABELS.index(item.gold), LABELS.index(item.pred) if item.pred in LABELS else None
 
 
