@@ -415,7 +415,7 @@ def test_report_files_show_calibration_subgroups_gaps_and_lengths(report):
 
 def test_the_leaderboard_shows_each_runs_ece(run_dir, report):
     board = leaderboard.build([run_dir])[0]
-    assert board["schema_version"] == "2.4"
+    assert board["schema_version"] == "2.5"
     ece = report[0]["benchmarks"]["medexqa_logit"]["calibration"]["ece"]
     assert board["benchmarks"]["medexqa_logit"]["runs"]["run-1"]["ece"] == ece
     assert "ECE [95% CI]" in formats.to_markdown(board)

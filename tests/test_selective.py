@@ -8,9 +8,11 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from lm_eval_tasks.utils import selective, stats
+from lm_eval_tasks.utils import formats, leaderboard, selective, stats
 from lm_eval_tasks.utils.calibration import Forecast
+from lm_eval_tasks.utils.comparison import compare_runs
 from lm_eval_tasks.utils.report import write_report
+from lm_eval_tasks.utils.results import score_path
 
 from tests.conftest import examples, read_samples
 from tests.runs import evaluated_run
@@ -195,3 +197,82 @@ def test_the_report_files_show_selective_prediction(report):
     assert f'data-value="{sel["aurc"]["value"]!r}"' in page and 'class="aurc"' in page
     assert "risk-coverage curve of" in page and 'class="accuracy-at-coverage"' in page
     assert (folder / "risk_coverage_pubmedqa_atlas_n100.png").read_bytes().startswith(b"\x89PNG")
+
+
+# ----------------------------------------------------------------------------- compare and the leaderboard
+
+
+def _forecasts_of(run_dir):
+    samples = sorted(read_samples(run_dir, "pubmedqa_atlas_n100"), key=lambda s: s["doc_id"])
+    out = []
+    for sample in samples:
+        lls = np.asarray([float(pair[0]) for pair in sample["filtered_resps"]])
+        probabilities = np.exp(lls - lls.max()) / np.exp(lls - lls.max()).sum()
+        choice = int(np.argmax(lls))
+        correct = ["yes", "no", "maybe"][choice] == sample["doc"]["final_decision"]
+        out.append(Forecast(float(probabilities[choice]), correct))
+    return out, [s["doc"]["final_decision"] for s in samples]
+
+
+def test_compare_gives_the_paired_aurc_difference(report, demo_data_dir, tmp_path):
+    _, _, run_a = report
+    run_b = evaluated_run(tmp_path / "b", demo_data_dir, ["pubmedqa_atlas_n100"], salt="b", limit=None)
+    a, b = score_path(run_a), score_path(run_b)
+    pair = compare_runs(a, b)["benchmarks"]["pubmedqa_atlas_n100"]
+    aurc = pair["aurc_difference"]
+    forecasts_a, gold = _forecasts_of(run_a)
+    forecasts_b, _ = _forecasts_of(run_b)
+    assert pair["comparable"] and aurc["n_paired_items"] == 100 and aurc["reason"] is None
+    want = aurc_by_definition(forecasts_a) - aurc_by_definition(forecasts_b)
+    assert aurc["difference"]["value"] == pytest.approx(float(want), abs=1e-12)
+    # both AURCs by the definition on the same resamples (stratified by gold answer, as the section's bootstrap)
+    looped = stats.bootstrap_distribution(
+        stats.per_resample(
+            lambda index: float(
+                aurc_by_definition([forecasts_a[i] for i in index])
+                - aurc_by_definition([forecasts_b[i] for i in index])
+            )
+        ),
+        100,
+        strata=gold,
+    )
+    assert (aurc["difference"]["low"], aurc["difference"]["high"]) == pytest.approx(
+        (looped.estimate.low, looped.estimate.high), abs=1e-12
+    )
+    other_side = min(np.sum(looped.distribution <= 0), np.sum(looped.distribution >= 0))
+    assert aurc["p_value"] == pytest.approx(max(min(1.0, 2 * other_side / 1000), 1 / 1001))
+    # B minus A is the negation; a run against itself differs by exactly 0 on every resample
+    reverse = compare_runs(b, a)["benchmarks"]["pubmedqa_atlas_n100"]["aurc_difference"]["difference"]
+    assert reverse["value"] == pytest.approx(-aurc["difference"]["value"], abs=1e-15)
+    itself = compare_runs(a, a)["benchmarks"]["pubmedqa_atlas_n100"]["aurc_difference"]["difference"]
+    assert (itself["value"], itself["low"], itself["high"]) == (0.0, 0.0, 0.0)
+
+
+def test_a_pair_that_is_not_comparable_gets_the_aurc_difference_without_a_p_value(report, demo_data_dir, tmp_path):
+    _, _, run_a = report
+    run_b = evaluated_run(
+        tmp_path / "b", demo_data_dir, ["pubmedqa_atlas_n100"], salt="b", limit=None, system_instruction="Be brief."
+    )
+    pair = compare_runs(score_path(run_a), score_path(run_b))["benchmarks"]["pubmedqa_atlas_n100"]
+    assert not pair["comparable"]
+    assert pair["aurc_difference"]["difference"] is not None and pair["aurc_difference"]["p_value"] is None
+
+
+def test_the_leaderboard_shows_each_run_s_aurc(report):
+    data, _, run_a = report
+    board = leaderboard.build([run_a])[0]
+    assert board["schema_version"] == "2.5"
+    entry = board["benchmarks"]["pubmedqa_atlas_n100"]["runs"]["run-1"]
+    assert entry["aurc"] == data["benchmarks"]["pubmedqa_atlas_n100"]["selective"]["aurc"]
+
+
+def test_compare_prints_the_aurc_difference(report, demo_data_dir, tmp_path):
+    _, _, run_a = report
+    run_b = evaluated_run(tmp_path / "b", demo_data_dir, ["pubmedqa_atlas_n100"], salt="b", limit=None)
+    comparison = compare_runs(score_path(run_a), score_path(run_b))
+    aurc = comparison["benchmarks"]["pubmedqa_atlas_n100"]["aurc_difference"]
+    text = formats.compare_markdown(comparison)
+    assert (
+        f"- pubmedqa_atlas_n100: {stats.format_estimate(aurc['difference'])} on 100 shared items; "
+        f"p {formats.p_text(aurc)}"
+    ) in text

@@ -17,6 +17,10 @@ difference, so that p is below 0.05 exactly when the printed 95% CI excludes 0:
 
 Beside "not significant" every pair gives the smallest difference it could have found (:mod:`.power`).
 
+Where both sections carry a confidence, ``aurc_difference`` is A's AURC minus B's (:mod:`.selective`; lower is
+better) over the shared items both gave a confidence, from the paired bootstrap (both AURCs on the same resamples,
+stratified as the section's bootstrap); its p-value, like the compared metric's, only for a comparable pair.
+
 A pair is "not comparable", with every reason, when the runs scored other items, other tasks, other task
 versions, with and without a chat template, in another model dtype or softmax dtype (an unrecorded one is
 "unknown"), another n-shot, system instruction, gen_kwargs or benchmark
@@ -34,7 +38,7 @@ from typing import Any
 
 import numpy as np
 
-from . import power, stats
+from . import power, selective, stats
 from .accuracy import SMALL_GROUP, metric_statistic
 from .results import SCHEMA_VERSION, ScoredRun
 from .scoring import Average, ScoredItem
@@ -231,6 +235,7 @@ def compare_section(
         "p_value_is_bound": None,
         "holm_p_value": None,
         "detectable": None,
+        "aurc_difference": aurc_difference(sa, sb, paired, not reasons),
     }
     if not n_shared or metric is None:
         return out
@@ -260,6 +265,36 @@ def compare_section(
     )
     if out["comparable"]:
         out.update(p_value=stats.mcnemar_exact(a_only, b_only), p_value_is_bound=False)
+    return out
+
+
+def aurc_difference(sa: Section, sb: Section, paired: Pairing, comparable: bool) -> dict[str, Any] | None:
+    """A's AURC minus B's over the shared items both gave a confidence, with the paired bootstrap's CI, and its
+    p-value when the pair is ``comparable``; None where neither section has a confidence source, a reason where
+    the shared items cannot carry an AURC for one of the runs (:func:`.selective.not_computable`)."""
+    if "selective" not in sa.numbers or "selective" not in sb.numbers:
+        return None
+    both = [
+        (i, j)
+        for i, j in zip(paired.a.tolist(), paired.b.tolist(), strict=True)
+        if sa.items[i].forecast is not None and sb.items[j].forecast is not None
+    ]
+    forecasts_a = [sa.items[i].forecast for i, _ in both]
+    forecasts_b = [sb.items[j].forecast for _, j in both]
+    out: dict[str, Any] = {"n_paired_items": len(both), "reason": None, "difference": None, "p_value": None}
+    for run, forecasts in (("A", forecasts_a), ("B", forecasts_b)):
+        reason = selective.not_computable(forecasts)
+        if reason is not None:
+            return out | {"reason": f"{run}'s AURC on the shared items with a confidence: {reason}"}
+    strata = [sa.spec.stratum_of(sa.items[i]) for i, _ in both]
+    boot_a, boot_b = (
+        stats.bootstrap_distribution(selective.aurc_of(forecasts), len(both), strata=strata)
+        for forecasts in (forecasts_a, forecasts_b)
+    )
+    difference = stats.paired_difference(boot_a, boot_b)
+    out.update(difference=difference.difference.as_dict())
+    if comparable:
+        out.update(p_value=difference.p_value, p_value_is_bound=difference.p_value_is_bound)
     return out
 
 

@@ -239,7 +239,20 @@ def compare_markdown(comparison: Mapping[str, Any]) -> str:
         )
     table = [" | ".join(_COMPARE_HEADER), " | ".join("---" for _ in _COMPARE_HEADER)]
     table += [" | ".join(_plain(cell) for cell in row) for row in rows]
-    return "\n".join(lines + [f"| {line} |" for line in table]) + "\n"
+    aurc = [
+        _aurc_line(name, pair["aurc_difference"])
+        for name, pair in comparison["benchmarks"].items()
+        if pair.get("aurc_difference")
+    ]
+    after = ["", "AURC (selective prediction; lower is better), A minus B, paired bootstrap:", *aurc] if aurc else []
+    return "\n".join(lines + [f"| {line} |" for line in table] + after) + "\n"
+
+
+def _aurc_line(name: str, aurc: Mapping[str, Any]) -> str:
+    if aurc.get("reason"):
+        return _plain(f"- {name}: not computable: {aurc['reason']}")
+    p = "" if aurc.get("p_value") is None else f"; p {p_text(aurc)}"
+    return _plain(f"- {name}: {format_estimate(aurc['difference'])} on {aurc['n_paired_items']} shared items{p}")
 
 
 def _plain(text: Any) -> str:

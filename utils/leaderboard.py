@@ -38,7 +38,7 @@ from .scored_file import report_folders, score_or_read
 from .section import Section
 
 # leaderboard.json's schema; its changes, version by version, are in CHANGELOG.md.
-SCHEMA_VERSION = "2.4"
+SCHEMA_VERSION = "2.5"
 DISCORDANT_FILE = "leaderboard_discordant.jsonl"
 # Discordant items of each kind DISCORDANT_FILE lists per pair (each line counts them all and says when it is cut).
 DISCORDANT_PER_PAIR = 10_000
@@ -130,6 +130,8 @@ def _entry(section_numbers: Mapping[str, Any]) -> dict[str, Any]:
         "paper_comparable_reason": comparable["reason"],
         # Calibration beside the headline (None: the section has no confidences, or no item had one).
         "ece": (section_numbers.get("calibration") or {}).get("ece"),
+        # Selective prediction beside it (None: no confidences, or an AURC the items cannot carry).
+        "aurc": (section_numbers.get("selective") or {}).get("aurc"),
         # What another tie-break would make of the headline (log-likelihood sections; None for the others).
         "ties": section_numbers.get("ties"),
     }
