@@ -277,7 +277,7 @@ def _answer_order_lines(name: str, bench: Mapping[str, Any]) -> list[str]:
         f"Answer order (position: {md(order['position'])}; accuracy over {order['accuracy_over']} items):",
         "",
         *([f"- **{md(flag)}**"] if flag else []),
-        f"- {md(answer_order.NULL)}: {md(answer_order.format_test(order['test']))}",
+        f"- null hypothesis: {md(answer_order.NULL)}; test: {md(answer_order.format_test(order['test']))}",
         f"- answered items with a known position: {order['n_answered']} of {order['n_items']}"
         + (f"; position unknown: {order['unknown_position']}" if order["unknown_position"] else ""),
         "",
