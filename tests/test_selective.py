@@ -264,6 +264,8 @@ def test_the_leaderboard_shows_each_run_s_aurc(report):
     assert board["schema_version"] == "2.5"
     entry = board["benchmarks"]["pubmedqa_atlas_n100"]["runs"]["run-1"]
     assert entry["aurc"] == data["benchmarks"]["pubmedqa_atlas_n100"]["selective"]["aurc"]
+    rows = [line for line in formats.to_markdown(board).splitlines() if "(run-1)" in line]
+    assert rows and rows[0].split(" | ")[6] == stats.format_estimate(entry["aurc"])
 
 
 def test_compare_prints_the_aurc_difference(report, demo_data_dir, tmp_path):

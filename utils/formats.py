@@ -42,6 +42,7 @@ _RANK_HEADER = (
     "items",
     "paper-comparable",
     "ECE [95% CI]",
+    "AURC [95% CI]",
     "tied items: headline lowest / expected / highest",
 )
 _PAIR_HEADER = (
@@ -108,11 +109,12 @@ def _rank_rows(board: Mapping[str, Any], bench: Mapping[str, Any]) -> list[list[
                 str(entry["n_items"]),
                 "yes" if entry["paper_comparable"] else "no",
                 format_estimate(entry.get("ece")) if entry.get("ece") else "-",
+                format_estimate(entry.get("aurc")) if entry.get("aurc") else "-",
                 _tie_range(entry.get("ties")),
             ]
         )
     rows += [
-        ["", f"{model} (published)", f"{value:.3f}", "", "", "", ""] for model, value in bench["published"].items()
+        ["", f"{model} (published)", f"{value:.3f}", "", "", "", "", ""] for model, value in bench["published"].items()
     ]
     return rows
 
