@@ -66,6 +66,16 @@ class Row:
     subset: str | None = None
 
 
+def _png(fig: Any, **savefig: Any) -> bytes:
+    """The figure's PNG bytes (no software tag, so the same figure gives the same bytes); the figure is closed."""
+    import matplotlib.pyplot as plt
+
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", metadata={"Software": None}, **savefig)
+    plt.close(fig)
+    return buffer.getvalue()
+
+
 def wrapped(label: str, width: int = LABEL_WIDTH) -> str:
     """``label`` on lines of at most ``width`` characters (a longer word is broken, never dropped), whitespace
     runs as one space; only past :data:`MAX_LABEL_CHARS` is anything left out, and then it says so."""
@@ -326,10 +336,7 @@ def _dot_whisker(
     if legend:
         ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=7, frameon=False)
     fig.tight_layout()
-    buffer = io.BytesIO()
-    fig.savefig(buffer, format="png", dpi=110, metadata={"Software": None}, bbox_inches="tight")  # legend whole
-    plt.close(fig)
-    return buffer.getvalue()
+    return _png(fig, dpi=110, bbox_inches="tight")  # legend whole
 
 
 def confusion_figure(bench: Mapping[str, Any]) -> Figure:
@@ -358,10 +365,7 @@ def _confusion(bench: Mapping[str, Any]) -> bytes:
     ax.set_title(drawable(bench["title"]))
     fig.colorbar(image, ax=ax, fraction=0.046)
     fig.tight_layout()
-    buffer = io.BytesIO()
-    fig.savefig(buffer, format="png", dpi=120, metadata={"Software": None})
-    plt.close(fig)
-    return buffer.getvalue()
+    return _png(fig, dpi=120)
 
 
 def risk_coverage_figure(selective: Mapping[str, Any], title: str) -> Figure:
@@ -399,10 +403,7 @@ def _risk_coverage(selective: Mapping[str, Any], title: str) -> bytes:
     fig.suptitle(wrapped(drawable(title), 60), fontsize=10)
     ax.grid(alpha=0.3)
     fig.tight_layout()
-    buffer = io.BytesIO()
-    fig.savefig(buffer, format="png", dpi=110, metadata={"Software": None})
-    plt.close(fig)
-    return buffer.getvalue()
+    return _png(fig, dpi=110)
 
 
 def reliability_figure(calibration: Mapping[str, Any], title: str) -> Figure:
@@ -450,7 +451,4 @@ def _reliability(calibration: Mapping[str, Any], title: str) -> bytes:
     fig.suptitle(wrapped(drawable(title), 60), fontsize=10)
     ax.grid(alpha=0.3)
     fig.tight_layout()
-    buffer = io.BytesIO()
-    fig.savefig(buffer, format="png", dpi=110, metadata={"Software": None})
-    plt.close(fig)
-    return buffer.getvalue()
+    return _png(fig, dpi=110)
