@@ -17,7 +17,7 @@ import warnings
 from importlib import metadata
 from pathlib import Path
 
-__version__ = "0.5.0"
+__version__ = "0.6.0"
 
 
 def tasks_dir() -> str:
