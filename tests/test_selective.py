@@ -152,25 +152,30 @@ def report(demo_data_dir, tmp_path_factory):
     return json.loads((folder / "report.json").read_text(encoding="utf-8")), folder, run_dir
 
 
-def test_a_log_likelihood_section_s_aurc_recomputed_from_the_samples(report):
-    data, folder, run_dir = report
-    sel = data["benchmarks"]["pubmedqa_atlas_n100"]["selective"]
+def _forecasts_of(run_dir):
+    """Each logged item's confidence and correctness, recomputed from its log-likelihoods, and its gold answer."""
     samples = sorted(read_samples(run_dir, "pubmedqa_atlas_n100"), key=lambda s: s["doc_id"])
-    forecasts = []
+    out = []
     for sample in samples:
         lls = np.asarray([float(pair[0]) for pair in sample["filtered_resps"]])
         probabilities = np.exp(lls - lls.max()) / np.exp(lls - lls.max()).sum()
         choice = int(np.argmax(lls))
-        forecasts.append(
-            Forecast(float(probabilities[choice]), ["yes", "no", "maybe"][choice] == sample["doc"]["final_decision"])
-        )
-    assert sel["n"] == len(samples) == 100 and sel["reason"] is None
+        correct = ["yes", "no", "maybe"][choice] == sample["doc"]["final_decision"]
+        out.append(Forecast(float(probabilities[choice]), correct))
+    return out, [s["doc"]["final_decision"] for s in samples]
+
+
+def test_a_log_likelihood_section_s_aurc_recomputed_from_the_samples(report):
+    data, folder, run_dir = report
+    sel = data["benchmarks"]["pubmedqa_atlas_n100"]["selective"]
+    forecasts, golds = _forecasts_of(run_dir)
+    assert sel["n"] == len(forecasts) == 100 and sel["reason"] is None
     assert sel["aurc"]["value"] == pytest.approx(float(aurc_by_definition(forecasts)), abs=1e-12)
     # the CI: the bootstrap stratified by gold answer, as the headline's, of the definition on each resample
     looped = stats.bootstrap(
         stats.per_resample(lambda index: float(aurc_by_definition([forecasts[i] for i in index]))),
-        len(samples),
-        strata=[s["doc"]["final_decision"] for s in samples],
+        len(forecasts),
+        strata=golds,
     )
     assert (sel["aurc"]["low"], sel["aurc"]["high"]) == pytest.approx((looped.low, looped.high), abs=1e-12)
     right = sum(f.correct for f in forecasts)
@@ -200,18 +205,6 @@ def test_the_report_files_show_selective_prediction(report):
 
 
 # ----------------------------------------------------------------------------- compare and the leaderboard
-
-
-def _forecasts_of(run_dir):
-    samples = sorted(read_samples(run_dir, "pubmedqa_atlas_n100"), key=lambda s: s["doc_id"])
-    out = []
-    for sample in samples:
-        lls = np.asarray([float(pair[0]) for pair in sample["filtered_resps"]])
-        probabilities = np.exp(lls - lls.max()) / np.exp(lls - lls.max()).sum()
-        choice = int(np.argmax(lls))
-        correct = ["yes", "no", "maybe"][choice] == sample["doc"]["final_decision"]
-        out.append(Forecast(float(probabilities[choice]), correct))
-    return out, [s["doc"]["final_decision"] for s in samples]
 
 
 def test_compare_gives_the_paired_aurc_difference(report, demo_data_dir, tmp_path):
