@@ -328,6 +328,8 @@ def test_the_saved_folder_reads_back_as_written(checked, tmp_path):
             r"field 'supported': expected bool",
         ),
         (lambda row: row["nli"].update(later={}), r"line 2, field 'nli': unknown setting\(s\) later"),
+        (lambda row: row.pop("sentence"), r"facts.jsonl, line 2, field 'sentence': missing"),
+        (lambda row: row.update(passages=[1]), r"facts.jsonl, line 2, field 'passages': expected a list of strings"),
         (lambda row: row.update(doc_id=99), r"facts.jsonl, line 2: a fact of rag doc 99, which generations.jsonl"),
     ],
 )

@@ -9,9 +9,10 @@ part of the output schema); ``from_json`` refuses a record that is not one, nami
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any
+from types import UnionType
+from typing import Any, get_args, get_type_hints
 
 from ..data import DataError, iter_jsonl, read_json
 from .constants import SETTINGS
@@ -62,6 +63,35 @@ def _type_names(types: type | tuple[type, ...]) -> str:
 _NUMBER = (int, float)
 
 
+def _saved_form(record: Any, optional: str, **saved: Any) -> dict[str, Any]:
+    """A record's fields in their declared order, each as it is unless ``saved`` gives its saved form; the field
+    ``optional`` is left out when it is None."""
+    out = {f.name: saved[f.name] if f.name in saved else getattr(record, f.name) for f in fields(record)}
+    if out[optional] is None:
+        del out[optional]
+    return out
+
+
+def _read_fields(kind: type, reader: _Reader, **read: Any) -> Any:
+    """The record ``kind`` of a saved form, each field read as its declared type (``str``, ``int``, ``bool`` or
+    ``list[str]``; ``T | None``: missing or null is None) unless ``read`` holds it, already read."""
+    declared = get_type_hints(kind)
+    values = []
+    for name in (f.name for f in fields(kind)):
+        if name in read:
+            values.append(read[name])
+            continue
+        members = get_args(declared[name]) if isinstance(declared[name], UnionType) else (declared[name],)
+        types = tuple(t for t in members if t is not type(None))
+        if len(types) < len(members) and reader.row.get(name) is None:
+            values.append(None)
+        elif types == (list[str],):
+            values.append(reader.strings(name))
+        else:
+            values.append(reader.get(name, types if len(types) > 1 else types[0]))
+    return kind(*values)
+
+
 # ----------------------------------------------------------------------------- input
 
 
@@ -91,20 +121,11 @@ class CotVerdict:
     passages: int | None = None  # 0: no passage was retrieved for the re-check, so no call was made
 
     def as_json(self) -> dict[str, Any]:
-        out = {"supported": self.supported, "reply": self.reply, "error": self.error, "cached": self.cached}
-        if self.passages is not None:
-            out["passages"] = self.passages
-        return out
+        return _saved_form(self, "passages")
 
     @classmethod
     def from_json(cls, reader: _Reader) -> CotVerdict:
-        return cls(
-            reader.get("supported", bool, optional=True),
-            reader.get("reply", str, optional=True),
-            reader.get("error", str, optional=True),
-            reader.get("cached", bool),
-            reader.get("passages", int, optional=True),
-        )
+        return _read_fields(cls, reader)
 
 
 @dataclass
@@ -185,20 +206,12 @@ class Fact:
         return verdicts["extrinsic"].supported if "extrinsic" in verdicts else None
 
     def as_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
-            "task": self.task,
-            "doc_id": self.doc_id,
-            "sentence_index": self.sentence_index,
-            "fact_index": self.fact_index,
-            "sentence": self.sentence,
-            "fact": self.fact,
-            "origin": self.origin,
-            "cot": {setting: verdict.as_json() for setting, verdict in self.cot.items()},
-            "nli": {setting: verdict.as_json() for setting, verdict in self.nli.items()},
-        }
-        if self.passages is not None:
-            out["passages"] = self.passages
-        return out
+        return _saved_form(
+            self,
+            "passages",
+            cot={setting: verdict.as_json() for setting, verdict in self.cot.items()},
+            nli={setting: verdict.as_json() for setting, verdict in self.nli.items()},
+        )
 
     @classmethod
     def from_json(cls, reader: _Reader) -> Fact:
@@ -209,19 +222,7 @@ class Fact:
             if unknown:
                 raise DataError(f"{by_setting.where}: unknown setting(s) {', '.join(sorted(unknown))}")
             verdicts[technique] = {setting: kind.from_json(by_setting.child(setting)) for setting in by_setting.row}
-        passages = reader.strings("passages") if reader.row.get("passages") is not None else None
-        return cls(
-            reader.get("task", str),
-            reader.get("doc_id", int),
-            reader.get("sentence_index", int),
-            reader.get("fact_index", int),
-            reader.get("sentence", str),
-            reader.get("fact", str),
-            reader.get("origin", str),
-            verdicts["cot"],
-            verdicts["nli"],
-            passages,
-        )
+        return _read_fields(cls, reader, **verdicts)
 
 
 # ----------------------------------------------------------------------------- generations
@@ -243,36 +244,11 @@ class CheckedGeneration:
     errors: list[str] | None = None  # the failed decomposer calls' errors
 
     def as_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
-            "task": self.task,
-            "doc_id": self.doc_id,
-            "doc_hash": self.doc_hash,
-            "item_id": self.item_id,
-            "answered": self.answered,
-            "sentences": self.sentences,
-            "decomposer_outcomes": self.decomposer_outcomes,
-            "n_facts": self.n_facts,
-            "status": self.status,
-        }
-        if self.errors is not None:
-            out["errors"] = self.errors
-        return out
+        return _saved_form(self, "errors")
 
     @classmethod
     def from_json(cls, reader: _Reader) -> CheckedGeneration:
-        errors = reader.row.get("errors")
-        return cls(
-            reader.get("task", str),
-            reader.get("doc_id", int),
-            reader.get("doc_hash", str),
-            reader.get("item_id", str),
-            reader.get("answered", bool),
-            reader.strings("sentences"),
-            reader.strings("decomposer_outcomes"),
-            reader.get("n_facts", int),
-            reader.get("status", str),
-            reader.strings("errors") if errors is not None else None,
-        )
+        return _read_fields(cls, reader)
 
 
 @dataclass(frozen=True)
