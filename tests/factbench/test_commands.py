@@ -12,6 +12,7 @@ from lm_eval_tasks.utils.factbench.demo_data import FACTBENCH_PASSAGES
 from lm_eval_tasks.utils.factbench.pipeline import split_sentences
 
 from lm_eval_tasks import tasks_dir
+from tests.conftest import lm_eval_tasks_cli
 from tests.fake_openai import FakeChatServer
 from tests.scripted_lm import ScriptedLM
 from tests.tiny_model import build_tiny_nli
@@ -61,18 +62,7 @@ def run_dir(demo_data_dir, tmp_path_factory):
 @pytest.fixture(scope="module")
 def store(demo_data_dir, tmp_path_factory):
     path = tmp_path_factory.mktemp("store") / "passages.sqlite"
-    subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "lm_eval_tasks",
-            "factbench-index",
-            str(demo_data_dir / "factbench" / FACTBENCH_PASSAGES),
-            "--out",
-            str(path),
-        ],
-        check=True,
-    )
+    lm_eval_tasks_cli("factbench-index", demo_data_dir / "factbench" / FACTBENCH_PASSAGES, "--out", path)
     return path
 
 
@@ -84,18 +74,17 @@ def test_check_then_cached_rerun_then_rescore(run_dir, store, tmp_path):
     server = FakeChatServer(fake_llm)
     try:
         judge = f"base_url={server.base_url},model=fake-judge,max_tokens=128"
-        first = cli(
-            "factbench-check",
-            run_dir,
-            "--judge",
-            judge,
-            "--passages",
-            store,
-            "--cache",
-            tmp_path / "c.sqlite",
-            "--out",
-            tmp_path / "fc",
-        )
+
+        def check(out, *options):
+            """factbench-check of the run, with the fake judge, the store and one cache, into ``tmp_path / out``."""
+            return cli(
+                "factbench-check",
+                run_dir,
+                *("--judge", judge, "--passages", store, "--cache", tmp_path / "c.sqlite", "--out", tmp_path / out),
+                *options,
+            )
+
+        first = check("fc")
         assert first.returncode == 0, first.stderr
         assert "NLI unavailable" in first.stderr  # the default checkpoint cannot be downloaded offline
         report = json.loads((tmp_path / "fc" / "factcheck.json").read_text())
@@ -135,22 +124,7 @@ def test_check_then_cached_rerun_then_rescore(run_dir, store, tmp_path):
         requests = len(server.requests)
         prices = tmp_path / "prices.json"
         prices.write_text('{"fake-judge": {"input": 0.5, "output": 2.0}}')
-        again = cli(
-            "factbench-check",
-            run_dir,
-            "--judge",
-            judge,
-            "--passages",
-            store,
-            "--cache",
-            tmp_path / "c.sqlite",
-            "--out",
-            tmp_path / "fc2",
-            "--nli-model",
-            "none",
-            "--prices",
-            prices,
-        )
+        again = check("fc2", "--nli-model", "none", "--prices", prices)
         assert again.returncode == 0, again.stderr
         assert len(server.requests) == requests  # all answers from the cache
         rerun = json.loads((tmp_path / "fc2" / "factcheck.json").read_text())
@@ -165,24 +139,7 @@ def test_check_then_cached_rerun_then_rescore(run_dir, store, tmp_path):
 
         # a local NLI checkpoint (random weights: plumbing only) fills the NLI and UnVot columns
         nli_dir = build_tiny_nli(tmp_path / "nli", {0: "contradiction", 1: "neutral", 2: "entailment"})
-        with_nli = cli(
-            "factbench-check",
-            run_dir,
-            "--judge",
-            judge,
-            "--passages",
-            store,
-            "--cache",
-            tmp_path / "c.sqlite",
-            "--out",
-            tmp_path / "fc4",
-            "--nli-model",
-            nli_dir,
-            "--nli-max-length",
-            128,
-            "--nli-stride",
-            16,
-        )
+        with_nli = check("fc4", "--nli-model", nli_dir, "--nli-max-length", 128, "--nli-stride", 16)
         assert with_nli.returncode == 0, with_nli.stderr
         assert len(server.requests) == requests
         nli_report = json.loads((tmp_path / "fc4" / "factcheck.json").read_text())

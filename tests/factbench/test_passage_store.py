@@ -1,12 +1,12 @@
 """The FTS5 passage store on a real corpus: the 1,000 PubMedQA abstracts."""
 
 import json
-import subprocess
-import sys
 
 import pytest
 from lm_eval_tasks.utils.data import DataError
 from lm_eval_tasks.utils.factbench.passage_store import PassageStore, match_query, passages_of
+
+from tests.conftest import lm_eval_tasks_cli
 
 
 @pytest.fixture(scope="module")
@@ -65,22 +65,7 @@ def test_bad_corpus_rows_are_named(tmp_path):
 
 
 def test_index_command(corpus, tmp_path):
-    out = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "lm_eval_tasks",
-            "factbench-index",
-            str(corpus[0]),
-            "--out",
-            str(tmp_path / "s.sqlite"),
-            "--passage-words",
-            "200",
-        ],
-        check=True,
-        capture_output=True,
-        text=True,
-    )
+    out = lm_eval_tasks_cli("factbench-index", corpus[0], "--out", tmp_path / "s.sqlite", "--passage-words", 200)
     assert "from 1000 documents" in out.stdout
     assert PassageStore(tmp_path / "s.sqlite").record()["passage_words"] == 200
 
