@@ -41,23 +41,21 @@ def chromium_or_skip() -> str:
     return binary
 
 
+def _command(binary: str, profile: str, *arguments: str) -> list[str]:
+    """A headless Chromium on its own ``profile`` folder (nothing shared, nothing fetched in the background)."""
+    return [
+        binary,
+        *("--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run"),
+        *("--disable-extensions", "--disable-background-networking", "--hide-scrollbars"),
+        f"--user-data-dir={profile}",
+        *arguments,
+    ]
+
+
 def _run(binary: str, page: Path, extra: list[str], timeout: float) -> subprocess.CompletedProcess:
     # A fresh profile per call: parallel runs never share (or lock) one; the page is a local file, no network is used.
     with tempfile.TemporaryDirectory(prefix="chromium-profile-") as profile:
-        command = [
-            binary,
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--disable-dev-shm-usage",
-            "--no-first-run",
-            "--disable-extensions",
-            "--disable-background-networking",
-            "--hide-scrollbars",
-            f"--user-data-dir={profile}",
-            *extra,
-            Path(page).resolve().as_uri(),
-        ]
+        command = _command(binary, profile, *extra, Path(page).resolve().as_uri())
         result = subprocess.run(command, capture_output=True, timeout=timeout, check=False)
     if result.returncode != 0:
         raise RuntimeError(f"{binary} failed ({result.returncode}): {result.stderr.decode(errors='replace')[-2000:]}")
@@ -121,21 +119,13 @@ class DevTools:
             os.set_inheritable(4, True)
 
         self.process = subprocess.Popen(
-            [
+            _command(
                 self.binary,
-                "--headless",
-                "--no-sandbox",
-                "--disable-gpu",
-                "--disable-dev-shm-usage",
-                "--no-first-run",
-                "--disable-extensions",
-                "--disable-background-networking",
-                "--hide-scrollbars",
+                self._profile.name,
                 f"--window-size={self.window_size}",
-                f"--user-data-dir={self._profile.name}",
                 "--remote-debugging-pipe",
                 "about:blank",
-            ],
+            ),
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
             preexec_fn=on_fds_3_and_4,

@@ -101,10 +101,28 @@ def word_usage(body: dict, answer: str) -> dict:
 
 
 class _Server(ThreadingHTTPServer):
+    """Serves ``handler`` on a free port of 127.0.0.1 from a daemon thread, at ``url``, until :meth:`close`."""
+
     daemon_threads = True
+
+    def __init__(self, handler: type[BaseHTTPRequestHandler]):
+        super().__init__(("127.0.0.1", 0), handler)
+        self.url = f"http://127.0.0.1:{self.server_address[1]}"
+        threading.Thread(target=self.serve_forever, daemon=True).start()
 
     def handle_error(self, request, client_address):
         pass  # a client that went away (killed on purpose by a test) is not a server failure
+
+    def close(self) -> None:
+        self.shutdown()
+        self.server_close()
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"  # keep-alive, as real servers: the client's connection pool is used
+
+    def log_message(self, *args):
+        pass
 
 
 class FakeChatServer:
@@ -123,9 +141,7 @@ class FakeChatServer:
         self._lock = threading.Lock()
         server = self
 
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"  # keep-alive, as real servers: the client's connection pool is used
-
+        class Handler(_Handler):
             def do_POST(self):  # noqa: N802 (http.server naming)
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 with server._lock:
@@ -167,13 +183,8 @@ class FakeChatServer:
                     with server._lock:
                         server.bytes_sent.append(sent)
 
-            def log_message(self, *args):
-                pass
-
-        self._httpd = _Server(("127.0.0.1", 0), Handler)
-        self.base_url = f"http://127.0.0.1:{self._httpd.server_address[1]}/v1"
-        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
-        self._thread.start()
+        self._httpd = _Server(Handler)
+        self.base_url = f"{self._httpd.url}/v1"
 
     @property
     def calls(self) -> int:
@@ -187,8 +198,7 @@ class FakeChatServer:
             return [body["messages"][-1]["content"] for body in self.requests]
 
     def close(self) -> None:
-        self._httpd.shutdown()
-        self._httpd.server_close()
+        self._httpd.close()
 
 
 class ForwardProxy:
@@ -203,9 +213,7 @@ class ForwardProxy:
         self.tunnels: list[str] = []
         proxy = self
 
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
+        class Handler(_Handler):
             def do_CONNECT(self):  # noqa: N802 (http.server naming)
                 proxy.tunnels.append(self.path)
                 self.send_error(403)
@@ -228,14 +236,8 @@ class ForwardProxy:
                 self.wfile.write(payload)
                 upstream.close()
 
-            def log_message(self, *args):
-                pass
-
-        self._httpd = _Server(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self._httpd.server_address[1]}"
-        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
-        self._thread.start()
+        self._httpd = _Server(Handler)
+        self.url = self._httpd.url
 
     def close(self) -> None:
-        self._httpd.shutdown()
-        self._httpd.server_close()
+        self._httpd.close()

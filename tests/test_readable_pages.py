@@ -70,16 +70,20 @@ def test_the_instruction_and_each_question_make_the_prompt_and_the_questions_sha
 MILLERQA = ("millerqa_triage", "millerqa_ll_triage")
 
 
-@pytest.fixture(scope="module")
-def millerqa_runs(demo_data_dir, tmp_path_factory):
-    """Two scripted MillerQA runs under two model labels (their options shuffled differently), each reported."""
+def reported_runs(root, demo_data_dir, tasks, limit):
+    """Two scripted runs of ``tasks`` under two model labels (MillerQA's options shuffled differently in each),
+    each with its report in ``<run>/report``."""
     from tests.runs import evaluated_run
 
-    root = tmp_path_factory.mktemp("millerqa")
-    runs = [evaluated_run(root / s, demo_data_dir, MILLERQA, s, f"model-{s}", limit=20) for s in "ab"]
+    runs = [evaluated_run(root / s, demo_data_dir, tasks, s, f"model-{s}", limit=limit) for s in "ab"]
     for run in runs:
         report_mod.write_report(run, run / "report")
     return runs
+
+
+@pytest.fixture(scope="module")
+def millerqa_runs(demo_data_dir, tmp_path_factory):
+    return reported_runs(tmp_path_factory.mktemp("millerqa"), demo_data_dir, MILLERQA, 20)
 
 
 def _seen(label, permutation):
@@ -138,12 +142,10 @@ COLUMNS = """[...document.querySelectorAll('.explorer table.items')].map(t => {
 @pytest.fixture(scope="module")
 def five_pages(demo_data_dir, tmp_path_factory):
     """report.html of a scripted run of every benchmark, and the leaderboard of two such runs."""
-    from tests.runs import FIVE_BENCHMARKS, evaluated_run
+    from tests.runs import FIVE_BENCHMARKS
 
     root = tmp_path_factory.mktemp("pages")
-    runs = [evaluated_run(root / s, demo_data_dir, FIVE_BENCHMARKS, s, f"model-{s}", limit=12) for s in "ab"]
-    for run in runs:
-        report_mod.write_report(run, run / "report")
+    runs = reported_runs(root, demo_data_dir, FIVE_BENCHMARKS, 12)
     formats.write_leaderboard(runs, root / "board")
     return runs[0] / "report" / "report.html", root / "board" / "leaderboard.html"
 
