@@ -22,6 +22,7 @@ from lm_eval_tasks.utils.medexqa.constants import SPECIALTIES
 from lm_eval_tasks.utils.pubmedqa_atlas.constants import HUB, TEST_IDS_FILE, UPSTREAM_COMMIT
 
 from tests.conftest import REPO
+from tests.offline import pqa_labeled_rows
 
 # The hub's README card declares its configs; pqa_labeled is one folder of parquet files.
 PUBMEDQA_CARD = """---
@@ -79,16 +80,7 @@ def cache_repo(hub_cache: Path, repo_id: str, revision: str, files: dict[str, by
 def pubmedqa_parquet(shared_data: Path) -> bytes:
     """ori_pqal.json's 1,000 items in the hub's pqa_labeled schema."""
     items = json.loads((shared_data / "pubmedqa" / "ori_pqal.json").read_text(encoding="utf-8"))
-    rows = [
-        {
-            "pubid": int(pubid),
-            "question": item["QUESTION"],
-            "context": {"contexts": item["CONTEXTS"], "labels": item["LABELS"], "meshes": item["MESHES"]},
-            "long_answer": item["LONG_ANSWER"],
-            "final_decision": item["final_decision"],
-        }
-        for pubid, item in items.items()
-    ]
+    rows = pqa_labeled_rows(items)
     buffer = io.BytesIO()
     pq.write_table(pa.Table.from_pylist(rows), buffer)
     return buffer.getvalue()
