@@ -70,16 +70,29 @@ def test_the_choose_cue_as_the_authors_wrote_it(reply, gold, expected):
     assert extract_answer(reply, OPTIONS) == expected
 
 
-def test_the_choose_cue_in_the_prompt_included_reading():
-    # The prompt's "choose the most suitable one among A" puts 29 characters between the cue and the
-    # letter (at most 20 allowed): the reply's "chooses D" is the first cue, ahead of step 5's "among A".
+@pytest.mark.parametrize(
+    "reply, reading, prompt_included",
+    [
+        # The prompt's "choose the most suitable one among A" puts 29 characters between the cue and the
+        # letter (at most 20 allowed): the reply's "chooses D" is the first cue, ahead of step 5's "among A".
+        (
+            "Option A is wrong; the examiner chooses D.",
+            Extraction("D", "answer_pattern", False),
+            Extraction("D", "answer_pattern", False),
+        ),
+        # no cue in the reply: the prompt's "among A, B, C and D" wins step 5
+        ("The examiner picks D.", Extraction("D", "first_letter", False), Extraction("A", "first_letter", False)),
+        # A reply whose reasoning was cut from the front ("...</think>D"): the authors' script saw the
+        # prompt, then the reply; the prompt's "among A, B, C and D" wins step 5 there too.
+        ("the heat</think> It is D", Extraction("D", "first_letter", False), Extraction("A", "first_letter", False)),
+    ],
+)
+def test_the_prompt_included_reading(reply, reading, prompt_included):
     doc = {"question": "What is the band of electromagnetic waves used in a thermographic camera?", "answer": "D"}
     doc |= dict(zip("ABCD", OPTIONS))
-    score = parsing.score_generation(doc, "Option A is wrong; the examiner chooses D.")
-    assert score.extraction == Extraction("D", "answer_pattern", False) and score.correct
-    assert parsing.prompt_included_reading(doc, score) == Extraction("D", "answer_pattern", False)
-    plain = parsing.score_generation(doc, "The examiner picks D.")
-    assert parsing.prompt_included_reading(doc, plain) == Extraction("A", "first_letter", False)
+    score = parsing.score_generation(doc, reply)
+    assert score.extraction == reading and score.correct
+    assert parsing.prompt_included_reading(doc, score) == prompt_included
 
 
 def test_think_blocks_are_removed_before_extraction():
@@ -143,16 +156,6 @@ def test_logit_prediction_takes_the_first_maximum():
         "acc": 1.0,
         "acc_micro": 1.0,
     }
-
-
-def test_the_prompt_included_reading_keeps_the_prompt_before_a_stray_closing_tag():
-    # A reply whose reasoning was cut from the front ("...</think>D"): the authors' script saw the
-    # prompt, then the reply; the prompt's "among A, B, C and D" wins step 5 there too.
-    doc = {"question": "What is the band of electromagnetic waves used in a thermographic camera?", "answer": "D"}
-    doc |= dict(zip("ABCD", OPTIONS))
-    score = parsing.score_generation(doc, "the heat</think> It is D")
-    assert score.extraction == Extraction("D", "first_letter", False) and score.correct
-    assert parsing.prompt_included_reading(doc, score) == Extraction("A", "first_letter", False)
 
 
 # ----------------------------------------------------------------------------- hostile replies
