@@ -893,3 +893,19 @@ def test_the_candidate_scan_finds_the_spans_of_every_scan_on_the_benchmarks_text
 def test_a_key_after_characters_whose_lowering_is_longer_is_masked():
     # "İ" lowers to two characters: offsets into the lowered text no longer point at the key.
     assert redact("İ" * 10 + " note api_key: s3cret") == "İ" * 10 + " note api_key: ***"
+
+
+def test_items_masked_in_two_processes_are_those_one_process_masks(demo_data_dir, tmp_path, monkeypatch):
+    # The report masks the second half of a run's items in a forked process: every file it writes is the same.
+    from lm_eval_tasks.utils import machine
+    from lm_eval_tasks.utils.report import write_report
+
+    run = planted_run(tmp_path / "run", demo_data_dir)
+    monkeypatch.setattr(machine, "SPLIT_MIN", 2)
+    written = {}
+    for cores in (1, 2):
+        monkeypatch.setattr(machine, "usable_cores", lambda cores=cores: cores)
+        _, paths = write_report(run, tmp_path / f"rep{cores}")
+        written[cores] = {path.name: path.read_bytes() for path in paths if path.suffix in (".json", ".jsonl", ".md")}
+    assert written[1] == written[2]
+    assert b"***" in written[2]["items_medfact_bench.jsonl"] and b"***" in written[2]["items_millerqa.jsonl"]

@@ -29,6 +29,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable, Iterator, Mapping
+from functools import lru_cache
 from typing import Any
 from urllib.parse import quote, unquote
 
@@ -294,6 +295,7 @@ def _json_may_hold_secret(value: Any) -> bool:
     return False
 
 
+@lru_cache(maxsize=256)  # the same long text recurs in every item: a chat prompt's system message
 def _may_hold_secret_as_written(text: str) -> bool:
     # Substring searches of the lowered text, in C (a regex alternation of the same words scans several times
     # slower): most texts are replies, and most hold none.
@@ -305,21 +307,31 @@ def _may_hold_secret_as_written(text: str) -> bool:
         or ("%" in text and _PERCENT_ESCAPE.search(text))
     ):
         return True
-    if ":" not in text or not any(
-        word in lowered for word in _KEY_WORDS
-    ):  # no key-shaped word at all: nothing before a ':'
+    if ":" not in text:
         return False
-    floor = 0
-    while (colon := text.find(":", floor)) >= 0:
-        end = colon
-        while end > floor and colon - end < 8 and text[end - 1] in _KEY_END_CHARS:
-            end -= 1
-        start = end
-        while start > floor and (text[start - 1].isalnum() or text[start - 1] in "_-"):
-            start -= 1
-        if any(word in text[start:end].lower() for word in _KEY_WORDS):  # not lowered[...]: lowering moves offsets
-            return True
-        floor = colon + 1
+    if len(lowered) != len(text):  # lowering moved offsets ("İ"): the full scan decides
+        return True
+    return _key_word_before_colon(text, lowered)
+
+
+def _key_word_before_colon(text: str, lowered: str) -> bool:
+    """Whether a key word stands in a run of name characters (letters, digits, ``_``, ``-``) that at most 8 of
+    :data:`_KEY_END_CHARS` separate from a ``:``. Walks forward from each occurrence of a key word to the end of its
+    run, once per run (an occurrence inside a run already walked is skipped), so the scan is linear."""
+    size = len(text)
+    for word in _KEY_WORDS:
+        found, walked = lowered.find(word), 0
+        while found >= 0:
+            if found >= walked:
+                end = found + len(word)
+                while end < size and (text[end].isalnum() or text[end] in "_-"):
+                    end += 1
+                walked = colon = end
+                while colon < size and colon - end < 8 and text[colon] in _KEY_END_CHARS:
+                    colon += 1
+                if text.startswith(":", colon):
+                    return True
+            found = lowered.find(word, found + 1)
     return False
 
 

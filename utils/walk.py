@@ -1,5 +1,5 @@
 """One pass over a spec's logged samples of a run (:func:`walk_samples`): each scored by its benchmark's parser
-and masked of the run's credentials (and anything shaped like one) before anything holds it, with the settings,
+and masked of the run's credentials (and anything shaped like one) before anything else reads it, with the settings,
 caveats, replies and token budgets a section's numbers need (:mod:`.section`)."""
 
 from __future__ import annotations
@@ -7,9 +7,11 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
+from functools import partial
 from typing import Any
 
 from .data import DataError
+from .machine import map_changes
 from .redaction import MASK, mask, mask_strings, secret_values
 from .runs import Run
 from .samples import logged_generation_kwargs, logged_reply
@@ -104,21 +106,20 @@ def _secrets(run: Run) -> set[str]:
     return secret_values(config.get("model_args")) if isinstance(config, Mapping) else set()
 
 
-def _scored(spec: BenchmarkSpec, task: str, sample: Mapping[str, Any], masker: _Masker) -> ScoredItem:
-    """A logged sample scored by ``spec``, its texts masked."""
-    return _redacted(replace(spec.score_sample(task, sample), item_id=spec.item_id_of(sample)), masker)
+def _scored(spec: BenchmarkSpec, task: str, sample: Mapping[str, Any]) -> ScoredItem:
+    """A logged sample scored by ``spec``."""
+    return replace(spec.score_sample(task, sample), item_id=spec.item_id_of(sample))
 
 
 def walk_samples(run: Run, spec: BenchmarkSpec, score: bool = True) -> Walk:
     """One pass over the spec's samples of ``run``: each scored (``score``) from its logged reply, its texts masked
     of the run's credentials and anything shaped like a credential; its settings, caveat, reply and token budget."""
-    masker = _Masker(_secrets(run))
     walk = Walk()
     for task in sorted(t for t in run.samples if spec.owns(t)):
         for number, sample in enumerate(run.samples[task], start=1):
             if score:
                 try:
-                    item = _scored(spec, task, sample, masker)
+                    item = _scored(spec, task, sample)
                 except (KeyError, TypeError, ValueError, IndexError) as exc:
                     raise DataError(
                         f"{run.sample_files[task]}, line {number}: cannot score this sample ({exc!r})"
@@ -135,6 +136,8 @@ def walk_samples(run: Run, spec: BenchmarkSpec, score: bool = True) -> Walk:
             walk.replies.append(reply if isinstance(reply, str) else "")
             budget = (logged_generation_kwargs(sample) or {}).get("max_gen_toks")
             walk.budgets.append(budget if isinstance(budget, int) and not isinstance(budget, bool) else None)
+    # Masked only once every sample is scored: then in two processes where the machine has the cores.
+    walk.items = map_changes(partial(_redacted, masker=_Masker(_secrets(run))), walk.items)
     walk.items.sort(key=lambda item: (item.task, item.doc_id))
     return walk
 

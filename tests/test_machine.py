@@ -1,0 +1,57 @@
+"""The second process of a long map (:func:`machine.map_changes`): the same results as one process gives, and the
+same errors."""
+
+import os
+
+import pytest
+from lm_eval_tasks.utils import machine
+
+pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="the split needs fork")
+
+
+@pytest.fixture
+def two_cores(monkeypatch):
+    monkeypatch.setattr(machine, "usable_cores", lambda: 2)
+    monkeypatch.setattr(machine, "SPLIT_MIN", 2)
+
+
+def _changed_where_divisible_by_three(value):
+    return f"{value}!" if value % 3 == 0 else value
+
+
+def test_the_split_gives_what_one_process_gives_changed_and_unchanged(two_cores):
+    values = list(range(1001, 1011))  # unchanged values are given back as themselves
+    got = machine.map_changes(_changed_where_divisible_by_three, values)
+    assert got == [1001, "1002!", 1003, 1004, "1005!", 1006, 1007, "1008!", 1009, 1010]
+    assert all(got[i] is values[i] for i in (0, 2, 3, 5, 6, 8, 9))
+
+
+def test_the_second_half_is_done_in_another_process(two_cores):
+    parent = os.getpid()
+    got = machine.map_changes(lambda value: (value, os.getpid()), [0, 1, 2, 3])
+    assert [pid == parent for _, pid in got] == [True, True, False, False]
+    assert [value for value, _ in got] == [0, 1, 2, 3]
+
+
+def test_an_error_in_the_second_half_is_raised_here_as_without_the_split(two_cores):
+    def fails_on_three(value):
+        if value == 3:
+            raise ValueError("three")
+        return value
+
+    with pytest.raises(ValueError, match="three"):
+        machine.map_changes(fails_on_three, [0, 1, 2, 3])
+    assert machine.map_changes(fails_on_three, [0, 1, 2, 4]) == [0, 1, 2, 4]
+
+
+def test_with_one_core_or_a_short_list_no_process_starts(monkeypatch):
+    def no_process(*args, **kwargs):
+        raise AssertionError("a process was started")
+
+    monkeypatch.setattr(machine.multiprocessing, "get_context", no_process)
+    monkeypatch.setattr(machine, "usable_cores", lambda: 1)
+    assert machine.map_changes(_changed_where_divisible_by_three, list(range(2000))) == [
+        _changed_where_divisible_by_three(v) for v in range(2000)
+    ]
+    monkeypatch.setattr(machine, "usable_cores", lambda: 2)
+    assert machine.map_changes(_changed_where_divisible_by_three, [3, 4]) == ["3!", 4]
