@@ -2,11 +2,31 @@
 samples file per task), for tests that hand-work their numbers: :func:`write_run` of (gold, reply) rows such as
 :data:`SCIFACT` and :data:`HEALTHVER` (their report is worked by hand in tests/test_report.py), and
 :func:`medfact_run`, a run of those items each marked right or wrong (the leaderboard's, the plots' and the paper
-tables' tests). Scripted runs of the real tasks are tests/runs.py's."""
+tables' tests), and :func:`bench_item`, a hand-made scored item of a made-up benchmark (the generic report options'
+tests). Scripted runs of the real tasks are tests/runs.py's."""
 
 import json
 
 STAMP = "2026-11-29T10-00-00.000000"
+
+
+def bench_item(component, i, pred, correct, **fields):
+    """Item ``i`` of component ``component`` of the made-up benchmark ``bench`` (task ``bench_<component>``, gold
+    "1"), scored ``pred`` and ``correct``; ``fields``: any other ScoredItem field."""
+    from lm_eval_tasks.utils.scoring import ScoredItem
+
+    return ScoredItem(
+        task=f"bench_{component}",
+        doc_id=i,
+        doc_hash=f"{component}{i}",
+        component=component,
+        gold="1",
+        pred=pred,
+        correct=correct,
+        **fields,
+    )
+
+
 STRICT = "<think>reason</think><score>{}</score>"
 # (gold, reply) per task; their report is hand-worked in tests/test_report.py.
 SCIFACT = [

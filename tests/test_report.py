@@ -15,7 +15,7 @@ from markupsafe import escape
 
 from lm_eval_tasks.__main__ import main as cli
 from tests.conftest import build_report
-from tests.hand_runs import HEALTHVER, SCIFACT, STAMP, STRICT, write_run
+from tests.hand_runs import HEALTHVER, SCIFACT, STAMP, STRICT, bench_item, write_run
 
 
 @pytest.fixture
@@ -159,19 +159,10 @@ def test_paired_comparison_of_two_runs(tmp_path):
 
 def test_accuracy_over_answered_items_with_component_groups(tmp_path):
     """The generic options a benchmark such as MillerQA uses, on hand-worked items."""
-    from lm_eval_tasks.utils.scoring import INVALID, AccuracyOver, BenchmarkSpec, Report, ScoredItem
+    from lm_eval_tasks.utils.scoring import INVALID, AccuracyOver, BenchmarkSpec, Report
 
     def item(component, i, pred, correct):
-        return ScoredItem(
-            task=f"bench_{component}",
-            doc_id=i,
-            doc_hash=f"{component}{i}",
-            component=component,
-            gold="1",
-            pred=pred,
-            correct=correct,
-            details={"n": i},
-        )
+        return bench_item(component, i, pred, correct, details={"n": i})
 
     # a: 2 of 3 answered, 1 correct; b: 4 of 4 answered, 3 correct; c: nothing answered
     items = (

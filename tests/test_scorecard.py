@@ -11,7 +11,7 @@ from markupsafe import escape
 from tests import browser
 from tests.conftest import build_report
 from tests.factbench import worked_example as worked
-from tests.hand_runs import HEALTHVER, SCIFACT, write_run
+from tests.hand_runs import HEALTHVER, SCIFACT, bench_item, write_run
 from tests.page_checks import assert_self_contained
 
 HOSTILE = "<script>alert(1)</script>$\\frac{$"  # markup, and mathtext that matplotlib would fail to parse
@@ -80,22 +80,16 @@ def test_hostile_strings_are_text(medfact_report):
 
 
 def test_other_benchmarks_are_rendered_from_the_schema(tmp_path):
-    from lm_eval_tasks.utils.scoring import INVALID, AccuracyOver, BenchmarkSpec, Report, ScoredItem
-
-    def item(component, i, pred, correct):
-        return ScoredItem(
-            task=f"bench_{component}",
-            doc_id=i,
-            doc_hash=f"{component}{i}",
-            component=component,
-            gold="1",
-            pred=pred,
-            correct=correct,
-        )
+    from lm_eval_tasks.utils.scoring import INVALID, AccuracyOver, BenchmarkSpec, Report
 
     # a: 1 of 2 answered items right; c: nothing answered (accuracy over answered items: none); c's name is mathtext
     c = "c $\\frac{$"
-    items = [item("a", 0, "1", 1.0), item("a", 1, "0", 0.0), item("a", 2, INVALID, 0.0), item(c, 0, INVALID, 0.0)]
+    items = [
+        bench_item("a", 0, "1", 1.0),
+        bench_item("a", 1, "0", 0.0),
+        bench_item("a", 2, INVALID, 0.0),
+        bench_item(c, 0, INVALID, 0.0),
+    ]
     spec = BenchmarkSpec(
         name="bench",
         title="Answered-only bench",
