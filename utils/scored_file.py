@@ -2,7 +2,7 @@
 instead of scoring the run again.
 
 The file is keyed by what the scores depend on: the sha256 of every file the run read (its results file and each
-samples file, hashed from their bytes now), this package's version, the report schema, a digest of the
+samples file, hashed from the bytes that were scored), this package's version, the report schema, a digest of the
 package's own code (a development checkout changes code without changing its version) and the command's
 ``--tokenizer`` (reply lengths in words or in tokens, :func:`.lengths.choice_key`). Anything that does not
 match, or a file that cannot be read as one, means the run is scored afresh (so does a run with a section that
@@ -78,20 +78,36 @@ def _file_sha256(path: Path) -> str:
 
 
 def run_key(results_path: Path, tokenizer: str | None = None) -> dict[str, Any]:
-    """What a saved scored run of ``results_path`` must match: a sha256 of its files (names and bytes), the
+    """What a saved scored run of ``results_path`` must match: a sha256 of its files (names and bytes, read now), the
     versions, and what its reply lengths were counted with (``--tokenizer``)."""
-    from lm_eval_tasks import __version__
-
     results = read_json(results_path)
     configs = results.get("configs") if isinstance(results, Mapping) else None
     if not isinstance(configs, Mapping):
         raise DataError(f"{results_path}: not an lm-eval results file (no 'configs' object)")
     stamp = run_timestamp(results_path)
     names = [results_path.name, *(f"samples_{task}_{stamp}.jsonl" for task in configs)]
-    # One digest over each file's name and bytes: the names hold task names, which may hold anything.
+    return _key({name: _file_sha256(results_path.parent / name) for name in names}, tokenizer)
+
+
+def _scored_key(scored: ScoredRun) -> dict[str, Any]:
+    """:func:`run_key` of the run ``scored`` was scored from, from the hashes of the bytes it parsed (its
+    provenance), without reading the files again; read when a hash is unknown (a run built in memory)."""
+    provenance, stamp = scored.provenance, run_timestamp(scored.results_path)
+    samples = provenance.get("samples_sha256") or {}
+    hashes = {scored.results_path.name: provenance.get("results_sha256")}
+    hashes |= {f"samples_{task}_{stamp}.jsonl": digest for task, digest in samples.items()}
+    if not samples or not all(isinstance(digest, str) for digest in hashes.values()):
+        return run_key(scored.results_path, scored.tokenizer)
+    return _key(hashes, scored.tokenizer)
+
+
+def _key(hashes: Mapping[str, str], tokenizer: str | None) -> dict[str, Any]:
+    from lm_eval_tasks import __version__
+
+    # One digest over each file's name and hash, in name order: the names hold task names, which may hold anything.
     files = hashlib.sha256()
-    for name in names:
-        files.update(os.fsencode(name) + b"\0" + bytes.fromhex(_file_sha256(results_path.parent / name)))
+    for name in sorted(hashes):
+        files.update(os.fsencode(name) + b"\0" + bytes.fromhex(hashes[name]))
     return {
         "format": FORMAT,
         "package_version": __version__,
@@ -137,7 +153,7 @@ def saved(scored: ScoredRun) -> bytes:
         },
     }
     text = utf8(json.dumps(body, ensure_ascii=True, separators=(",", ":")))
-    key = run_key(scored.results_path, scored.tokenizer)
+    key = _scored_key(scored)
     signed = {**key, "signature": signature(_signed_bytes(key, text))}
     return utf8(json.dumps(signed, ensure_ascii=True) + "\n") + text + b"\n"
 
