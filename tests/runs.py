@@ -1,6 +1,6 @@
 """The one way tests save an lm-eval run to disk as the ``lm_eval`` CLI does (results and samples files), the
-scripted run of real tasks most tests start from, and the arguments of a real ``lm_eval run`` (end-to-end tests).
-Hand-made runs of a few items are tests/hand_runs.py's."""
+scripted run of real tasks most tests start from, the arguments of a real ``lm_eval run`` (end-to-end tests), and
+an installed copy's run of lm-eval's dummy model and its report. Hand-made runs of a few items are tests/hand_runs.py's."""
 
 from __future__ import annotations
 
@@ -125,3 +125,16 @@ def lm_eval_args(
         *(("--apply_chat_template",) if chat else ()),
         *("--log_samples", "--output_path", str(output_path)),
     ]
+
+
+def dummy_run_report(run, tasks: str, include_path, out: Path, report_dir: Path, *options: str) -> dict:
+    """An installed copy's end-to-end check: ``lm_eval run`` of lm-eval's ``dummy`` model on ``tasks`` from
+    ``include_path`` (``options`` added), logging its samples to ``out``, then ``lm_eval_tasks report`` of that run
+    into ``report_dir``; the report.json it wrote. ``run(*args)`` runs ``python ARGS`` in that installation."""
+    run(
+        *("-m", "lm_eval", "run", "--model", "dummy", "--tasks", tasks, "--include_path", str(include_path)),
+        *options,
+        *("--log_samples", "--output_path", str(out)),
+    )
+    run("-m", "lm_eval_tasks", "report", str(out), "--out", str(report_dir))
+    return json.loads((report_dir / "report.json").read_text(encoding="utf-8"))

@@ -6,7 +6,6 @@ line, the report, the smoke group and lm-eval itself.
 """
 
 import ast
-import json
 import os
 import shutil
 import subprocess
@@ -17,6 +16,7 @@ import pytest
 from lm_eval_tasks.utils.benchmarks import discover
 
 from lm_eval_tasks import tasks_dir
+from tests.runs import dummy_run_report
 
 REPO = Path(__file__).resolve().parents[1]
 GENERATED_FOLDERS = sorted(p.parent.name for p in (REPO / "lm_eval_tasks").glob("*/_generate_configs.py"))
@@ -212,23 +212,7 @@ def test_a_new_benchmark_is_two_folders(tmp_path):
     assert run("-m", "lm_eval_tasks", "toybench-hello") == "hello from toybench\n"
     assert run("-m", "lm_eval_tasks", "--include-path").strip() == str(package.resolve())
     # lm-eval loads its task from the include path; the report covers the run.
-    out = tmp_path / "out"
-    run(
-        "-m",
-        "lm_eval",
-        "run",
-        "--model",
-        "dummy",
-        "--tasks",
-        "toybench_echo",
-        "--include_path",
-        str(package),
-        "--log_samples",
-        "--output_path",
-        str(out),
-    )
-    run("-m", "lm_eval_tasks", "report", str(out), "--out", str(tmp_path / "report"))
-    report = json.loads((tmp_path / "report" / "report.json").read_text(encoding="utf-8"))
+    report = dummy_run_report(run, "toybench_echo", package, tmp_path / "out", tmp_path / "report")
     toy = report["benchmarks"]["toybench"]
     # lm-eval's dummy model answers "lol" to everything: one of the three words.
     assert toy["n_items"] == 3 and toy["accuracy_micro"]["value"] == pytest.approx(1 / 3)

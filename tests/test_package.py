@@ -22,6 +22,7 @@ import pytest
 from packaging.requirements import Requirement
 
 from tests.conftest import REPO, read_results
+from tests.runs import dummy_run_report
 
 # Files a build writes into the sdist beside the tracked tree.
 BUILD_FILES = ("PKG-INFO", "setup.cfg")
@@ -172,26 +173,10 @@ def test_the_wheel_installs_with_its_declared_dependencies_and_runs_a_task(share
     assert Path(include_path) == site / "lm_eval_tasks"
     assert (site / "lm_eval_tasks" / "py.typed").is_file() and (site / "lm_eval_tasks" / "utils" / "py.typed").is_file()
     out = work / "run"
-    run(
-        "-m",
-        "lm_eval",
-        "run",
-        "--model",
-        "dummy",
-        "--tasks",
-        "medexqa_logit_cp",
-        "--include_path",
-        include_path,
-        "--metadata",
-        json.dumps({"data_dir": str(shared_data)}),
-        "--limit",
-        "5",
-        "--log_samples",
-        "--output_path",
-        str(out),
+    metadata = json.dumps({"data_dir": str(shared_data)})
+    report = dummy_run_report(
+        run, "medexqa_logit_cp", include_path, out, work / "report", "--metadata", metadata, "--limit", "5"
     )
-    run("-m", "lm_eval_tasks", "report", str(out), "--out", str(work / "report"))
-    report = json.loads((work / "report" / "report.json").read_text(encoding="utf-8"))
     section = report["benchmarks"]["medexqa_logit"]
     assert section["n_items"] == 5 and section["full_coverage"] is False
     # the report re-scores the logged log-likelihoods and agrees with lm-eval's own accuracy
