@@ -231,26 +231,20 @@ def _unquote(text: str) -> str:
     return text[1:-1] if len(text) >= 2 and text[0] == text[-1] and text[0] in "\"'" else text
 
 
-# The literal start of every well-known key shape (_KEY_SHAPES and _GLUED_KEY_SHAPES begin with one of them).
-_KEY_PREFIXES = (
-    "sk-",
-    "hf_",
-    "ghp_",
-    "gho_",
-    "ghu_",
-    "ghs_",
-    "ghr_",
-    "github_pat_",
-    "xoxa-",
-    "xoxb-",
-    "xoxp-",
-    "xoxr-",
-    "xoxs-",
-    "AKIA",
-    "ASIA",
-    "AIza",
-    "glpat-",
-)
+# The literal start of every well-known key shape (_KEY_SHAPES and _GLUED_KEY_SHAPES begin with one of them): those
+# with an underscore are looked for only in a text that holds one (most prose holds none); "xox" stands for the five
+# Slack prefixes (xoxa- ... xoxs-).
+_UNDERSCORED_KEY_PREFIXES = ("hf_", "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_")
+_OTHER_KEY_PREFIXES = ("sk-", "xox", "AKIA", "ASIA", "AIza", "glpat-")
+
+
+def _holds_key_prefix(text: str) -> bool:
+    """Whether ``text`` holds the start of a well-known key shape (False: no key shape can match in it)."""
+    return any(prefix in text for prefix in _OTHER_KEY_PREFIXES) or (
+        "_" in text and any(prefix in text for prefix in _UNDERSCORED_KEY_PREFIXES)
+    )
+
+
 # What every credential the scans below find stands next to. Text without any (most model replies) is returned
 # at once: the full scan costs about 1-2 ms per 4 KB of text.
 # - anywhere: a URL scheme or an auth scheme (in the lowered text), a well-known key's prefix (as written: the key
@@ -303,7 +297,7 @@ def _may_hold_secret_as_written(text: str) -> bool:
     if (
         "=" in text
         or any(word in lowered for word in _ANYWHERE)
-        or any(prefix in text for prefix in _KEY_PREFIXES)
+        or _holds_key_prefix(text)
         or ("%" in text and _PERCENT_ESCAPE.search(text))
     ):
         return True
@@ -378,7 +372,7 @@ def _secret_spans(text: str) -> Iterator[Span]:
                 yield match.span(1)
             elif _BASE64_MARK.search(match.group(2)):
                 yield match.span(2)
-    if any(prefix in text for prefix in _KEY_PREFIXES):
+    if _holds_key_prefix(text):
         for shapes in (_KEY_SHAPES, _GLUED_KEY_SHAPES):
             for match in shapes.finditer(text):
                 yield match.span()
