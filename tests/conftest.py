@@ -132,6 +132,56 @@ def smollm2_dir() -> Path:
     return prepare_model("smollm2")
 
 
+# The one real-model ``lm_eval run`` the end-to-end files share (tests/<benchmark>/test_end_to_end.py): both
+# protocols of each benchmark that has two, its first SMOLLM2_RUN_LIMIT items, SmolLM2's chat template, replies of
+# at most 64 tokens (what the files' assertions read: a letter, an explanation's start, a verdict).
+SMOLLM2_RUN_TASKS = (
+    "medfact_bench_scifact",
+    "medfact_bench_healthver",
+    "medexqa_logit_be",
+    "medexqa_be",
+    "millerqa_triage",
+    "millerqa_ll_triage",
+)
+SMOLLM2_RUN_LIMIT = 3
+
+
+@dataclass(frozen=True)
+class CliRun:
+    out: Path  # the run's --output_path
+    report: Path  # what ``python -m lm_eval_tasks report OUT --out REPORT`` wrote from it
+
+    def read_report(self) -> dict:
+        return json.loads((self.report / "report.json").read_text(encoding="utf-8"))
+
+
+@pytest.fixture(scope="session")
+def smollm2_cli_run(smollm2_dir, demo_data_dir, tmp_path_factory) -> CliRun:
+    """SmolLM2 through the ``lm_eval`` CLI as a user runs it, then the report, once per test run: lm-eval's task
+    index and the model load are paid once, not once per file. Read-only: a test writes into its own folder."""
+    from tests.runs import lm_eval_args
+
+    def build(folder: Path) -> None:
+        model_args = f"pretrained={smollm2_dir},dtype=auto"
+        args = lm_eval_args(
+            "hf",
+            model_args,
+            SMOLLM2_RUN_TASKS,
+            demo_data_dir,
+            folder / "run",
+            SMOLLM2_RUN_LIMIT,
+            device="cpu",
+            batch_size=6,
+            max_gen_toks=64,
+            chat=True,
+        )
+        run_lm_eval(args, cwd=folder)
+        lm_eval_tasks_cli("report", folder / "run", "--out", folder / "report")
+
+    folder = built_once(shared_root(tmp_path_factory) / "smollm2_cli_run", build)
+    return CliRun(folder / "run", folder / "report")
+
+
 @pytest.fixture(scope="session")
 def llama_server():
     from lm_eval_tasks.utils.models import start_llama_server

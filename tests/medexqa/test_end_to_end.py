@@ -1,4 +1,5 @@
-"""MedExQA as a user runs it: the lm_eval CLI with SmolLM2, the report, explanation scores, a real judge."""
+"""MedExQA as a user runs it: the lm_eval CLI with SmolLM2 (the run the end-to-end files share, tests/conftest.py),
+the report, explanation scores, a real judge."""
 
 import json
 
@@ -7,21 +8,14 @@ from lm_eval_tasks.utils.medexqa import explanations as mx
 from lm_eval_tasks.utils.medexqa import loader, parsing, prompts
 from lm_eval_tasks.utils.openai_client import parse_endpoint_spec
 
-from tests.conftest import lm_eval_tasks_cli, read_results, read_samples, run_lm_eval
+from tests.conftest import lm_eval_tasks_cli, read_results, read_samples
 from tests.medexqa.builders import write_run
-from tests.runs import lm_eval_args
 
 pytestmark = pytest.mark.slow
 
 
-def test_smollm2_both_protocols_then_report_and_explanations(smollm2_dir, shared_data, tmp_path):
-    out = tmp_path / "run"
-    tasks = ("medexqa_logit_be", "medexqa_be")
-    model_args = f"pretrained={smollm2_dir},dtype=auto"
-    args = lm_eval_args(
-        "hf", model_args, tasks, shared_data, out, 3, device="cpu", batch_size=6, max_gen_toks=48, chat=True
-    )
-    run_lm_eval(args, cwd=tmp_path)
+def test_smollm2_both_protocols_then_report_and_explanations(smollm2_cli_run, shared_data, tmp_path):
+    out = smollm2_cli_run.out
     results = read_results(out)["results"]
     generation = read_samples(out, "medexqa_be")
     first = loader.to_doc(loader.load(str(shared_data), split="test", specialty="BE")[0], None)
@@ -33,8 +27,7 @@ def test_smollm2_both_protocols_then_report_and_explanations(smollm2_dir, shared
     logit = read_samples(out, "medexqa_logit_be")
     assert [logit[0]["arguments"][f"gen_args_{i}"]["arg_1"] for i in range(4)] == ["A", "B", "C", "D"]
 
-    lm_eval_tasks_cli("report", out, "--out", tmp_path / "report")
-    report = json.loads((tmp_path / "report" / "report.json").read_text(encoding="utf-8"))["benchmarks"]
+    report = smollm2_cli_run.read_report()["benchmarks"]
     for name, task in (("medexqa_logit", "medexqa_logit_be"), ("medexqa", "medexqa_be")):
         assert report[name]["n_items"] == 3 and report[name]["coverage"]["BE"]["loaded"] == 143
         assert report[name]["components"]["BE"]["accuracy"]["value"] == pytest.approx(results[task]["acc,none"])

@@ -1,4 +1,5 @@
-"""MedFact-Bench as a user runs it: the lm_eval CLI with SmolLM2 (hf) and a real local server, then the report."""
+"""MedFact-Bench as a user runs it: the lm_eval CLI with SmolLM2 (hf; the run the end-to-end files share,
+tests/conftest.py) and a real local server, then the report."""
 
 import json
 
@@ -11,12 +12,8 @@ from tests.runs import lm_eval_args
 pytestmark = pytest.mark.slow
 
 
-def test_smollm2_through_the_cli_then_the_report(smollm2_dir, demo_data_dir, tmp_path):
-    out = tmp_path / "run"
-    tasks = ("medfact_bench_scifact", "medfact_bench_healthver")
-    model_args = f"pretrained={smollm2_dir},dtype=auto"
-    args = lm_eval_args("hf", model_args, tasks, demo_data_dir, out, 3, device="cpu", batch_size=6, chat=True)
-    run_lm_eval(args, cwd=tmp_path)
+def test_smollm2_through_the_cli_then_the_report(smollm2_cli_run, demo_data_dir):
+    out = smollm2_cli_run.out
     results = read_results(out)["results"]
     system_prompt = load(str(demo_data_dir)).system_prompt
     for task in ("medfact_bench_scifact", "medfact_bench_healthver"):
@@ -26,7 +23,7 @@ def test_smollm2_through_the_cli_then_the_report(smollm2_dir, demo_data_dir, tmp
         prompt = samples[0]["arguments"]["gen_args_0"]["arg_0"]
         assert prompt.startswith(f"<|im_start|>system\n{system_prompt}<|im_end|>\n<|im_start|>user\nArticle:\n")
         assert all(isinstance(s["filtered_resps"][0], str) for s in samples)
-    report = report_cli(out, tmp_path / "report")["benchmarks"]["medfact_bench"]
+    report = smollm2_cli_run.read_report()["benchmarks"]["medfact_bench"]
     assert report["n_items"] == 6
     # the report re-scores the raw replies and must agree with lm-eval's own metrics
     assert report["components"]["scifact"]["accuracy"]["value"] == pytest.approx(
@@ -42,7 +39,7 @@ def test_smollm2_through_the_cli_then_the_report(smollm2_dir, demo_data_dir, tmp
     assert report["rates"]["parseable_score"]["value"] == pytest.approx(parse_rate)
     assert report["coverage"]["scifact"]["loaded"] == 340 and report["full_coverage"] is False
     # Each item keeps the prompt the model saw (the rendered chat template) and its whole reply.
-    items = [json.loads(line) for line in (tmp_path / "report" / "items_medfact_bench.jsonl").open(encoding="utf-8")]
+    items = [json.loads(line) for line in (smollm2_cli_run.report / "items_medfact_bench.jsonl").open(encoding="utf-8")]
     logged = {
         (s["doc_id"], task): s
         for task in ("medfact_bench_healthver", "medfact_bench_scifact")

@@ -1,4 +1,5 @@
-"""MillerQA as a user runs it: the lm_eval CLI with SmolLM2 (hf) and the real local server, then the report."""
+"""MillerQA as a user runs it: the lm_eval CLI with SmolLM2 (hf; the run the end-to-end files share,
+tests/conftest.py) and the real local server, then the report."""
 
 import pytest
 from lm_eval_tasks.utils.millerqa import prompts
@@ -9,14 +10,8 @@ from tests.runs import lm_eval_args
 pytestmark = pytest.mark.slow
 
 
-def test_smollm2_generative_and_loglikelihood_through_the_cli(smollm2_dir, shared_data, tmp_path):
-    out = tmp_path / "run"
-    tasks = ("millerqa_triage", "millerqa_ll_triage")
-    model_args = f"pretrained={smollm2_dir},dtype=auto"
-    args = lm_eval_args(
-        "hf", model_args, tasks, shared_data, out, 3, device="cpu", batch_size=3, max_gen_toks=64, chat=True
-    )
-    run_lm_eval(args, cwd=tmp_path)
+def test_smollm2_generative_and_loglikelihood_through_the_cli(smollm2_cli_run, smollm2_dir):
+    out = smollm2_cli_run.out
     results = read_results(out)["results"]
     samples = read_samples(out, "millerqa_triage")
     doc = samples[0]["doc"]
@@ -30,7 +25,7 @@ def test_smollm2_generative_and_loglikelihood_through_the_cli(smollm2_dir, share
     )
     ll_samples = read_samples(out, "millerqa_ll_triage")
     assert [len(s["filtered_resps"]) for s in ll_samples] == [4, 4, 4]
-    report = report_cli(out, tmp_path / "report")["benchmarks"]
+    report = smollm2_cli_run.read_report()["benchmarks"]
     generative, loglikelihood = report["millerqa"], report["millerqa_ll"]
     task = results["millerqa_triage"]
     # the report re-parses the raw replies and must agree with lm-eval's own metrics
