@@ -50,12 +50,13 @@ def test_every_number_is_the_one_the_previous_code_gave(run):
 
 
 def test_a_report_draws_its_figures_ahead_in_another_process_and_writes_the_same_files(run, tmp_path):
-    # The command draws every figure in its second process while the rest is made: nothing is drawn in the command's
-    # own process (matplotlib is never imported there), and the files are those one process draws (as with one core).
+    # The command draws every figure in its second process while the rest is made (and makes the scored run in a
+    # third): nothing is drawn in the command's own process (matplotlib is never imported there), and the files are
+    # those one process writes (as with one core).
     # Both in fresh processes: figures drawn here would follow whatever earlier tests did to matplotlib's settings.
     script = (
-        "import sys; from lm_eval_tasks.utils import plots, report\n"
-        "if sys.argv[3] == 'one-core': plots.usable_cores = lambda: 1\n"
+        "import sys; from lm_eval_tasks.utils import machine, plots, report\n"
+        "if sys.argv[3] == 'one-core': plots.usable_cores = machine.usable_cores = lambda: 1\n"
         "report.write_report(sys.argv[1], sys.argv[2]); print('matplotlib' in sys.modules)"
     )
     drawn = {}

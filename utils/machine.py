@@ -6,7 +6,7 @@ import multiprocessing
 import os
 from collections.abc import Callable, Sequence
 from multiprocessing.connection import Connection
-from typing import TypeVar
+from typing import Any, Generic, TypeVar
 
 T = TypeVar("T")
 
@@ -24,6 +24,75 @@ def process_context() -> multiprocessing.context.BaseContext:
     return multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn")
 
 
+class Forked(Generic[T]):
+    """``function(*args)`` computed in a forked process (which holds the arguments already: none is sent to it) while
+    this one goes on; :meth:`result` gives it back, once. Where no process can start (one usable core, no fork,
+    limits) or that process fails, it is computed here when asked for: the result is the same, and an error of
+    ``function`` is raised here as it would be without the fork. Used as a context manager, so that a process whose
+    result was not asked for is ended."""
+
+    def __init__(self, function: Callable[..., T], *args: Any) -> None:
+        self._call = (function, args)
+        self._child: multiprocessing.process.BaseProcess | None = None
+        self._receiver: Connection | None = None
+        if usable_cores() < 2 or "fork" not in multiprocessing.get_all_start_methods():
+            return
+        context = multiprocessing.get_context("fork")
+        receiver, sender = context.Pipe(duplex=False)
+        try:
+            child = context.Process(target=_send_result, args=(function, args, sender), daemon=True)
+            child.start()
+        except OSError:  # no process can start (limits): computed here
+            receiver.close()
+        else:
+            self._child, self._receiver = child, receiver
+        finally:
+            sender.close()
+
+    def result(self) -> T:
+        if self._receiver is not None:
+            try:
+                status, value = self._receiver.recv()
+            except (EOFError, OSError):  # the process died
+                status, value = "failed", None
+            finally:
+                self._end()
+            if status == "done":
+                return value
+        function, args = self._call
+        return function(*args)
+
+    def _end(self) -> None:
+        if self._receiver is not None:
+            self._receiver.close()
+            self._receiver = None
+        if self._child is not None:
+            if self._child.is_alive():
+                self._child.terminate()
+            self._child.join()
+            self._child = None
+
+    def __enter__(self) -> Forked[T]:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._end()
+
+
+def _send_result(function: Callable[..., Any], args: tuple[Any, ...], sender: Connection) -> None:
+    try:
+        value = function(*args)
+    except BaseException:  # noqa: BLE001 - the caller computes it again, where the error shows
+        sender.send(("failed", None))
+    else:
+        try:
+            sender.send(("done", value))
+        except BaseException:  # noqa: BLE001 - a result that cannot be sent is computed there again
+            sender.send(("failed", None))
+    finally:
+        sender.close()
+
+
 # Below this many values a second process costs more than it saves.
 SPLIT_MIN = 1000
 
@@ -31,46 +100,22 @@ SPLIT_MIN = 1000
 def map_changes(function: Callable[[T], T], values: Sequence[T]) -> list[T]:
     """``[function(v) for v in values]``, where ``function`` gives back the value itself when it leaves it as it is.
 
-    With two usable cores and fork, the second half runs in a forked process (which holds the values already: none
-    is sent to it) that sends back only the results that are not their value, while this process does the first
-    half. Where that process fails or cannot start, this process does its half too: the results are the same, and
-    an error of ``function`` is raised here as it would be without the split."""
-    if len(values) < SPLIT_MIN or usable_cores() < 2 or "fork" not in multiprocessing.get_all_start_methods():
+    With two usable cores and fork, the second half runs in a forked process (:class:`Forked`) that sends back only
+    the results that are not their value, while this process does the first half."""
+    if len(values) < SPLIT_MIN:
         return [function(value) for value in values]
     half = len(values) // 2
-    context = multiprocessing.get_context("fork")
-    receiver, sender = context.Pipe(duplex=False)
-    try:
-        child = context.Process(target=_send_changes, args=(function, values, half, sender), daemon=True)
-        child.start()
-    except OSError:  # no process can start (limits): all of it here
-        return [function(value) for value in values]
-    finally:
-        sender.close()
-    try:
-        results = [function(value) for value in values[:half]]
-        try:
-            status, changes = receiver.recv()
-        except (EOFError, OSError):  # the process died
-            status, changes = "failed", None
-    finally:
-        receiver.close()
-        child.join()
-    if status != "done":
-        return results + [function(value) for value in values[half:]]
-    return results + [changes.get(index, value) for index, value in enumerate(values[half:], start=half)]
+    with Forked(_changes, function, values, half) as second:
+        first = [function(value) for value in values[:half]]
+        changes = second.result()
+    return first + [changes.get(index, value) for index, value in enumerate(values[half:], start=half)]
 
 
-def _send_changes(function: Callable[[T], T], values: Sequence[T], start: int, sender: Connection) -> None:
-    try:
-        changes = {}
-        for index in range(start, len(values)):
-            result = function(values[index])
-            if result is not values[index]:
-                changes[index] = result
-    except BaseException:  # noqa: BLE001 - the caller does this half again, where the error shows
-        sender.send(("failed", None))
-    else:
-        sender.send(("done", changes))
-    finally:
-        sender.close()
+def _changes(function: Callable[[T], T], values: Sequence[T], start: int) -> dict[int, T]:
+    """``function`` of each value from ``start`` on: the results that are not their value, by index."""
+    changes = {}
+    for index in range(start, len(values)):
+        result = function(values[index])
+        if result is not values[index]:
+            changes[index] = result
+    return changes

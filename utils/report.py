@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Callable, Iterator, Mapping
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +22,7 @@ from . import answer_order, plots, scorecard, scored_file, stats
 from .benchmarks import report_specs
 from .data import DataError, read_json
 from .files import jsonl_lines, utf8, write_atomically
+from .machine import Forked
 from .pages import is_estimate
 from .results import ScoredRun, score_path
 from .runs import find_results
@@ -424,15 +426,17 @@ def render(scored: ScoredRun, drawer: plots.Drawer | None = None) -> dict[str, b
         "report.json": utf8(json.dumps(report, indent=2, ensure_ascii=False) + "\n"),
         "report.md": utf8(to_markdown(report)),
     }
-    items = scored.item_details()
-    # Each line made as it is written: the items files are the report's largest (tens of MB of texts).
-    items_files = {items_file(name): jsonl_lines(records) for name, records in items.items()}
-    saved = {scored_file.FILE: scored_file.saved(scored)} if scored_file.reusable(scored) else {}
-    drawn = plots.drawn(figures, drawer)
-    files |= {name: png for name, png in drawn.items() if name.endswith(".png")}
-    files |= items_files
-    files["report.html"] = utf8(scorecard.render_html(report, items, drawn))
-    return files | saved
+    # The scored run (tens of MB of JSON) made in a second process while this one makes the page.
+    saved = Forked(scored_file.saved, scored) if scored_file.reusable(scored) else None
+    with saved or nullcontext():
+        items = scored.item_details()
+        # Each line made as it is written: the items files are the report's largest (tens of MB of texts).
+        items_files = {items_file(name): jsonl_lines(records) for name, records in items.items()}
+        drawn = plots.drawn(figures, drawer)
+        files |= {name: png for name, png in drawn.items() if name.endswith(".png")}
+        files |= items_files
+        files["report.html"] = utf8(scorecard.render_html(report, items, drawn))
+        return files if saved is None else files | {scored_file.FILE: saved.result()}
 
 
 # What a report folder holds beside the report: the names of the files the report wrote, so that the next report
