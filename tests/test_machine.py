@@ -2,6 +2,7 @@
 same errors."""
 
 import os
+import time
 
 import pytest
 from lm_eval_tasks.utils import machine
@@ -55,3 +56,19 @@ def test_with_one_core_or_a_short_list_no_process_starts(monkeypatch):
     ]
     monkeypatch.setattr(machine, "usable_cores", lambda: 2)
     assert machine.map_changes(_changed_where_divisible_by_three, [3, 4]) == ["3!", 4]
+
+
+def test_a_result_that_cannot_be_sent_back_is_computed_here(two_cores):
+    parent = os.getpid()
+    with machine.Forked(lambda: (os.getpid(), lambda: None)) as forked:  # a lambda cannot be pickled
+        pid, _ = forked.result()
+    assert pid == parent
+    with machine.Forked(os.getpid) as forked:
+        assert forked.result() != parent
+
+
+def test_a_process_whose_result_is_not_asked_for_is_ended(two_cores):
+    with machine.Forked(time.sleep, 60) as forked:
+        child = forked._child
+        assert child.is_alive()
+    assert not child.is_alive()
