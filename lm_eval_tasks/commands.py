@@ -43,6 +43,7 @@ def _report_targets(runs: list[Path], out: str | None, each: bool) -> list[Path 
 
 
 def _report(args: argparse.Namespace) -> int:
+    from lm_eval_tasks.utils import answer_order, rotation
     from lm_eval_tasks.utils.redaction import redact_path
     from lm_eval_tasks.utils.report import write_report
     from lm_eval_tasks.utils.runs import find_all_results, find_results
@@ -69,6 +70,12 @@ def _report(args: argparse.Namespace) -> int:
             )
             for line in format_ties(bench.get("ties")):
                 print(f"  {line}")
+            for line in (
+                answer_order.format_flag(bench.get("answer_order")),
+                rotation.format_line(bench.get("rotation")),
+            ):
+                if line:
+                    print(f"  {line}")
     return 0
 
 

@@ -397,7 +397,7 @@ def test_loglikelihood_sections_have_no_reply_lengths(report):
 
 def test_report_files_show_calibration_subgroups_gaps_and_lengths(report):
     data, folder, _ = report
-    assert data["schema_version"] == "2.5"
+    assert data["schema_version"] == "2.6"
     markdown = (folder / "report.md").read_text(encoding="utf-8")
     ece = data["benchmarks"]["pubmedqa_atlas_n100"]["calibration"]["ece"]
     assert f"- ECE: {stats.format_estimate(ece)}" in markdown
@@ -415,7 +415,7 @@ def test_report_files_show_calibration_subgroups_gaps_and_lengths(report):
 
 def test_the_leaderboard_shows_each_runs_ece(run_dir, report):
     board = leaderboard.build([run_dir])[0]
-    assert board["schema_version"] == "2.5"
+    assert board["schema_version"] == "2.6"
     ece = report[0]["benchmarks"]["medexqa_logit"]["calibration"]["ece"]
     assert board["benchmarks"]["medexqa_logit"]["runs"]["run-1"]["ece"] == ece
     assert "ECE [95% CI]" in formats.to_markdown(board)

@@ -103,7 +103,7 @@ def test_every_medfact_item_with_its_outcome_reason_step_prompt_and_reply(tmp_pa
     assert items[0]["choices"] == [] and items[0]["extras"] == {"parseable_score": 1.0, "strict_format": 1.0}
     assert list(items[0])[: len(ITEM_FIELDS)] == list(ITEM_FIELDS)
     report = json.loads((tmp_path / "rep" / "report.json").read_text(encoding="utf-8"))
-    assert report["schema_version"] == "2.5"
+    assert report["schema_version"] == "2.6"
     assert report["benchmarks"]["medfact_bench"]["items"] == {
         "file": "items_medfact_bench.jsonl",
         "n": 5,

@@ -145,7 +145,7 @@ def test_written_files(written):
         "methods.md",
     ]
     board = json.loads((out / "leaderboard.json").read_text(encoding="utf-8"))
-    assert board["schema_version"] == "2.5" and board["runs"][0]["label"] == hostile.rsplit("/", 1)[-1]
+    assert board["schema_version"] == "2.6" and board["runs"][0]["label"] == hostile.rsplit("/", 1)[-1]
     assert [run["report_folder"] for run in board["runs"]] == [None] * 3  # no report was written beside a run
     rows = list(csv.DictReader((out / "leaderboard.csv").open(encoding="utf-8")))
     assert [r["kind"] for r in rows] == ["run"] * 3 + ["published"] * 9  # runs ranked by the headline

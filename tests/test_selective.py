@@ -254,7 +254,7 @@ def test_a_pair_that_is_not_comparable_gets_the_aurc_difference_without_a_p_valu
 def test_the_leaderboard_shows_each_run_s_aurc(report):
     data, _, run_a = report
     board = leaderboard.build([run_a])[0]
-    assert board["schema_version"] == "2.5"
+    assert board["schema_version"] == "2.6"
     entry = board["benchmarks"]["pubmedqa_atlas_n100"]["runs"]["run-1"]
     assert entry["aurc"] == data["benchmarks"]["pubmedqa_atlas_n100"]["selective"]["aurc"]
     rows = [line for line in formats.to_markdown(board).splitlines() if "(run-1)" in line]

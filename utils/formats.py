@@ -43,6 +43,7 @@ _RANK_HEADER = (
     "paper-comparable",
     "ECE [95% CI]",
     "AURC [95% CI]",
+    "consistency (rotated) [95% CI]",
     "tied items: headline lowest / expected / highest",
 )
 _PAIR_HEADER = (
@@ -110,11 +111,13 @@ def _rank_rows(board: Mapping[str, Any], bench: Mapping[str, Any]) -> list[list[
                 "yes" if entry["paper_comparable"] else "no",
                 format_estimate(entry.get("ece")) if entry.get("ece") else "-",
                 format_estimate(entry.get("aurc")) if entry.get("aurc") else "-",
+                format_estimate(entry.get("consistency")) if entry.get("consistency") else "-",
                 _tie_range(entry.get("ties")),
             ]
         )
     rows += [
-        ["", f"{model} (published)", f"{value:.3f}", "", "", "", "", ""] for model, value in bench["published"].items()
+        ["", f"{model} (published)", f"{value:.3f}", "", "", "", "", "", ""]
+        for model, value in bench["published"].items()
     ]
     return rows
 

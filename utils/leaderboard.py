@@ -38,7 +38,7 @@ from .scored_file import report_folders, score_or_read
 from .section import Section
 
 # leaderboard.json's schema; its changes, version by version, are in CHANGELOG.md.
-SCHEMA_VERSION = "2.5"
+SCHEMA_VERSION = "2.6"
 DISCORDANT_FILE = "leaderboard_discordant.jsonl"
 # Discordant items of each kind DISCORDANT_FILE lists per pair (each line counts them all and says when it is cut).
 DISCORDANT_PER_PAIR = 10_000
@@ -132,6 +132,8 @@ def _entry(section_numbers: Mapping[str, Any]) -> dict[str, Any]:
         "ece": (section_numbers.get("calibration") or {}).get("ece"),
         # Selective prediction beside it (None: no confidences, or an AURC the items cannot carry).
         "aurc": (section_numbers.get("selective") or {}).get("aurc"),
+        # A rotated section's consistency rate beside it (None: no rotated options, or no complete question).
+        "consistency": (section_numbers.get("rotation") or {}).get("consistency"),
         # What another tie-break would make of the headline (log-likelihood sections; None for the others).
         "ties": section_numbers.get("ties"),
     }

@@ -18,7 +18,7 @@ from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
-from . import answer_order, plots, scorecard, scored_file, stats
+from . import answer_order, plots, rotation, scorecard, scored_file, stats
 from .benchmarks import report_specs
 from .data import DataError, read_json
 from .files import jsonl_lines, utf8, write_atomically
@@ -297,6 +297,26 @@ def _answer_order_lines(name: str, bench: Mapping[str, Any]) -> list[str]:
     return lines
 
 
+def _rotation_lines(name: str, bench: Mapping[str, Any]) -> list[str]:
+    turned = bench.get("rotation")
+    if not turned:
+        return []
+    lines = [
+        "",
+        f"Rotated options ({md(turned['protocol'])}; over {md(turned['over'])}):",
+        "",
+        f"- **{md(rotation.format_line(turned))}**",
+        f"- questions: {turned['n_questions']}; incomplete (left out): {turned['incomplete_questions']}; "
+        f"items with an unknown rotation: {turned['unknown_rotation']}",
+    ]
+    if turned["accuracy_by_rotation"]:
+        lines += ["", "| rotation | questions | accuracy [95% CI] |", "|---:|---:|---|"]
+        lines += [
+            f"| {r} | {entry['n']} | {_fmt(entry['accuracy'])} |" for r, entry in turned["accuracy_by_rotation"].items()
+        ]
+    return lines
+
+
 def _seconds(value: Any) -> str:
     return f"{value:.1f} s" if isinstance(value, (int, float)) else "not recorded"
 
@@ -374,6 +394,7 @@ MARKDOWN_PARTS: dict[str, Callable[[str, Mapping[str, Any]], list[str]]] = {
     "calibration": _calibration_lines,
     "selective": _selective_lines,
     "answer_order": _answer_order_lines,
+    "rotation": _rotation_lines,
     "reply_lengths": _length_lines,
     "published": _reference_lines,
     "notes": _reference_lines,

@@ -29,7 +29,7 @@ from .section import Section, score_section
 from .walk import masked, walk_samples
 
 # report.json's schema; its changes, version by version, are in CHANGELOG.md.
-SCHEMA_VERSION = "2.5"
+SCHEMA_VERSION = "2.6"
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from . import answer_order, explorer, pages, plots
+from . import answer_order, explorer, pages, plots, rotation
 from .benchmarks import report_specs
 from .pages import Html, cell, estimate_attrs, interval, is_estimate, number
 from .runs import model_name
@@ -199,6 +199,17 @@ def _answer_order(bench: Mapping[str, Any]) -> dict[str, Any] | None:
     }
 
 
+def _rotation(bench: Mapping[str, Any]) -> dict[str, Any] | None:
+    turned = bench.get("rotation")
+    if not (isinstance(turned, Mapping) and turned):
+        return None
+    by_rotation = turned.get("accuracy_by_rotation") or {}
+    return {
+        "line": rotation.format_line(turned),
+        "rows": [[r, entry.get("n"), format_estimate(entry.get("accuracy"))] for r, entry in by_rotation.items()],
+    }
+
+
 def _hit_text(bench: Mapping[str, Any]) -> str | None:
     lengths = bench.get("reply_lengths")
     if not isinstance(lengths, Mapping):
@@ -298,6 +309,7 @@ def section_view(name: str, bench: Mapping[str, Any], drawn: Mapping[str, bytes]
         if f"risk_coverage_{name}.png" in drawn
         else None,
         "answer_order": _answer_order(bench),
+        "rotation": _rotation(bench),
         "hit_text": _hit_text(bench),
         "published": _published(bench, published),
         "others": {k: bench[k] for k, parts in claimed.items() if parts == ["others"]},

@@ -14,6 +14,7 @@ from enum import Enum
 from typing import Any
 
 from .calibration import Forecast
+from .rotation import Rotated
 from .runs import Run
 from .samples import logged_arguments, logged_loglikelihoods, logged_reply, readable_prompt
 
@@ -228,6 +229,9 @@ class BeyondAccuracy:
     # unknown. position_names names the positions (empty: letters A, B, ...).
     answer_position: Callable[[ScoredItem], tuple[int, int | None] | None] | None = None
     position_names: Sequence[str] = ()
+    # A rotated section's items (:mod:`.rotation`): each item's question, rotation and original option chosen; None
+    # for an item whose rotation is unknown.
+    rotation_of: Callable[[ScoredItem], Rotated | None] | None = None
 
 
 @dataclass(frozen=True)

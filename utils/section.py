@@ -7,7 +7,8 @@ paper-comparable (with every reason when not), and a stratified bootstrap CI for
 beyond accuracy: calibration (:mod:`.calibration`) and selective prediction (:mod:`.selective`) where the spec
 names a confidence source, accuracy per
 subgroup, paired differences between variants of the same questions (e.g. languages), the ties of a log-likelihood
-section, answer order (:mod:`.answer_order`) where the spec says where options were shown, and reply
+section, answer order (:mod:`.answer_order`) where the spec says where options were shown, accuracy per rotation
+and the consistency rate of a rotated section (:mod:`.rotation`), and reply
 lengths of generative sections (:mod:`.lengths`).
 
 Sections whose specs leave unparseable answers unscored (``AccuracyOver.ANSWERED``, e.g. MillerQA) get accuracy
@@ -26,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from . import answer_order, calibration, lengths, power, selective, stats
+from . import answer_order, calibration, lengths, power, rotation, selective, stats
 from .accuracy import SMALL_GROUP, accuracies, compared_bootstrap, estimate, group_entry, rate, strata, ties
 from .benchmarks import report_specs
 from .data import DataError
@@ -105,6 +106,7 @@ SECTION_PARTS: dict[str, tuple[str, ...]] = {
     "paired_variants": ("paired_variants",),
     "calibration": ("calibration",),
     "answer_order": ("answer_order",),
+    "rotation": ("rotation",),
     "selective": ("selective",),
     "reply_lengths": ("reply_lengths",),
     "published": ("reference", "published_headlines", "compared_metric"),
@@ -525,6 +527,8 @@ def score_section(
         numbers["selective"] = _selective(items, spec)
     if spec.beyond_accuracy.answer_position is not None:
         numbers["answer_order"] = answer_order.summary(items, spec)
+    if spec.beyond_accuracy.rotation_of is not None:
+        numbers["rotation"] = rotation.summary([spec.beyond_accuracy.rotation_of(item) for item in items])
     if generative:
         measure = lengths.counter(None, None) if counter is None else counter()
         # lm-eval records one evaluation time per run: it is the run section's evaluation_time_seconds.

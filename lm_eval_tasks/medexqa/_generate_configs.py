@@ -42,10 +42,14 @@ def group(name: str, tasks: list[str], extra_metrics: list[str], version: float)
     }
 
 
-def main(out_dir: Path = HERE) -> None:
+def protocol(out_dir: Path, rotated: bool) -> None:
+    """Both protocols' specialty tasks and groups; ``rotated``: the ``*_rotated`` ones, every item once per cyclic
+    rotation of its options (utils/rotation.py)."""
+    suffix = "_rotated" if rotated else ""
     logit_tasks, generation_tasks = [], []
-    for code, spec in SPECIALTIES.items():
-        logit, generation = f"medexqa_logit_{code.lower()}", f"medexqa_{code.lower()}"
+    for code in SPECIALTIES:
+        logit, generation = f"medexqa_logit{suffix}_{code.lower()}", f"medexqa{suffix}_{code.lower()}"
+        kwargs = {"specialty": code, **({"rotated": True} if rotated else {})}
         write(
             out_dir,
             f"{logit}.yaml",
@@ -53,7 +57,7 @@ def main(out_dir: Path = HERE) -> None:
                 "include": "_logit_template_yaml",
                 "task": logit,
                 "task_alias": code,
-                "dataset_kwargs": {"specialty": code},
+                "dataset_kwargs": kwargs,
                 "description": logit_header(code),
             },
         )
@@ -64,13 +68,23 @@ def main(out_dir: Path = HERE) -> None:
                 "include": "_generation_template_yaml",
                 "task": generation,
                 "task_alias": code,
-                "dataset_kwargs": {"specialty": code},
+                "dataset_kwargs": kwargs,
             },
         )
         logit_tasks.append(logit)
         generation_tasks.append(generation)
-    write(out_dir, "_medexqa_logit.yaml", group("medexqa_logit", logit_tasks, [], LOGIT_VERSION))
-    write(out_dir, "_medexqa.yaml", group("medexqa", generation_tasks, ["answered"], GENERATION_VERSION))
+    logit_group, generation_group = f"medexqa_logit{suffix}", f"medexqa{suffix}"
+    write(out_dir, f"_{logit_group}.yaml", group(logit_group, logit_tasks, [], LOGIT_VERSION))
+    write(
+        out_dir,
+        f"_{generation_group}.yaml",
+        group(generation_group, generation_tasks, ["answered"], GENERATION_VERSION),
+    )
+
+
+def main(out_dir: Path = HERE) -> None:
+    protocol(out_dir, rotated=False)
+    protocol(out_dir, rotated=True)
 
 
 if __name__ == "__main__":

@@ -1,6 +1,7 @@
 """Write every MillerQA task and group YAML: ``python _generate_configs.py [OUT_DIR]`` (default: this folder).
 
-Four families (``utils.millerqa.constants.FAMILIES``), each with one leaf task per benchmark, one group per
+Six families (``utils.millerqa.constants.FAMILIES``: four, and the generative and log-likelihood ones
+with rotated options), each with one leaf task per benchmark, one group per
 competency dimension, ``<prefix>`` over the 23 shipped benchmarks and ``<prefix>_with_medbullets``
 over all 24 (it needs the user-rebuilt MedBullets file).
 """
@@ -58,7 +59,11 @@ def main(out_dir: Path = HERE) -> None:
                     "include": TEMPLATES[family.variant],
                     "task": f"{p}_{stem}",
                     "task_alias": stem,
-                    "dataset_kwargs": {"set_name": stem, "release": family.release},
+                    "dataset_kwargs": {
+                        "set_name": stem,
+                        "release": family.release,
+                        **({"rotated": True} if family.rotated else {}),
+                    },
                 },
             )
         for dim, (title, stems) in DIMENSIONS.items():

@@ -15,6 +15,7 @@ from typing import Any
 
 from .. import data as data_layer
 from .. import overlap
+from ..rotation import doc_fields, rotated
 from . import constants
 from .constants import (
     COLUMNS,
@@ -142,13 +143,16 @@ def permutation(seed: int, code: str, split: str, row: int) -> tuple[str, ...]:
     return tuple(sorted(LETTERS, key=rank))
 
 
-def to_doc(row: Mapping[str, Any], shuffle_seed: int | None) -> dict[str, Any]:
-    """The task doc: options (shuffled when a seed is given), gold letter, and the settings it was built with.
+def to_doc(row: Mapping[str, Any], shuffle_seed: int | None, rotation: int | None = None) -> dict[str, Any]:
+    """The task doc: options (shuffled when a seed is given, then turned by ``rotation`` places when given:
+    :func:`.rotation.rotated`), gold letter, and the settings it was built with.
 
     ``split``, ``shuffle`` and ``shuffle_seed`` (-1 when not shuffled) are every setting that can move
     the score of the item; the report lists them (:func:`.report_spec.settings_of`).
     """
     order = LETTERS if shuffle_seed is None else permutation(shuffle_seed, row["specialty"], row["split"], row["row"])
+    if rotation is not None:
+        order = rotated(order, rotation)
     return {
         "specialty": row["specialty"],
         "split": row["split"],
@@ -162,6 +166,7 @@ def to_doc(row: Mapping[str, Any], shuffle_seed: int | None) -> dict[str, Any]:
         "permutation": "".join(order),
         "shuffle": shuffle_seed is not None,
         "shuffle_seed": -1 if shuffle_seed is None else int(shuffle_seed),
+        **({} if rotation is None else doc_fields(rotation, len(LETTERS))),
     }
 
 

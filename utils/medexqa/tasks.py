@@ -29,8 +29,11 @@ __all__ = [
 ]
 
 
-def custom_dataset(specialty: str, data_dir: str | None = None, **metadata: Any):
+def custom_dataset(specialty: str, data_dir: str | None = None, rotated: bool = False, **metadata: Any):
     """lm-eval ``custom_dataset`` hook: one specialty's items as split 'test', its dev items as 'dev'.
+
+    ``rotated`` (the ``medexqa*_rotated`` tasks): every evaluated item once per cyclic rotation of its options,
+    item by item (so ``--limit`` keeps whole questions), the few-shot dev items as they are.
 
     ``--metadata medexqa_split=dev`` evaluates the dev items instead; ``medexqa_shuffle=true``
     (optionally ``medexqa_shuffle_seed=N``) shuffles the options of every item. lm-eval also passes
@@ -48,7 +51,9 @@ def custom_dataset(specialty: str, data_dir: str | None = None, **metadata: Any)
 
     return datasets.DatasetDict(
         {
-            "test": datasets.Dataset.from_list([to_doc(row, seed) for row in evaluated]),
+            "test": datasets.Dataset.from_list(
+                [to_doc(row, seed, r) for row in evaluated for r in (range(len(LETTERS)) if rotated else [None])]
+            ),
             "dev": datasets.Dataset.from_list([to_doc(row, seed) for row in dev]),
         }
     )

@@ -115,6 +115,8 @@ class Family:
     release: str
     variant: str  # "generate" (the paper's), "choice_only" (the authors' baseline) or "loglikelihood"
     title: str
+    # Every item asked once per cyclic rotation of its shuffled options (utils/rotation.py), not the paper's protocol.
+    rotated: bool = False
 
 
 FAMILIES = (
@@ -122,6 +124,14 @@ FAMILIES = (
     Family("millerqa_preqc", PRE_QC, "generate", "MillerQA (pre-QC release)"),
     Family("millerqa_choiceonly", CURATED, "choice_only", "MillerQA choice-only baseline (curated)"),
     Family("millerqa_ll", CURATED, "loglikelihood", "MillerQA log-likelihood variant (curated)"),
+    Family("millerqa_rotated", CURATED, "generate", "MillerQA (curated), rotated options", rotated=True),
+    Family(
+        "millerqa_ll_rotated",
+        CURATED,
+        "loglikelihood",
+        "MillerQA log-likelihood variant, rotated options",
+        rotated=True,
+    ),
 )
 # Every leaf task: name -> (family, benchmark stem).
 TASKS = {f"{family.prefix}_{stem}": (family, stem) for family in FAMILIES for stem in BENCHMARKS}

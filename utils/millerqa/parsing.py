@@ -27,6 +27,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from .. import rotation
 from ..samples import choose_by_loglikelihood
 from ..text import strip_think
 from .constants import LETTERS
@@ -343,6 +344,7 @@ def _item_record(doc: Mapping[str, Any]) -> dict[str, Any]:
         "model_label": doc["model_label"],
         "permutation": list(doc["permutation"]),
         "correct_letter": doc["correct_letter"],
+        **rotation.details(doc),
     }
 
 

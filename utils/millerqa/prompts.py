@@ -12,6 +12,7 @@ import random
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ..rotation import doc_fields, rotated
 from .constants import DIMENSION_OF, LETTERS, SHUFFLE_SEED
 
 SYSTEM_PROMPT = (
@@ -71,13 +72,17 @@ def shuffled_doc(
     model_label: str,
     seed: int = SHUFFLE_SEED,
     model_label_derived: bool = False,
+    rotation: int | None = None,
 ) -> dict[str, Any]:
-    """A task doc: the item, its permutation for this model, the shuffled options and the correct letter.
+    """A task doc: the item, its permutation for this model (turned by ``rotation`` places when given:
+    :func:`..rotation.rotated`), the shuffled options and the correct letter.
 
     The doc also carries every setting that can move a score (release, model label and whether it was
     derived from the model's path, shuffle seed), so each logged sample says how it was built.
     """
     perm = permutation(item["id"], model_label, len(item["options"]), seed)
+    if rotation is not None:
+        perm = rotated(perm, rotation)
     return {
         "benchmark": benchmark,
         "release": release,
@@ -91,4 +96,5 @@ def shuffled_doc(
         "correct_position": perm.index(item["target"]),
         "correct_letter": LETTERS[perm.index(item["target"])],
         "system_prompt": SYSTEM_PROMPT,
+        **({} if rotation is None else doc_fields(rotation, len(perm))),
     }

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from .. import calibration
+from .. import calibration, rotation
 from ..samples import logged_loglikelihoods, logged_reply
 from ..scoring import (
     INVALID,
@@ -98,10 +98,22 @@ def settings_of(sample: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
+def rotated_settings_of(sample: Mapping[str, Any]) -> dict[str, Any]:
+    """A rotated family's settings: the doc's, and that its options were rotated (:mod:`..rotation`)."""
+    return settings_of(sample) | {"rotated": rotation.ROTATION in sample["doc"]}
+
+
 def item_key(item: ScoredItem) -> tuple:
     """A MillerQA item across runs: its task and its own id (the doc and its hash change with the model label,
-    which the options are shuffled by)."""
-    return (item.task, str(item.details["id"]))
+    which the options are shuffled by), and its rotation in a rotated family."""
+    turned = item.details.get(rotation.ROTATION)
+    return (item.task, str(item.details["id"]), *(() if turned is None else (turned,)))
+
+
+def rotation_of(item: ScoredItem) -> rotation.Rotated | None:
+    """A rotated item's question, rotation and chosen original option (its scored prediction already is one)."""
+    chosen = None if item.pred == INVALID else item.pred
+    return rotation.read((item.task, str(item.details.get("id"))), item.details, chosen, bool(item.correct))
 
 
 def kind_subgroup(item: ScoredItem) -> str:
@@ -137,6 +149,13 @@ def _spec(family: Family) -> BenchmarkSpec:
             "accuracy = correct / answered (the paper's): replies without a usable letter are "
             "unscored and reported as coverage; accuracy_all counts them wrong.",
         )
+    if family.rotated:
+        notes.insert(
+            0,
+            "Rotated options: every item is asked once per cyclic rotation of its shuffled options (one item per "
+            "option: coverage counts items, against the published question counts); the rotation part gives "
+            "accuracy per rotation and the consistency rate.",
+        )
     if family.variant == "choice_only":
         notes.insert(
             0,
@@ -149,7 +168,7 @@ def _spec(family: Family) -> BenchmarkSpec:
         task_names=frozenset(name for name, (f, _) in TASKS.items() if f == family),
         score_sample=score_sample if generative else score_sample_loglikelihood,
         expected_counts={stem: PUBLISHED_COUNTS[family.release][stem] for stem in BENCHMARKS},
-        settings_of=settings_of,
+        settings_of=rotated_settings_of if family.rotated else settings_of,
         item_id_fields=("id",),
         report=Report(
             headline=Headline.ACCURACY_MACRO,
@@ -160,13 +179,16 @@ def _spec(family: Family) -> BenchmarkSpec:
             shown_labels=shown_labels,
         ),
         pairing=RunPairing(item_key=item_key, per_model_settings=frozenset({"model_label", "model_label_derived"})),
-        protocol=Protocol(reference=PUBLISHED_NUMBERS),
+        protocol=Protocol(
+            reference=PUBLISHED_NUMBERS, separate_ranking=rotation.NOT_PUBLISHED if family.rotated else None
+        ),
         beyond_accuracy=BeyondAccuracy(
             confidence_source=ConfidenceSource.STATED if generative else ConfidenceSource.CHOICE_PROBABILITIES,
             subgroup_of=kind_subgroup,
             paired_variant_of=language_variant,
             paired_reference=PAIRED_REFERENCE,
             answer_position=answer_position,
+            rotation_of=rotation_of if family.rotated else None,
         ),
     )
 

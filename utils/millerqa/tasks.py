@@ -64,6 +64,7 @@ def custom_dataset(
     model: Any = None,
     split: str | None = None,
     *,
+    rotated: bool = False,
     benchmark: str | None = None,
     **metadata: Any,
 ):
@@ -73,7 +74,9 @@ def custom_dataset(
     ``model`` and the rest stay as they are); MillerQA's settings are read by its declaration
     (``Benchmark.read_settings``). The docs depend only on the data, the label and the seed, so every
     process of a multi-GPU run builds the same. ``benchmark`` is the deprecated name of ``set_name``
-    (a YAML of one's own may still give ``dataset_kwargs: {benchmark: ...}``).
+    (a YAML of one's own may still give ``dataset_kwargs: {benchmark: ...}``). ``rotated`` (the ``*_rotated``
+    families): every item once per cyclic rotation of its shuffled options, item by item (so ``--limit`` keeps
+    whole questions but the last).
     """
     if benchmark is not None:
         if set_name is not None:
@@ -95,7 +98,11 @@ def custom_dataset(
     seed = settings["shuffle_seed"]
     items = loader.load(set_name, release, data_dir)
     return data_layer.to_dataset_dict(
-        [shuffled_doc(item, set_name, release, label, seed, model_label_derived=derived) for item in items]
+        [
+            shuffled_doc(item, set_name, release, label, seed, model_label_derived=derived, rotation=r)
+            for item in items
+            for r in (range(len(item["options"])) if rotated else [None])
+        ]
     )
 
 

@@ -9,9 +9,15 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .constants import CONTEXT_WORDS
+from .constants import CONTEXT_WORDS, LABELS
 
-GENERATIVE_INSTRUCTION = "Answer the question with yes, no or maybe."
+
+def generative_instruction(order: Sequence[str] = LABELS) -> str:
+    """The generative instruction, naming the answers in ``order`` (a rotated doc's ``label_order``)."""
+    return f"Answer the question with {', '.join(order[:-1])} or {order[-1]}."
+
+
+GENERATIVE_INSTRUCTION = generative_instruction()
 PROBE_TEXT = "Question: {question}\nContext: {context}"
 
 _WORD = re.compile(r"\S+")
@@ -35,7 +41,8 @@ def zero_shot_prompt(doc: Mapping[str, Any]) -> str:
 
 
 def generative_prompt(doc: Mapping[str, Any]) -> str:
-    return f"Abstract: {doc['context']}\nQuestion: {doc['question']}\n{GENERATIVE_INSTRUCTION}\nAnswer:"
+    instruction = generative_instruction(doc["label_order"]) if "label_order" in doc else GENERATIVE_INSTRUCTION
+    return f"Abstract: {doc['context']}\nQuestion: {doc['question']}\n{instruction}\nAnswer:"
 
 
 def probe_text(doc: Mapping[str, Any]) -> str:

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .. import calibration
+from .. import calibration, rotation
 from ..calibration import Forecast
 from ..samples import logged_loglikelihoods, logged_reply
 from ..scoring import (
@@ -28,7 +28,12 @@ from .parsing import Verdict, score_choice, score_generation
 
 
 def _item(
-    task: str, sample: Mapping[str, Any], component: str, verdict: Verdict, forecast: Forecast | None = None
+    task: str,
+    sample: Mapping[str, Any],
+    component: str,
+    verdict: Verdict,
+    forecast: Forecast | None = None,
+    details: Mapping[str, Any] | None = None,
 ) -> ScoredItem:
     return scored_item(
         task,
@@ -37,6 +42,7 @@ def _item(
         gold=verdict.gold,
         pred=verdict.pred,
         extras=verdict.extras,
+        details=details,
         parse_step=verdict.step,
         invalid_reason=verdict.invalid_reason,
         forecast=forecast,
@@ -55,8 +61,12 @@ def _choice_scorer(component: str) -> ScoreSample:
 
 
 def _score_generation_sample(task: str, sample: Mapping[str, Any]) -> ScoredItem:
-    verdict = score_generation(sample["doc"]["final_decision"], logged_reply(sample))
-    return _item(task, sample, SUBSETS["full"], verdict)
+    doc = sample["doc"]
+    verdict = score_generation(doc["final_decision"], logged_reply(sample))
+    # A rotated doc's rotation and the order its instruction named the answers in.
+    found = rotation.details(doc)
+    details = found | {"label_order": list(doc["label_order"])} if found else None
+    return _item(task, sample, SUBSETS["full"], verdict, details=details)
 
 
 def _gold_answer(item: ScoredItem) -> str:
@@ -65,11 +75,25 @@ def _gold_answer(item: ScoredItem) -> str:
 
 
 def answer_position(item: ScoredItem) -> tuple[int, int | None] | None:
-    """The generative instruction names the answers in LABELS' order ("yes, no or maybe"): their positions (None
-    for a gold answer that is none of them)."""
-    if item.gold not in LABELS:
+    """The generative instruction names the answers in LABELS' order ("yes, no or maybe"), or a rotated item's
+    ``label_order``: their positions (None for a gold answer that is none of them)."""
+    order = item.details.get("label_order", LABELS)
+    if not isinstance(order, (list, tuple)) or sorted(order) != sorted(LABELS) or item.gold not in LABELS:
         return None
-    return LABELS.index(item.gold), LABELS.index(item.pred) if item.pred in LABELS else None
+    return order.index(item.gold), order.index(item.pred) if item.pred in LABELS else None
+
+
+def rotation_of(item: ScoredItem) -> rotation.Rotated | None:
+    """A rotated item's question (its pubid), rotation and chosen answer (a label names itself in every order)."""
+    if item.item_id is None:
+        return None
+    chosen = item.pred if item.pred in LABELS else None
+    return rotation.read((item.task, item.item_id), item.details, chosen, bool(item.correct))
+
+
+def rotated_settings_of(sample: Mapping[str, Any]) -> dict[str, Any]:
+    """The rotated task's one setting: that the instruction's answer order was rotated (:mod:`..rotation`)."""
+    return {"rotated": rotation.ROTATION in sample["doc"]}
 
 
 _COMMON_NOTES = (
@@ -95,13 +119,15 @@ def _spec(
     published_items: int | None = None,
     confidence_source: ConfidenceSource | None = ConfidenceSource.CHOICE_PROBABILITIES,
     shows_options: bool = False,
+    rotated: bool = False,
 ) -> BenchmarkSpec:
     return BenchmarkSpec(
         name=name,
         title=title,
         task_names=frozenset({task}),
         score_sample=score,
-        expected_counts={component: size},
+        expected_counts={component: size * (len(LABELS) if rotated else 1)},
+        settings_of=rotated_settings_of if rotated else None,
         item_id_fields=("pubid",),
         report=Report(
             headline=Headline.ACCURACY_MICRO, stratify_by=Stratum.GOLD, labels=LABELS, notes=(*notes, *_COMMON_NOTES)
@@ -109,14 +135,15 @@ def _spec(
         protocol=Protocol(
             reference={model: dict(numbers) for model, numbers in PUBLISHED_NUMBERS.items()},
             published_items=published_items,
-            separate_ranking=separate_ranking,
+            separate_ranking=rotation.NOT_PUBLISHED if rotated else separate_ranking,
         ),
         beyond_accuracy=BeyondAccuracy(
             confidence_source=confidence_source,
             subgroup_of=_gold_answer,
             # Only the generative prompt shows the options (its instruction names them in order).
             answer_position=answer_position if shows_options else None,
-            position_names=LABELS if shows_options else (),
+            position_names=LABELS if shows_options and not rotated else (),
+            rotation_of=rotation_of if rotated else None,
         ),
     )
 
@@ -153,6 +180,23 @@ REPORT_SPECS = (
         ("INVALID (no yes/no/maybe could be read) is counted wrong and kept in every denominator.",),
         confidence_source=None,
         shows_options=True,
+    ),
+    _spec(
+        "pubmedqa_atlas_gen_rotated",
+        "PubMedQA, generative (official test set), rotated answer order",
+        "pubmedqa_atlas_gen_rotated",
+        SUBSETS["full"],
+        SUBSET_SIZES["full"],
+        _score_generation_sample,
+        (
+            "INVALID (no yes/no/maybe could be read) is counted wrong and kept in every denominator.",
+            "Rotated answer order: every item is asked three times, the instruction naming yes, no and maybe in "
+            "each cyclic rotation of that order (three items per question: coverage counts items); positions are "
+            "where the instruction named the gold and the chosen answers.",
+        ),
+        confidence_source=None,
+        shows_options=True,
+        rotated=True,
     ),
     _spec(
         "pubmedqa_lm_eval_builtin",

@@ -10,7 +10,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .. import data as data_layer
+from .. import rotation
 from . import BENCHMARK
+from .constants import LABELS
 from .loader import Item, load
 from .parsing import macro_f1_value, score_choice, score_generation
 from .prompts import generative_prompt, zero_shot_prompt
@@ -27,14 +29,25 @@ __all__ = [
 ]
 
 
-def custom_dataset(subset: str = "full", data_dir: str | None = None, **metadata: Any):
-    """lm-eval ``custom_dataset`` hook: the test items of ``subset`` (full or n100) as split 'test'.
+def custom_dataset(subset: str = "full", data_dir: str | None = None, rotated: bool = False, **metadata: Any):
+    """lm-eval ``custom_dataset`` hook: the test items of ``subset`` (full or n100) as split 'test'; ``rotated``
+    (pubmedqa_atlas_gen_rotated): every item once per cyclic rotation of the order its instruction names the
+    answers in (``label_order``), item by item.
 
     lm-eval also passes the task metadata and the model arguments; they are ignored, except a name with
     this benchmark's prefix, which it has no settings for (``Benchmark.read_settings``).
     """
     BENCHMARK.read_settings(metadata)
-    return data_layer.to_dataset_dict([item.doc() for item in load(data_dir).subset(subset)])
+    items = load(data_dir).subset(subset)
+    if not rotated:
+        return data_layer.to_dataset_dict([item.doc() for item in items])
+    return data_layer.to_dataset_dict(
+        [
+            item.doc() | {"label_order": rotation.rotated(LABELS, r), **rotation.doc_fields(r, len(LABELS))}
+            for item in items
+            for r in range(len(LABELS))
+        ]
+    )
 
 
 # The fields of bigbio's "source" schema, which lm-eval's built-in pubmedqa reads.
