@@ -72,3 +72,18 @@ def test_a_process_whose_result_is_not_asked_for_is_ended(two_cores):
         child = forked._child
         assert child.is_alive()
     assert not child.is_alive()
+
+
+@pytest.mark.parametrize(("cores", "workers", "share"), [(2, 2, 1), (4, 2, 2), (16, 3, 5), (1, 2, 1)])
+def test_a_pool_worker_gets_its_share_of_the_cores_and_forks_only_with_two(monkeypatch, cores, workers, share):
+    monkeypatch.setattr(machine, "usable_cores", lambda: cores)
+    with machine.worker_pool(workers) as pool:
+        got = pool.submit(_share_and_fork).result()
+    assert got == (share, share >= 2)
+    assert machine.spare_cores() == cores  # this process keeps all of them
+
+
+def _share_and_fork():
+    parent = os.getpid()
+    with machine.Forked(os.getpid) as forked:
+        return machine.spare_cores(), forked.result() != parent

@@ -21,7 +21,6 @@ import json
 import os
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +28,7 @@ from tqdm import tqdm
 
 from .comparison import Discordant, adjust, compare_section, discordant_items, pairing, test_name
 from .data import DataError, iter_jsonl, read_json
-from .machine import process_context, usable_cores
+from .machine import usable_cores, worker_pool
 from .redaction import redact_path
 from .results import SCHEMA_VERSION as REPORT_SCHEMA_VERSION
 from .results import ScoredRun
@@ -111,7 +110,7 @@ def score_runs(
     if workers < 2:
         yield from (score_or_read(path, tokenizer) for path in tqdm(paths, **progress))
         return
-    with ProcessPoolExecutor(max_workers=workers, mp_context=process_context()) as pool:
+    with worker_pool(workers) as pool:
         yield from tqdm(pool.map(functools.partial(score_or_read, tokenizer=tokenizer), paths), **progress)
 
 

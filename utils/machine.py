@@ -5,6 +5,7 @@ from __future__ import annotations
 import multiprocessing
 import os
 from collections.abc import Callable, Sequence
+from concurrent.futures import ProcessPoolExecutor
 from multiprocessing.connection import Connection
 from typing import Any, Generic, TypeVar
 
@@ -24,18 +25,39 @@ def process_context() -> multiprocessing.context.BaseContext:
     return multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn")
 
 
+# The cores a worker of :func:`worker_pool` was given; None in any other process (all usable ones are its own).
+_given_cores: int | None = None
+
+
+def spare_cores() -> int:
+    """The cores this process may keep busy: its share where :func:`worker_pool` started it, else every usable one."""
+    return _given_cores or usable_cores()
+
+
+def worker_pool(workers: int) -> ProcessPoolExecutor:
+    """``workers`` processes (:func:`process_context`), each given its share of the usable cores: a worker starts
+    no process of its own (:class:`Forked`) unless its share is two cores or more."""
+    share = max(1, usable_cores() // workers)
+    return ProcessPoolExecutor(workers, process_context(), initializer=_give_cores, initargs=(share,))
+
+
+def _give_cores(share: int) -> None:
+    global _given_cores
+    _given_cores = share
+
+
 class Forked(Generic[T]):
     """``function(*args)`` computed in a forked process (which holds the arguments already: none is sent to it) while
-    this one goes on; :meth:`result` gives it back, once. Where no process can start (one usable core, no fork,
-    limits) or that process fails, it is computed here when asked for: the result is the same, and an error of
-    ``function`` is raised here as it would be without the fork. Used as a context manager, so that a process whose
-    result was not asked for is ended."""
+    this one goes on; :meth:`result` gives it back, once. Where no process can start (fewer than two spare cores,
+    :func:`spare_cores`; no fork; limits) or that process fails, it is computed here when asked for: the result is
+    the same, and an error of ``function`` is raised here as it would be without the fork. Used as a context
+    manager, so that a process whose result was not asked for is ended."""
 
     def __init__(self, function: Callable[..., T], *args: Any) -> None:
         self._call = (function, args)
         self._child: multiprocessing.process.BaseProcess | None = None
         self._receiver: Connection | None = None
-        if usable_cores() < 2 or "fork" not in multiprocessing.get_all_start_methods():
+        if spare_cores() < 2 or "fork" not in multiprocessing.get_all_start_methods():
             return
         context = multiprocessing.get_context("fork")
         receiver, sender = context.Pipe(duplex=False)
