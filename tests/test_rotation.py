@@ -10,7 +10,8 @@ import re
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from lm_eval_tasks.utils import answer_order, rotation, scorecard
+from lm_eval_tasks.utils import answer_order, leaderboard, rotation, scorecard
+from lm_eval_tasks.utils.formats import to_markdown as to_markdown_board
 from lm_eval_tasks.utils.medexqa import tasks as medexqa_tasks
 from lm_eval_tasks.utils.millerqa import constants as millerqa_constants
 from lm_eval_tasks.utils.millerqa import tasks as millerqa_tasks
@@ -299,6 +300,15 @@ def test_a_rotated_run_pairs_item_by_item(tmp_path, demo_data_dir):
     tasks = [f"medexqa_logit_rotated_{code}" for code in SPECIALTIES] + ["millerqa_ll_rotated_triage"]
     evaluated_run(tmp_path / "a", demo_data_dir, tasks, salt="a", limit=8)
     evaluated_run(tmp_path / "b", demo_data_dir, tasks, salt="b", limit=8)
-    compared = compare_runs(score_path(tmp_path / "a"), score_path(tmp_path / "b"))["benchmarks"]
+    a, b = score_path(tmp_path / "a"), score_path(tmp_path / "b")
+    compared = compare_runs(a, b)["benchmarks"]
     for name, n in (("medexqa_logit_rotated", 40), ("millerqa_ll_rotated", 8)):
-        assert compared[name]["n_paired_items"] == n, name
+        assert compared[name]["n_paired_items"] == n and compared[name]["comparable"] is True, name
+    # The leaderboard pairs them the same way and shows each run's consistency rate beside its headline.
+    board = leaderboard.build([tmp_path / "a", tmp_path / "b"])[0]
+    section = board["benchmarks"]["medexqa_logit_rotated"]
+    assert section["comparisons"][0]["n_paired_items"] == 40
+    for run_id, scored in (("run-1", a), ("run-2", b)):
+        consistency = scored.report()["benchmarks"]["medexqa_logit_rotated"]["rotation"]["consistency"]
+        assert section["runs"][run_id]["consistency"] == consistency
+    assert "consistency (rotated) [95% CI]" in to_markdown_board(board)
