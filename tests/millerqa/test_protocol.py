@@ -685,4 +685,9 @@ def test_rebuild_needs_the_shipped_id_lists(tmp_path, shared_data):
 
 def test_every_family_has_its_task_and_group_files():
     # That they are what _generate_configs.py writes is checked in test_layout.py.
-    assert len(list((REPO / "lm_eval_tasks" / "millerqa").glob("*.yaml"))) == 4 * (24 + 5 + 1 + 2)
+    # Six families (two rotated), each: a task per benchmark, 5 dimension groups, the suite, 2 with MedBullets.
+    assert (
+        len(list((REPO / "lm_eval_tasks" / "millerqa").glob("*.yaml")))
+        == len(constants.FAMILIES) * (24 + 5 + 1 + 2)
+        == 192
+    )
