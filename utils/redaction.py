@@ -393,29 +393,40 @@ def _query_value_spans(text: str) -> Iterator[Span]:
             position = max(value_end, position)
 
 
-_PART_SYNTAX = re.compile(r"""["'\[\](){},]""")
+_STRUCTURE = re.compile(r"""["'\[\](){},\\]""")
 
 
-def _top_level_parts(text: str) -> Iterator[tuple[int, int]]:
-    """Offsets of the comma-separated parts as lm-eval's CLI splits them (outside brackets and quotes).
-
-    Only quotes, brackets and commas move the state, so only they are visited (found by one regex scan). Unlike
-    :func:`_closing_bracket`, a backslash escapes nothing here: lm-eval's splitter does not read escapes, and a
-    part must end where lm-eval's does.
-    """
-    depth, quote_char, start = 0, None, 0
-    for match in _PART_SYNTAX.finditer(text):
+def _structure(text: str, start: int, escapes: bool) -> Iterator[tuple[int, str, int]]:
+    """Each comma and bracket of ``text`` from ``start`` that stands outside quotes, with the bracket depth after it
+    (never below 0). Only quotes, brackets, commas and backslashes move the state, so only they are visited (found
+    by one regex scan). With ``escapes``, a backslash inside quotes escapes the next character, as in a JSON or
+    Python literal; without, it escapes nothing, as lm-eval's CLI splitter reads none."""
+    depth, quote_char, escaped = 0, None, -1
+    for match in _STRUCTURE.finditer(text, start):
         index, char = match.start(), match.group()
+        if index == escaped:
+            continue
         if quote_char is not None:
-            if char == quote_char:
+            if char == "\\":
+                escaped = index + 1 if escapes else escaped
+            elif char == quote_char:
                 quote_char = None
         elif char in "\"'":
             quote_char = char
-        elif char in "[({":
-            depth += 1
-        elif char in "])}":
-            depth = max(depth - 1, 0)
-        elif char == "," and depth == 0:
+        elif char != "\\":
+            if char in "[({":
+                depth += 1
+            elif char in "])}":
+                depth = max(depth - 1, 0)
+            yield index, char, depth
+
+
+def _top_level_parts(text: str) -> Iterator[tuple[int, int]]:
+    """Offsets of the comma-separated parts as lm-eval's CLI splits them (outside brackets and quotes, no escapes:
+    a part must end where lm-eval's does)."""
+    start = 0
+    for index, char, depth in _structure(text, 0, escapes=False):
+        if char == "," and depth == 0:
             yield start, index
             start = index + 1
     yield start, len(text)
@@ -536,27 +547,11 @@ def _closing_quote(text: str, start: int, opener: str, escapes: int) -> int:
 
 
 def _closing_bracket(text: str, start: int) -> int:
-    """Index just after the bracket that closes the one at ``start``, quotes respected (end of text if none).
-
-    Unlike :func:`_top_level_parts` (lm-eval's CLI split, which reads no escapes), a backslash escapes the next
-    character: the value here is a JSON or Python literal, whose strings do."""
-    depth, quote_char, index = 0, None, start
-    while index < len(text):
-        char = text[index]
-        if quote_char is not None:
-            if char == "\\":
-                index += 1  # the escaped character
-            elif char == quote_char:
-                quote_char = None
-        elif char in "\"'":
-            quote_char = char
-        elif char in "[({":
-            depth += 1
-        elif char in "])}":
-            depth -= 1
-            if depth == 0:
-                return index + 1
-        index += 1
+    """Index just after the bracket that closes the one at ``start``, quotes and their escapes respected (the value is
+    a JSON or Python literal); end of text if none."""
+    for index, char, depth in _structure(text, start, escapes=True):
+        if depth == 0 and char in "])}":
+            return index + 1
     return len(text)
 
 
