@@ -12,6 +12,7 @@ from lm_eval_tasks.utils import leaderboard as lb
 from lm_eval_tasks.utils.comparison import holm
 from lm_eval_tasks.utils.data import DataError
 from lm_eval_tasks.utils.runs import find_all_results
+from lm_eval_tasks.utils.section import SpooledTexts
 
 from tests import browser
 from tests.conftest import REPO, build_report
@@ -476,3 +477,37 @@ def test_run_texts_render_as_text_in_every_markdown_file(tmp_path):
         assert "[click](javascript:evil)" in rendered, path
         assert not re.search(r"<(a|img)\b|<(b|em|code)>(h|b|c)<", rendered), path
         assert "www.evil" not in source, path  # escaped: no bare link for GitHub either
+
+
+def test_texts_kept_on_disk_give_the_same_files_and_are_read_back_only_for_the_rows_shown(tmp_path, monkeypatch):
+    paths = [medfact_run(tmp_path / name, flags, model_name=name) for name, flags in (("a", A), ("b", B), ("c", C))]
+    board, disagreements = lb.build(paths)
+    held = formats.render(board, disagreements, tmp_path)
+    spool = tmp_path / "spool"
+    spool.mkdir()
+    board_spooled, spooled = lb.build(paths, spool=spool)
+    assert board_spooled == board
+    for (_, id_a, id_b), (sa, sb, _) in spooled.items():
+        assert sa.spooled is not None and all(item.prompt is None and item.reply is None for item in sa.items)
+        kept = disagreements[("medfact_bench", id_a, id_b)][0]
+        assert [sa.item(i) for i in range(len(sa.items))] == list(kept.items)
+    read = set()
+    original = SpooledTexts.texts
+    monkeypatch.setattr(
+        SpooledTexts, "texts", lambda self, position: read.add((self.path, position)) or original(self, position)
+    )
+    on_disk = formats.render(board_spooled, spooled, tmp_path)
+    assert sorted(held) == sorted(on_disk)
+    for name, content in held.items():
+        assert b"".join([content] if isinstance(content, bytes) else content) == b"".join(
+            [on_disk[name]] if isinstance(on_disk[name], bytes) else on_disk[name]
+        ), name
+    # Only the texts of the discordant items the page shows are read back (hand-worked from A, B and C: 3 + 3 + 4
+    # discordant pairs of items over the three pairs of runs, items 0, 2, 3, 4 and 5 of each run: 15 of 21).
+    discordant = set()
+    for sa, sb, found in spooled.values():
+        for kind in (found.a_only_correct, found.b_only_correct):
+            discordant |= {(sa.spooled.path, i) for i in kind.a.tolist()} | {
+                (sb.spooled.path, j) for j in kind.b.tolist()
+            }
+    assert read == discordant and len(discordant) == 15

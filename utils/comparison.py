@@ -189,10 +189,10 @@ class Discordant:
         self, sa: Section, sb: Section, which: str, first: int | None = None
     ) -> list[tuple[ScoredItem, ScoredItem]]:
         """(A's item, B's item) of ``which`` ("a_only_correct" or "b_only_correct"), the ``first`` ones only when
-        given."""
+        given, each with its texts (:meth:`.Section.item`)."""
         chosen = getattr(self, which)
         a, b = chosen.a[:first].tolist(), chosen.b[:first].tolist()
-        return [(sa.items[i], sb.items[j]) for i, j in zip(a, b, strict=True)]
+        return [(sa.item(i), sb.item(j)) for i, j in zip(a, b, strict=True)]
 
 
 def discordant_items(sa: Section, sb: Section, paired: Pairing | None = None) -> Discordant:

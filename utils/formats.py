@@ -15,6 +15,7 @@ import csv
 import io
 import json
 import os
+import tempfile
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -503,5 +504,7 @@ def render(
 def write_leaderboard(
     run_paths: Sequence[str | os.PathLike], out_dir: str | os.PathLike, tokenizer: str | None = None
 ) -> list[Path]:
-    board, disagreements = build(run_paths, tokenizer)
-    return write_atomically(out_dir, render(board, disagreements, Path(out_dir).resolve()))
+    # The runs' texts are kept on disk while the board is built and its pages read the rows they show.
+    with tempfile.TemporaryDirectory(prefix="leaderboard-texts-") as spool:
+        board, disagreements = build(run_paths, tokenizer, Path(spool))
+        return write_atomically(out_dir, render(board, disagreements, Path(out_dir).resolve()))

@@ -21,6 +21,7 @@ import json
 import os
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -96,22 +97,34 @@ def run_labels(provenances: Sequence[Mapping[str, Any]], paths: Sequence[Path]) 
 
 
 def score_runs(
-    run_paths: Sequence[str | os.PathLike], workers: int | None = None, tokenizer: str | None = None
+    run_paths: Sequence[str | os.PathLike],
+    workers: int | None = None,
+    tokenizer: str | None = None,
+    spool: Path | None = None,
 ) -> Iterator[ScoredRun]:
     """Every run under ``run_paths``, each scored once (or read from its report's scored_run.json when that matches
     it, :mod:`.scored_file`), reply lengths counted as ``tokenizer`` asks, in order, each as soon as it is done: runs
     are scored in parallel, one process per core (each loads a tokenizer once, when a run it scores needs it), while
-    the caller works on those already given."""
+    the caller works on those already given. With ``spool`` (a folder of ours), each section's prompts and replies
+    are kept in a file there instead of in memory (:meth:`.Section.spool`)."""
     paths = list(dict.fromkeys(p.resolve() for path in run_paths for p in find_all_results(path)))
     if not paths:
         raise DataError("no runs given")
     workers = min(workers or usable_cores(), len(paths))
     progress = {"desc": "scoring runs", "unit": "run", "total": len(paths), "disable": len(paths) < 3}
+    scored = functools.partial(_scored, tokenizer=tokenizer, spool=spool)
     if workers < 2:
-        yield from (score_or_read(path, tokenizer) for path in tqdm(paths, **progress))
+        yield from (scored(path) for path in tqdm(paths, **progress))
         return
     with worker_pool(workers) as pool:
-        yield from tqdm(pool.map(functools.partial(score_or_read, tokenizer=tokenizer), paths), **progress)
+        yield from tqdm(pool.map(scored, paths), **progress)
+
+
+def _scored(path: Path, tokenizer: str | None, spool: Path | None) -> ScoredRun:
+    run = score_or_read(path, tokenizer)
+    if spool is None:
+        return run
+    return replace(run, sections={name: section.spool(spool) for name, section in run.sections.items()})
 
 
 # ----------------------------------------------------------------------------- the leaderboard
@@ -161,13 +174,16 @@ def _ranks(runs: Mapping[str, Mapping[str, Any]]) -> dict[str, int | None]:
 Disagreements = dict[tuple[str, str, str], tuple[Section, Section, Discordant]]
 
 
-def build(run_paths: Sequence[str | os.PathLike], tokenizer: str | None = None) -> tuple[dict[str, Any], Disagreements]:
-    """leaderboard.json, and every pair's discordant items (reply lengths counted as ``tokenizer`` asks)."""
+def build(
+    run_paths: Sequence[str | os.PathLike], tokenizer: str | None = None, spool: Path | None = None
+) -> tuple[dict[str, Any], Disagreements]:
+    """leaderboard.json, and every pair's discordant items (reply lengths counted as ``tokenizer`` asks; the items'
+    texts kept in ``spool``, a folder of ours that must outlive the disagreements, when given: :func:`score_runs`)."""
     scored: list[ScoredRun] = []
     # (section, index of A, index of B) -> the pair's comparison and its discordant items. Each run is compared with
     # those before it as soon as it is scored, while the next ones are being scored.
     pairs: dict[tuple[str, int, int], tuple[dict[str, Any], Section, Section, Discordant]] = {}
-    for run_b in score_runs(run_paths, tokenizer=tokenizer):
+    for run_b in score_runs(run_paths, tokenizer=tokenizer, spool=spool):
         for name, sb in run_b.sections.items():
             if sb.spec.compared_metric is None:
                 continue

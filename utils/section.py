@@ -19,10 +19,13 @@ everywhere accuracy is reported.
 from __future__ import annotations
 
 import json
+import os
+import tempfile
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -139,6 +142,20 @@ def published_column_value(numbers: Mapping[str, Any], column: str) -> float | N
 
 
 @dataclass(frozen=True)
+class SpooledTexts:
+    """A section's item texts kept in a file (:meth:`Section.spool`): the line of each item at its byte offset."""
+
+    path: Path
+    offsets: np.ndarray  # int64, one per item, in the section's items order
+
+    def texts(self, position: int) -> dict[str, str]:
+        with self.path.open("rb") as handle:
+            handle.seek(int(self.offsets[position]))
+            prompt, reply = json.loads(handle.readline())
+        return {"prompt": prompt, "reply": reply}
+
+
+@dataclass(frozen=True)
 class Section:
     """One report section of a run: a spec's scored items and the numbers computed from them."""
 
@@ -149,6 +166,8 @@ class Section:
     compared: stats.Bootstrapped | None  # the spec's compared metric over these items, with its distribution
     settings: tuple[dict[str, Any], ...]  # every distinct set of score-moving settings among the samples
     generative: bool  # its tasks generate text (lm-eval output_type generate_until)
+    # Where the items' prompts and replies are kept when they are not held (:meth:`spool`); None: in the items.
+    spooled: SpooledTexts | None = None
 
     def __reduce__(self):
         # A spec holds functions; a section crosses processes by its spec's name (the leaderboard scores runs
@@ -160,8 +179,27 @@ class Section:
             self.compared,
             self.settings,
             self.generative,
+            self.spooled,
         )
         return _section_of_spec, (self.spec.name, *state)
+
+    def item(self, position: int) -> ScoredItem:
+        """The item at ``position`` with its prompt and reply, read back from the spool where they are kept there."""
+        item = self.items[position]
+        return item if self.spooled is None else replace(item, **self.spooled.texts(position))
+
+    def spool(self, folder: Path) -> Section:
+        """This section with its items' prompts and replies written to a new file in ``folder`` (a folder of ours),
+        one JSON line per item, and held no more (each is None in ``items``; :meth:`item` reads them back): a run's
+        texts are most of what it holds, and the leaderboard holds every run while it pairs them."""
+        offsets = np.empty(len(self.items), dtype=np.int64)
+        descriptor, name = tempfile.mkstemp(suffix=".jsonl", dir=folder)
+        with os.fdopen(descriptor, "wb") as handle:
+            for position, item in enumerate(self.items):
+                offsets[position] = handle.tell()
+                handle.write(json.dumps([item.prompt, item.reply], ensure_ascii=True).encode("ascii") + b"\n")
+        items = tuple(replace(item, prompt=None, reply=None) for item in self.items)
+        return replace(self, items=items, spooled=SpooledTexts(Path(name), offsets))
 
     # Computed once per section, not once per pair it is compared in (the leaderboard pairs every run with every
     # other).
