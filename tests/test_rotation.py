@@ -267,6 +267,7 @@ def test_always_first_is_never_consistent_and_shows_a_position_bias(tmp_path, de
         assert benchmarks[name]["answer_order"]["test"]["p_value"] < 0.001, name
         assert benchmarks[name]["answer_order"]["position_bias"] is True
         # The rotation is a declared setting, and never the published protocol.
+        assert [settings["rotated"] for settings in report["run"]["benchmark_settings"][name]] == [True], name
         assert rotation.NOT_PUBLISHED in benchmarks[name]["paper_comparable"]["reasons"]
         assert benchmarks[name]["paper_comparable"]["value"] is None
     # Each rotation's accuracy is over the same questions: MedExQA's four rotations of 6 questions each.
