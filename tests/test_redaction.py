@@ -9,6 +9,7 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from lm_eval_tasks.utils import redaction, secret_names
 from lm_eval_tasks.utils.redaction import is_secret_key, redact, scrub
+from lm_eval_tasks.utils.secret_names import SECRET_LAST_WORDS, SECRET_WORDS, WORD
 
 from tests.conftest import examples
 
@@ -884,10 +885,38 @@ def test_the_candidate_scan_finds_the_spans_of_every_scan(text):
 
 
 def test_the_candidate_scan_finds_the_spans_of_every_scan_on_the_benchmarks_texts(shared_data):
-    texts = [text for text in _data_texts(shared_data) if redaction._may_hold_secret(text)]
+    # Where a key-based scan can run: the texts with a '=' or a ':'.
+    texts = [text for text in _data_texts(shared_data) if "=" in text or ":" in text]
     assert len(texts) > 1000
     differing = [text[:200] for text in texts if _spans(text) != _reference_spans(text)]
     assert differing == []
+
+
+def test_the_fast_path_gives_the_full_scans_verdict_on_the_benchmarks_texts(shared_data):
+    texts = list(_data_texts(shared_data))
+    assert len(texts) > 10_000
+    differing = [text[:200] for text in texts if redaction._redact_text(text) != redaction._redact_text_fully(text)]
+    assert differing == []
+
+
+@settings(max_examples=examples(3000), deadline=None)
+@given(
+    st.lists(
+        st.sampled_from(
+            list("=,:\"' _-%İé9")
+            + ["significant", "sigNificant", "apiKey", "APIKey", "accesskey", "pass", "code", "x", "Token", "SIG"]
+        )
+    ).map("".join)
+)
+def test_a_key_word_before_an_equals_sign_is_found_as_splitting_every_stretch_in_words_finds_it(text):
+    def splitting_every_stretch(text):
+        for stretch in text.split("=")[:-1]:
+            words = [word.lower() for word in WORD.findall(stretch)]
+            if words and (words[-1] in {*SECRET_LAST_WORDS, "code", "sig"} or any(w in SECRET_WORDS for w in words)):
+                return True
+        return False
+
+    assert redaction._key_word_before_equals(text) == splitting_every_stretch(text)
 
 
 def test_a_key_after_characters_whose_lowering_is_longer_is_masked():

@@ -33,7 +33,7 @@ from functools import lru_cache
 from typing import Any
 from urllib.parse import quote, unquote
 
-from .secret_names import SECRET_NAME_PART, UNSET_VALUES, is_secret_key
+from .secret_names import SECRET_LAST_WORDS, SECRET_NAME_PART, SECRET_WORDS, UNSET_VALUES, WORD, is_secret_key
 
 MASK = "***"
 
@@ -251,7 +251,8 @@ def _holds_key_prefix(text: str) -> bool:
 #   shapes match case-sensitively, so "Asian" and "skill" start none);
 _ANYWHERE = ("://", "bearer", "basic")
 # - a word of a secret key name (each of secret_names.SECRET_WORDS and SECRET_LAST_WORDS holds one) in the key before a ':'
-#   (key=value forms, URL query values and percent-encoded names all need a '=' or a '%xx', checked apart).
+#   or a '=' (key=value forms and URL query values, :func:`_key_word_before_equals`); a percent escape, which could
+#   spell one.
 _KEY_WORDS = ("key", "token", "auth", "cookie", "credential", "pass", "pwd", "secret", "sig", "header")
 _PERCENT_ESCAPE = re.compile(r"%[0-9A-Fa-f]{2}")
 _KEY_END_CHARS = frozenset(" \t\n\r\"'\\")
@@ -295,10 +296,10 @@ def _may_hold_secret_as_written(text: str) -> bool:
     # slower): most texts are replies, and most hold none.
     lowered = text.lower()
     if (
-        "=" in text
-        or any(word in lowered for word in _ANYWHERE)
+        any(word in lowered for word in _ANYWHERE)
         or _holds_key_prefix(text)
         or ("%" in text and _PERCENT_ESCAPE.search(text))
+        or ("=" in text and _key_word_before_equals(text))
     ):
         return True
     if ":" not in text:
@@ -306,6 +307,64 @@ def _may_hold_secret_as_written(text: str) -> bool:
     if len(lowered) != len(text):  # lowering moved offsets ("İ"): the full scan decides
         return True
     return _key_word_before_colon(text, lowered)
+
+
+def _key_word_before_equals(text: str) -> bool:
+    """Whether the stretch before some ``=`` (back to the ``=`` before it) holds a word that makes any key a
+    credential, or ends in a word a credential key or a URL query name that carries one may end in
+    (:func:`.secret_names.is_secret_key`; ``code``, ``sig``): every key that a ``key=value`` part, a keyed value or a
+    query value is masked by lies in such a stretch and ends with its last word (a percent escape, which could spell
+    a word, is a trigger of its own). Words are split as :data:`.secret_names.WORD` splits them, only in the runs of
+    ASCII letters and digits that hold a part of a key word (where it can split otherwise, never across a run); the
+    stretches do not overlap, so the scan is linear."""
+    start = 0
+    while (equals := text.find("=", start)) >= 0:
+        if _stretch_holds_key_word(text, start, equals):
+            return True
+        start = equals + 1
+    return False
+
+
+_ASCII_ALNUM = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789")
+_NAME_PART_OR_CODE = re.compile(SECRET_NAME_PART.pattern + "|code")
+
+
+def _run_around(text: str, start: int, end: int, floor: int, ceiling: int) -> tuple[int, int]:
+    """The run of ASCII letters and digits of ``text[floor:ceiling]`` that holds ``text[start:end]`` (or ends at
+    ``end`` when it is empty)."""
+    while start > floor and text[start - 1] in _ASCII_ALNUM:
+        start -= 1
+    while end < ceiling and text[end] in _ASCII_ALNUM:
+        end += 1
+    return start, end
+
+
+def _stretch_holds_key_word(text: str, floor: int, ceiling: int) -> bool:
+    stretch = text[floor:ceiling]
+    lowered = stretch.lower()
+    if not _NAME_PART_OR_CODE.search(lowered):  # each key word holds a part of one
+        return False
+    if len(lowered) != len(stretch):  # lowering moved offsets ("İ"): every word of the stretch
+        words = [word.lower() for word in WORD.findall(stretch)]
+        return bool(words) and (
+            words[-1] in SECRET_LAST_WORDS or words[-1] in _QUERY_SECRET_NAMES or any(w in SECRET_WORDS for w in words)
+        )
+    end = ceiling  # the stretch's last run: what ends the key (quotes, spaces) is passed over
+    while end > floor and text[end - 1] not in _ASCII_ALNUM:
+        end -= 1
+    last = _run_around(text, end, end, floor, ceiling)
+    words = WORD.findall(text, *last)
+    if words and (words[-1].lower() in SECRET_LAST_WORDS or words[-1].lower() in _QUERY_SECRET_NAMES):
+        return True
+    walked = floor
+    for part in _NAME_PART_OR_CODE.finditer(lowered):
+        if floor + part.start() < walked:
+            continue
+        run = _run_around(text, floor + part.start(), floor + part.end(), floor, ceiling)
+        walked = run[1]
+        if any(word.lower() in SECRET_WORDS for word in WORD.findall(text, *run)):
+            return True
+    return False
 
 
 def _key_word_before_colon(text: str, lowered: str) -> bool:
