@@ -15,6 +15,7 @@ from lm_eval_tasks.utils.formats import to_markdown as to_markdown_board
 from lm_eval_tasks.utils.medexqa import tasks as medexqa_tasks
 from lm_eval_tasks.utils.millerqa import constants as millerqa_constants
 from lm_eval_tasks.utils.millerqa import tasks as millerqa_tasks
+from lm_eval_tasks.utils.paper_tables import to_methods
 from lm_eval_tasks.utils.pubmedqa_atlas import prompts as pubmedqa_prompts
 from lm_eval_tasks.utils.pubmedqa_atlas import tasks as pubmedqa_tasks
 from lm_eval_tasks.utils.pubmedqa_atlas.prompts import generative_instruction
@@ -313,3 +314,5 @@ def test_a_rotated_run_pairs_item_by_item(tmp_path, demo_data_dir):
         consistency = scored.report()["benchmarks"]["medexqa_logit_rotated"]["rotation"]["consistency"]
         assert section["runs"][run_id]["consistency"] == consistency
     assert "consistency (rotated) [95% CI]" in to_markdown_board(board)
+    # The methods text says how the items were asked.
+    assert "every question asked once per cyclic rotation of its options" in to_methods(board)

@@ -296,6 +296,7 @@ _SETTING_WORDS: dict[str, Callable[[Any], str | None]] = {
     "max_gen_toks": lambda v: f"at most {_setting_text(v)} generated tokens",
     "do_sample": lambda v: "sampling" if v else "greedy decoding",
     "paper_generation": lambda v: "the paper's generation settings" if v else "lm-eval's generation settings",
+    "rotated": lambda v: "every question asked once per cyclic rotation of its options" if v else None,
 }
 _SEEDS = {"random_seed": "Python", "numpy_seed": "NumPy", "torch_seed": "PyTorch", "fewshot_seed": "few-shot sampling"}
 
