@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from .. import calibration, rotation
+from ..calibration import Forecast
 from ..samples import logged_loglikelihoods, logged_reply
 from ..scoring import (
     INVALID,
@@ -25,7 +26,7 @@ from ..scoring import (
     scored_item,
 )
 from .constants import BENCHMARKS, DIMENSIONS, FAMILIES, PUBLISHED_COUNTS, PUBLISHED_NUMBERS, TASKS, Family
-from .parsing import JSON_METHODS, score_loglikelihoods, score_reply
+from .parsing import JSON_METHODS, Answer, Choice, score_loglikelihoods, score_reply
 
 
 def _chance(doc: Mapping[str, Any]) -> float:
@@ -34,20 +35,9 @@ def _chance(doc: Mapping[str, Any]) -> float:
 
 def score_sample(task: str, sample: Mapping[str, Any]) -> ScoredItem:
     """A logged generative sample (the paper's protocol or the choice-only baseline), re-parsed from its reply."""
-    doc = sample["doc"]
-    answer = score_reply(doc, logged_reply(sample))
-    return scored_item(
-        task,
-        sample,
-        component=doc["benchmark"],
-        gold=str(doc["target"]),
-        pred=INVALID if answer.original_index is None else str(answer.original_index),
-        extras={"json_parsed": float(answer.method in JSON_METHODS), "chance": _chance(doc)},
-        details=answer.record(doc),
-        parse_step=answer.method,
-        invalid_reason=answer.invalid_reason,
-        forecast=calibration.from_stated(answer.confidence, bool(answer.is_correct)) if answer.answered else None,
-    )
+    answer = score_reply(sample["doc"], logged_reply(sample))
+    forecast = calibration.from_stated(answer.confidence, bool(answer.is_correct)) if answer.answered else None
+    return _scored(task, sample, answer, answer.method, {"json_parsed": float(answer.method in JSON_METHODS)}, forecast)
 
 
 def score_sample_loglikelihood(task: str, sample: Mapping[str, Any]) -> ScoredItem:
@@ -55,17 +45,31 @@ def score_sample_loglikelihood(task: str, sample: Mapping[str, Any]) -> ScoredIt
     loglikelihoods = logged_loglikelihoods(sample)
     choice = score_loglikelihoods(doc, loglikelihoods)
     gold_position = list(doc["permutation"]).index(doc["target"])
+    forecast = calibration.from_loglikelihoods(loglikelihoods, gold_position)
+    return _scored(task, sample, choice, choice.step, {}, forecast)
+
+
+def _scored(
+    task: str,
+    sample: Mapping[str, Any],
+    choice: Answer | Choice,
+    parse_step: str,
+    extras: dict[str, float],
+    forecast: Forecast | None,
+) -> ScoredItem:
+    """A MillerQA item: its benchmark as the component, the gold and the chosen option as original indices."""
+    doc = sample["doc"]
     return scored_item(
         task,
         sample,
         component=doc["benchmark"],
         gold=str(doc["target"]),
         pred=INVALID if choice.original_index is None else str(choice.original_index),
-        extras={"chance": _chance(doc)},
+        extras={**extras, "chance": _chance(doc)},
         details=choice.record(doc),
-        parse_step=choice.step,
+        parse_step=parse_step,
         invalid_reason=choice.invalid_reason,
-        forecast=calibration.from_loglikelihoods(loglikelihoods, gold_position),
+        forecast=forecast,
     )
 
 
