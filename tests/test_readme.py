@@ -6,8 +6,9 @@ them, with ``../shared`` beside it), as a newcomer pastes them: nothing is writt
 preceded by a ``<!-- readme-test: skip (why) -->`` comment is not run. To keep it small, ``lm_eval`` is wrapped (a
 bash function, also seen by examples/quickstart.sh) to score each task's first 2 items and generate at most 16
 tokens (``lm_eval ls`` passes through unchanged), and ``LIMIT=2`` is set for the quickstart. The one skipped block
-that would download (the second model, 238 MB) is replaced by the same model in float32 into that block's folder,
-so the blocks after it find their runs.
+that would download (the second model, 238 MB) is replaced by SmolLM2's plain-prompt float32 run of the block
+before it, copied into that block's folder and reported there as the quickstart reports (running the quickstart
+again would only repeat that run), so the blocks after it find their runs.
 
 Nothing is installed into the environment the tests run in: the copy's ``.venv`` is that environment, where
 examples/install.sh finds its stamp and installs nothing, and ``pip install`` is wrapped to resolve each command
@@ -34,7 +35,10 @@ COMMAND_DOCS = ("README.md", "examples/README.md", "CONTRIBUTING.md")
 # What runs instead of a skipped block, where later blocks need its output.
 INSTEAD = {
     "MODEL=gemma3-270m bash examples/quickstart.sh   # out/quickstart-gemma3-270m-nochat": (
-        "CHAT=0 DTYPE=float32 OUT=out/quickstart-gemma3-270m-nochat bash examples/quickstart.sh"
+        "mkdir -p out/quickstart-gemma3-270m-nochat\n"
+        "cp -R out/quickstart-smollm2-nochat/run out/quickstart-gemma3-270m-nochat/run\n"
+        "python -m lm_eval_tasks report out/quickstart-gemma3-270m-nochat/run --out out/quickstart-gemma3-270m-nochat/report"
+        " --tokenizer run"
     )
 }
 WRAPPER = r"""
@@ -125,7 +129,9 @@ def test_the_readme_runs_as_written_in_order(tmp_path):
     script.extend(runnable_script())
     # Output goes to files: a process a block leaves running (a server never stopped) cannot hold the test open.
     with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
-        code = subprocess.run(["bash", "-c", "\n".join(script)], cwd=copy, stdout=out, stderr=err, timeout=3000)
+        code = subprocess.run(
+            ["bash", "-c", "\n".join(script)], cwd=copy, env=env, stdout=out, stderr=err, timeout=3000
+        )
         out.seek(0), err.seek(0)
         done = subprocess.CompletedProcess(code.args, code.returncode, out.read(), err.read())
     assert done.returncode == 0, done.stderr[-4000:]
