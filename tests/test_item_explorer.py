@@ -707,3 +707,28 @@ def test_choice_texts_share_the_page_budget_and_say_they_were_shortened(tmp_path
             == ["[shortened in this page: the choice has 300000 characters; items_s.jsonl line 1 holds it whole]"] * 4
         )
         assert shown.exceptions() == []
+
+
+@given(
+    st.lists(st.integers(0, 3000), min_size=1, max_size=200),
+    st.integers(1_000, 400_000),
+)
+def test_rows_too_many_for_more_than_the_shortest_texts_are_built_only_as_far_as_the_budget_goes(lengths, budget):
+    # When the texts' share of the budget gives each text at most MIN_SHOWN characters, the limit is MIN_SHOWN
+    # whatever the rows' fixed parts take: _fit does not build every row first to measure them, and gives the rows
+    # and the limit that measuring them gives.
+    built = []
+
+    def row(entry, limit):
+        built.append(limit)
+        return [entry, explorer.shown_text("x" * lengths[entry], limit)]
+
+    limit, rows = explorer._fit(range(len(lengths)), row, len(lengths), budget)
+    fixed = explorer._rows_size(
+        [[entry, explorer.shown_text("x" * lengths[entry], 0)] for entry in range(len(lengths))]
+    )
+    measured = explorer.text_limit(len(lengths), int((budget - fixed) * explorer._TEXT_SHARE))
+    assert limit == measured
+    assert rows == [row(entry, limit) for entry in range(len(rows))]
+    shortcut = int(budget * explorer._TEXT_SHARE) // len(lengths) <= explorer.MIN_SHOWN
+    assert (0 not in built) == shortcut

@@ -190,9 +190,12 @@ class Discordant:
     ) -> list[tuple[ScoredItem, ScoredItem]]:
         """(A's item, B's item) of ``which`` ("a_only_correct" or "b_only_correct"), the ``first`` ones only when
         given, each with its texts (:meth:`.Section.item`)."""
+        return [(sa.item(i), sb.item(j)) for i, j in self.positions(which, first)]
+
+    def positions(self, which: str, first: int | None = None) -> list[tuple[int, int]]:
+        """The positions (in A's items, in B's) of :meth:`items`, without reading any item."""
         chosen = getattr(self, which)
-        a, b = chosen.a[:first].tolist(), chosen.b[:first].tolist()
-        return [(sa.item(i), sb.item(j)) for i, j in zip(a, b, strict=True)]
+        return list(zip(chosen.a[:first].tolist(), chosen.b[:first].tolist(), strict=True))
 
 
 def discordant_items(sa: Section, sb: Section, paired: Pairing | None = None) -> Discordant:

@@ -101,8 +101,11 @@ def _fit(
                 break
             rows.append(shown)
         return MIN_SHOWN, rows
-    fixed = _rows_size([row(entry, 0) for entry in entries])  # each row with its texts cut to nothing
-    limit = text_limit(n_texts, int((budget - fixed) * _TEXT_SHARE))
+    if int(budget * _TEXT_SHARE) // max(n_texts, 1) <= MIN_SHOWN:
+        limit = MIN_SHOWN  # what the rows' fixed parts leave could only be less: no need to build them first
+    else:
+        fixed = _rows_size([row(entry, 0) for entry in entries])  # each row with its texts cut to nothing
+        limit = text_limit(n_texts, int((budget - fixed) * _TEXT_SHARE))
     rows, left = [], budget
     for start in range(0, len(entries), _FIT_BATCH):  # rows past the budget are never built
         batch = [row(entry, limit) for entry in entries[start : start + _FIT_BATCH]]

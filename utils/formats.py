@@ -27,7 +27,7 @@ from .leaderboard import DISCORDANT_FILE, Disagreements, build, discordant_lines
 from .pages import Html, estimate_attrs, interval
 from .results import item_record
 from .runs import model_name
-from .section import items_file
+from .section import Section, items_file
 from .stats import format_estimate
 from .text import md
 
@@ -357,6 +357,11 @@ def _instructions(name: str, bench: Mapping[str, Any], disagreements: Disagreeme
     return explorer.shared_instructions(prompts)
 
 
+def _record(entry: tuple[Section, int]) -> dict[str, Any]:
+    section, position = entry
+    return item_record(section.item(position))
+
+
 def _disagreements(
     board: Mapping[str, Any],
     name: str,
@@ -386,7 +391,10 @@ def _disagreements(
             "counts": f"{c['a']} vs {c['b']}: A right, B wrong: {n_a}; B right, A wrong: {n_b}",
         }
         first = share // explorer.MIN_PAIR_ROW + 1  # no more of each kind fit in the pair's share
-        a_only, b_only = (found.items(sa, sb, key, first) for key in ("a_only_correct", "b_only_correct"))
+        # Each item read (its texts from the spool, where kept there) only when its row is built: most never are.
+        a_only, b_only = (
+            [((sa, i), (sb, j)) for i, j in found.positions(key, first)] for key in ("a_only_correct", "b_only_correct")
+        )
         sides = {
             side: {
                 "id": run_id,
@@ -403,7 +411,7 @@ def _disagreements(
             for side, run_id in (("a", c["a"]), ("b", c["b"]))
         }
         data = explorer.pairs_data(
-            name, sides["a"], sides["b"], a_only, b_only, share, n_a + n_b, item_record, instructions,
+            name, sides["a"], sides["b"], a_only, b_only, share, n_a + n_b, _record, instructions,
             sa.spec.report.shown_labels,
         )  # fmt: skip
         if data["rows"] or not data["n_total"]:
