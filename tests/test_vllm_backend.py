@@ -28,7 +28,7 @@ from lm_eval_tasks.utils.models import free_port
 from lm_eval_tasks.utils.samples import logged_loglikelihoods, logged_reply
 
 from lm_eval_tasks import tasks_dir
-from tests.conftest import REPO, read_results, read_samples, report_cli, run_lm_eval
+from tests.conftest import REPO, logged_messages, read_results, read_samples, report_cli, run_lm_eval
 from tests.runs import lm_eval_args
 
 pytestmark = pytest.mark.slow
@@ -225,8 +225,34 @@ def predictions(task: str, samples: Mapping[int, dict]) -> dict[int, str]:
     return {doc_id: spec.score_sample(task, sample).pred for doc_id, sample in samples.items()}
 
 
-def compare_loglikelihoods(reference: Path, other: Path, task: str) -> tuple[list[str], float]:
-    """Items whose prediction differs (each with both backends' log-likelihoods), and the largest |Δ log-likelihood|."""
+def request_texts(sample: dict) -> list[str]:
+    """The texts a logged sample's requests sent: each prompt, or context and continuation, as its backend logged it."""
+    return [
+        text
+        for argument in sample["arguments"].values()
+        for _, text in sorted(argument.items())
+        if isinstance(text, str)
+    ]
+
+
+def asked_alike(reference: dict, other: dict, backend: str) -> bool:
+    """Whether ``backend`` was sent what hf was: the same texts; a chat API logs the messages it was sent, and each
+    one's text stands in hf's rendered chat template, in order."""
+    if backend != "chat":
+        return request_texts(reference) == request_texts(other)
+    (prompt,) = request_texts(reference)
+    position = 0
+    for message in logged_messages(other):
+        position = prompt.find(message["content"], position)
+        if position < 0:
+            return False
+        position += len(message["content"])
+    return True
+
+
+def compare_loglikelihoods(reference: Path, other: Path, task: str, backend: str) -> tuple[list[str], float]:
+    """Items asked otherwise or whose prediction differs (each with both backends' log-likelihoods), and the largest
+    |Δ log-likelihood|."""
     ref, oth = samples_by_doc(reference, task), samples_by_doc(other, task)
     assert sorted(ref) == sorted(oth) and len(ref) == LIMIT
     ref_pred, oth_pred = predictions(task, ref), predictions(task, oth)
@@ -235,27 +261,32 @@ def compare_loglikelihoods(reference: Path, other: Path, task: str) -> tuple[lis
         a, b = logged_loglikelihoods(ref[doc_id]), logged_loglikelihoods(oth[doc_id])
         assert len(a) == len(b)
         largest = max(largest, *(abs(x - y) for x, y in zip(a, b)))
+        if not asked_alike(ref[doc_id], oth[doc_id], backend):
+            differences.append(f"doc {doc_id}: asked {request_texts(oth[doc_id])!r}")
         if ref_pred[doc_id] != oth_pred[doc_id]:
             differences.append(f"doc {doc_id}: {ref_pred[doc_id]} {a} vs {oth_pred[doc_id]} {b}")
     return differences, largest
 
 
-def compare_replies(reference: Path, other: Path, task: str) -> list[str]:
-    """Items whose reply or prediction differs, each with both replies."""
+def compare_replies(reference: Path, other: Path, task: str, backend: str) -> list[str]:
+    """Items asked otherwise or whose reply or prediction differs, each with both replies."""
     ref, oth = samples_by_doc(reference, task), samples_by_doc(other, task)
     assert sorted(ref) == sorted(oth) and len(ref) == LIMIT
     ref_pred, oth_pred = predictions(task, ref), predictions(task, oth)
-    return [
-        f"doc {doc_id}: {ref_pred[doc_id]} {logged_reply(ref[doc_id])!r} vs {oth_pred[doc_id]} {logged_reply(oth[doc_id])!r}"
-        for doc_id in sorted(ref)
-        if (ref_pred[doc_id], logged_reply(ref[doc_id])) != (oth_pred[doc_id], logged_reply(oth[doc_id]))
-    ]
+    differences = []
+    for doc_id in sorted(ref):
+        a, b = logged_reply(ref[doc_id]), logged_reply(oth[doc_id])
+        if not asked_alike(ref[doc_id], oth[doc_id], backend):
+            differences.append(f"doc {doc_id}: asked {request_texts(oth[doc_id])!r}")
+        if (ref_pred[doc_id], a) != (oth_pred[doc_id], b):
+            differences.append(f"doc {doc_id}: {ref_pred[doc_id]} {a!r} vs {oth_pred[doc_id]} {b!r}")
+    return differences
 
 
 @pytest.mark.parametrize("task", LOGLIKELIHOOD_TASKS)
 @pytest.mark.parametrize("backend", ["vllm", "completions"])
 def test_loglikelihood_tasks_agree_with_hf_item_by_item(runs, task, backend):
-    differences, largest = compare_loglikelihoods(runs.out["hf"], runs.out[backend], task)
+    differences, largest = compare_loglikelihoods(runs.out["hf"], runs.out[backend], task, backend)
     print(f"\n{task} {backend} vs hf: {LIMIT - len(differences)}/{LIMIT} same prediction, max |Δ ll| {largest:.2e}")
     assert not differences, "\n".join(differences)
     assert largest < LOGLIKELIHOOD_TOLERANCE
@@ -264,7 +295,7 @@ def test_loglikelihood_tasks_agree_with_hf_item_by_item(runs, task, backend):
 @pytest.mark.parametrize("task", GENERATE_TASKS)
 @pytest.mark.parametrize("backend", ["vllm", "chat"])
 def test_generative_tasks_agree_with_hf_item_by_item(runs, task, backend):
-    differences = compare_replies(runs.out["hf"], runs.out[backend], task)
+    differences = compare_replies(runs.out["hf"], runs.out[backend], task, backend)
     print(f"\n{task} {backend} vs hf: {LIMIT - len(differences)}/{LIMIT} identical replies")
     assert not differences, "\n".join(differences)
 
