@@ -109,7 +109,7 @@ class Pairing:
 
 def pairing(sa: Section, sb: Section) -> Pairing:
     """The shared items of two sections, in linear time (each section's key index is built once)."""
-    if sa.keys == sb.keys:
+    if sa.keys_digest == sb.keys_digest:
         every = np.arange(len(sa.keys))
         return Pairing(every, every, 0, 0)
     in_b = sb.index
@@ -148,7 +148,7 @@ def reasons_not_comparable(a: ScoredRun, b: ScoredRun, name: str, paired: Pairin
     # Prompts differ by design where each model's own chat template renders them, or a per-model setting (MillerQA's
     # model label) shuffles them: not compared then.
     by_design = own_templates or (per_model and _only(sa.settings, per_model) != _only(sb.settings, per_model))
-    if not by_design and not (paired.identical and sa.prompt_hashes == sb.prompt_hashes):
+    if not by_design and not (paired.identical and sa.prompt_hashes_digest == sb.prompt_hashes_digest):
         hashes_a, hashes_b = sa.prompt_hashes, sb.prompt_hashes
         changed = sum(
             1

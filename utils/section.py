@@ -18,6 +18,7 @@ everywhere accuracy is reported.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import tempfile
@@ -217,10 +218,24 @@ class Section:
     def prompt_hashes(self) -> tuple[str, ...]:
         return tuple(item.prompt_hash for item in self.items)
 
+    # Digests of the item keys and of the prompt hashes, in order: two sections with the same digest hold the same
+    # ones (the leaderboard compares every pair of runs; a digest is made once per section, not once per pair).
+    @cached_property
+    def keys_digest(self) -> str:
+        return _digest(self.keys)
+
+    @cached_property
+    def prompt_hashes_digest(self) -> str:
+        return _digest(self.prompt_hashes)
+
     @cached_property
     def stratum_groups(self) -> list[np.ndarray]:
         """The items' positions per bootstrap stratum (:func:`.stats.stratum_indices`)."""
         return stats.stratum_indices(strata(self.items, self.spec), len(self.items))
+
+
+def _digest(values: tuple[Any, ...]) -> str:
+    return hashlib.sha256(repr(values).encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def _section_of_spec(name: str, *state: Any) -> Section:
