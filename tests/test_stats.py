@@ -47,6 +47,9 @@ def test_a_resample_set_is_drawn_once_and_reproduces_the_draw_in_order():
     x, y = np.array([0, 2]), np.array([1, 3, 4])
     expected = [np.concatenate([x[rng.integers(0, 2, 2)], y[rng.integers(0, 3, 3)]]) for _ in range(20)]
     assert np.array_equal(drawn, np.array(expected))
+    stats.forget_resamples()  # let go of: drawn again, the same
+    again = stats.resample_weights(strata, 5, n_resamples=20, seed=11)
+    assert again is not weights and np.array_equal(again, weights)
 
 
 @pytest.mark.parametrize("kind", ["mean", "macro", "f1"])

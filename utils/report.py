@@ -505,6 +505,7 @@ def write_report(
     drawer = plots.Drawer()  # started first: it imports matplotlib while the run is scored
     try:
         scored = score_path(path, tokenizer)
+        stats.forget_resamples()  # every interval is computed: the page and files only format them
         files = render(scored, drawer)
         written = write_atomically(target, {**files, MANIFEST: utf8(json.dumps(sorted(files)) + "\n")})
     finally:

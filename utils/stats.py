@@ -144,6 +144,12 @@ _DRAWN: OrderedDict[tuple, np.ndarray] = OrderedDict()
 _DRAWN_KEPT = 8  # resample sets kept in memory (a 14,274-item set of 1,000 resamples is 114 MB of weights)
 
 
+def forget_resamples() -> None:
+    """Let go of the resample sets :func:`resample_weights` keeps (hundreds of MB over a large run): for a command
+    that has computed every interval it will write."""
+    _DRAWN.clear()
+
+
 def _drawn_rows(groups: Sequence[np.ndarray], n: int, n_resamples: int, seed: int):
     """Each resample's item indices, one row at a time: every stratum's size drawn with replacement, stratum by
     stratum, from one generator seeded with ``seed`` (the same strata give the same rows in every call)."""
