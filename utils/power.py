@@ -16,6 +16,7 @@ against an independent model of the same accuracy a.
 from __future__ import annotations
 
 import math
+from functools import lru_cache
 from numbers import Integral, Real
 
 import numpy as np
@@ -137,6 +138,8 @@ def mcnemar_power(n: int, discordant_rate: float, difference: float, alpha: floa
     return _PowerCurve(n, q, alpha)(pi)
 
 
+# Asked once per pair of runs by the leaderboard, where pairs on the same items repeat the same (n, discordant rate).
+@lru_cache(maxsize=65536)
 def minimum_detectable_difference(
     n: int, discordant_rate: float, alpha: float = ALPHA, power: float = POWER
 ) -> float | None:
