@@ -72,6 +72,7 @@ def _report(args: argparse.Namespace) -> int:
                 print(f"  {line}")
             for line in (
                 answer_order.format_flag(bench.get("answer_order")),
+                answer_order.format_answer_flag(bench.get("answer_distribution")),
                 rotation.format_line(bench.get("rotation")),
             ):
                 if line:

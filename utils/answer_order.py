@@ -15,6 +15,11 @@ scored items, once:
   test by Monte-Carlo draws. A test the data cannot carry says why, with no p-value.
 
 A test that rejects at :data:`ALPHA` sets ``position_bias``, which every page shows as a flag.
+
+For a section whose prompt shows no options (:attr:`.BeyondAccuracy.answer_labels`: PubMedQA's log-likelihood
+prompt), position means nothing: its answer distribution (:func:`answer_distribution`) gives the chosen answers'
+distribution against the gold answers' over the answered items, with the same test of chosen against gold counts;
+a rejection sets ``answer_bias``.
 """
 
 from __future__ import annotations
@@ -39,6 +44,23 @@ EXACT = "exact multinomial"
 MONTE_CARLO = "Monte-Carlo multinomial"
 
 NULL = "the chosen positions follow the gold positions' distribution (the choice does not depend on position)"
+ANSWER_NULL = "the chosen answers follow the gold answers' distribution"
+
+# What the test compares ("position" or "answer"): its null and why it may not be computable, in words.
+_WORDS = {
+    "position": {
+        "null": NULL,
+        "known": " with a known position",
+        "one_gold": "every gold answer lies at one position: a choice by position and a choice by answer look the same",
+        "no_gold": "a position was chosen where no gold answer lies: the gold distribution gives it no expected count",
+    },
+    "answer": {
+        "null": ANSWER_NULL,
+        "known": "",
+        "one_gold": "every gold answer is the same answer: a distribution of one answer leaves nothing to test",
+        "no_gold": "an answer was chosen that no gold answer is: the gold distribution gives it no expected count",
+    },
+}
 
 
 def position_name(position: int, names: Sequence[str] = ()) -> str:
@@ -69,23 +91,25 @@ def _log_pmf(counts: np.ndarray, probabilities: np.ndarray) -> np.ndarray:
     return gammaln(n + 1) - gammaln(counts + 1).sum(axis=-1) + (counts * np.log(probabilities)).sum(axis=-1)
 
 
-def goodness_of_fit(chosen: Sequence[int], gold: Sequence[int]) -> dict[str, Any]:
-    """The test of chosen-position counts against the gold-position counts' distribution (same positions, same
-    total). Positions where neither lies are left out. Not computable (``p_value`` None, with ``reason``): no item,
-    one item, every gold answer at one position (position and answer cannot be told apart), or a chosen position
-    where no gold answer lies (the null gives it no expected count)."""
+def goodness_of_fit(chosen: Sequence[int], gold: Sequence[int], unit: str = "position") -> dict[str, Any]:
+    """The test of chosen counts against the gold counts' distribution (same categories, same total), the
+    categories being positions or answers (``unit``). Categories neither side has are left out. Not computable
+    (``p_value`` None, with ``reason``): no item, one item, every gold answer in one category (for positions:
+    position and answer cannot be told apart), or a chosen category no gold answer is in (the null gives it no
+    expected count)."""
+    words = _WORDS[unit]
     chosen_counts, gold_counts = np.asarray(chosen, dtype=np.int64), np.asarray(gold, dtype=np.int64)
     n = int(gold_counts.sum())
-    out: dict[str, Any] = {"null": NULL, "alpha": ALPHA, "n": n, "method": None, "p_value": None}
+    out: dict[str, Any] = {"null": words["null"], "alpha": ALPHA, "n": n, "method": None, "p_value": None}
     if int(chosen_counts.sum()) != n:
-        raise ValueError(f"{int(chosen_counts.sum())} chosen positions against {n} gold positions")
+        raise ValueError(f"{int(chosen_counts.sum())} chosen {unit}s against {n} gold {unit}s")
     reason = None
     if n < 2:
-        reason = f"{n} answered item{'s' if n != 1 else ''} with a known position: nothing to test"
+        reason = f"{n} answered item{'s' if n != 1 else ''}{words['known']}: nothing to test"
     elif int(np.count_nonzero(gold_counts)) < 2:
-        reason = "every gold answer lies at one position: a choice by position and a choice by answer look the same"
+        reason = words["one_gold"]
     elif np.any((gold_counts == 0) & (chosen_counts > 0)):
-        reason = "a position was chosen where no gold answer lies: the gold distribution gives it no expected count"
+        reason = words["no_gold"]
     if reason is not None:
         return out | {"reason": reason}
     kept = gold_counts > 0
@@ -159,15 +183,49 @@ def summary(items: Sequence[ScoredItem], spec: BenchmarkSpec) -> dict[str, Any]:
     }
 
 
-def format_flag(answer_order: Any) -> str | None:
-    """The one line every page shows when the test rejects; None otherwise."""
-    if not isinstance(answer_order, dict) or not answer_order.get("position_bias"):
+def answer_distribution(items: Sequence[ScoredItem], spec: BenchmarkSpec) -> dict[str, Any]:
+    """A section's chosen answers against its gold answers, over the answered items (report.json's
+    ``answer_distribution``). An answered item whose gold or chosen answer is none of the labels is counted in
+    ``other_answer`` and left out of the distributions."""
+    labels = tuple(spec.beyond_accuracy.answer_labels)
+    if not labels:
+        raise ValueError(f"{spec.name} declares no answer labels")
+    answered = [item for item in items if item.pred != INVALID]
+    known = [item for item in answered if item.gold in labels and item.pred in labels]
+    gold_counts = [sum(item.gold == label for item in known) for label in labels]
+    chosen_counts = [sum(item.pred == label for item in known) for label in labels]
+    n = len(known)
+    test = goodness_of_fit(chosen_counts, gold_counts, unit="answer")
+    return {
+        "labels": list(labels),
+        "n_items": len(items),
+        "n_answered": n,
+        "other_answer": len(answered) - n,
+        "gold_answers": {label: _share(gold_counts[i], n) if n else {"count": 0} for i, label in enumerate(labels)},
+        "chosen_answers": {label: _share(chosen_counts[i], n) if n else {"count": 0} for i, label in enumerate(labels)},
+        "test": test,
+        "answer_bias": bool(test.get("rejects")),
+    }
+
+
+def _flag(part: Any, key: str, unit: str) -> str | None:
+    if not isinstance(part, dict) or not part.get(key):
         return None
-    test = answer_order["test"]
+    test = part["test"]
     return (
-        f"position bias: the chosen positions differ from the gold positions' distribution "
+        f"{key.replace('_', ' ')}: the chosen {unit}s differ from the gold {unit}s' distribution "
         f"({test['method']}, p = {test['p_value']:.2g} < {test['alpha']})"
     )
+
+
+def format_flag(answer_order: Any) -> str | None:
+    """The one line every page shows when the position test rejects; None otherwise."""
+    return _flag(answer_order, "position_bias", "position")
+
+
+def format_answer_flag(answer_distribution: Any) -> str | None:
+    """The one line every page shows when the answer test rejects; None otherwise."""
+    return _flag(answer_distribution, "answer_bias", "answer")
 
 
 def format_test(test: Any) -> str:

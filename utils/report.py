@@ -297,6 +297,31 @@ def _answer_order_lines(name: str, bench: Mapping[str, Any]) -> list[str]:
     return lines
 
 
+def _answer_distribution_lines(name: str, bench: Mapping[str, Any]) -> list[str]:
+    dist = bench.get("answer_distribution")
+    if not dist:
+        return []
+    flag = answer_order.format_answer_flag(dist)
+    lines = [
+        "",
+        "Answer distribution (the prompt shows no options: the chosen answers against the gold answers):",
+        "",
+        *([f"- **{md(flag)}**"] if flag else []),
+        f"- null hypothesis: {md(answer_order.ANSWER_NULL)}; test: {md(answer_order.format_test(dist['test']))}",
+        f"- answered items: {dist['n_answered']} of {dist['n_items']}"
+        + (f"; gold or chosen answer none of the labels: {dist['other_answer']}" if dist["other_answer"] else ""),
+        "",
+        "| answer | gold share [95% CI] | chosen share [95% CI] |",
+        "|---|---|---|",
+    ]
+    for label in dist["labels"]:
+        gold, chosen = dist["gold_answers"][label], dist["chosen_answers"][label]
+        lines.append(
+            f"| {md(label)} | {gold['count']}: {_fmt(gold.get('share'))} | {chosen['count']}: {_fmt(chosen.get('share'))} |"
+        )
+    return lines
+
+
 def _rotation_lines(name: str, bench: Mapping[str, Any]) -> list[str]:
     turned = bench.get("rotation")
     if not turned:
@@ -394,6 +419,7 @@ MARKDOWN_PARTS: dict[str, Callable[[str, Mapping[str, Any]], list[str]]] = {
     "calibration": _calibration_lines,
     "selective": _selective_lines,
     "answer_order": _answer_order_lines,
+    "answer_distribution": _answer_distribution_lines,
     "rotation": _rotation_lines,
     "reply_lengths": _length_lines,
     "published": _reference_lines,

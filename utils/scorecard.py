@@ -199,6 +199,28 @@ def _answer_order(bench: Mapping[str, Any]) -> dict[str, Any] | None:
     }
 
 
+def _answer_distribution(bench: Mapping[str, Any]) -> dict[str, Any] | None:
+    dist = bench.get("answer_distribution")
+    if not (isinstance(dist, Mapping) and dist):
+        return None
+    rows = []
+    for label in dist.get("labels") or []:
+        gold, chosen = ((dist.get(key) or {}).get(label) or {} for key in ("gold_answers", "chosen_answers"))
+        rows.append(
+            [
+                label,
+                f"{gold.get('count')}: {format_estimate(gold.get('share'))}",
+                f"{chosen.get('count')}: {format_estimate(chosen.get('share'))}",
+            ]
+        )
+    return {
+        "flag": answer_order.format_answer_flag(dist),
+        "null": answer_order.ANSWER_NULL,
+        "test": answer_order.format_test(dist.get("test")),
+        "rows": rows,
+    }
+
+
 def _rotation(bench: Mapping[str, Any]) -> dict[str, Any] | None:
     turned = bench.get("rotation")
     if not (isinstance(turned, Mapping) and turned):
@@ -309,6 +331,7 @@ def section_view(name: str, bench: Mapping[str, Any], drawn: Mapping[str, bytes]
         if f"risk_coverage_{name}.png" in drawn
         else None,
         "answer_order": _answer_order(bench),
+        "answer_distribution": _answer_distribution(bench),
         "rotation": _rotation(bench),
         "hit_text": _hit_text(bench),
         "published": _published(bench, published),

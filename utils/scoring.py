@@ -229,6 +229,9 @@ class BeyondAccuracy:
     # unknown. position_names names the positions (empty: letters A, B, ...).
     answer_position: Callable[[ScoredItem], tuple[int, int | None] | None] | None = None
     position_names: Sequence[str] = ()
+    # The answers of a section whose prompt shows no options, where position means nothing (:func:`.answer_order.
+    # answer_distribution`: the chosen answers' distribution against the gold answers'); empty: not measured.
+    answer_labels: tuple[str, ...] = ()
     # A rotated section's items (:mod:`.rotation`): each item's question, rotation and original option chosen; None
     # for an item whose rotation is unknown.
     rotation_of: Callable[[ScoredItem], Rotated | None] | None = None

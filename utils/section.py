@@ -7,7 +7,8 @@ paper-comparable (with every reason when not), and a stratified bootstrap CI for
 beyond accuracy: calibration (:mod:`.calibration`) and selective prediction (:mod:`.selective`) where the spec
 names a confidence source, accuracy per
 subgroup, paired differences between variants of the same questions (e.g. languages), the ties of a log-likelihood
-section, answer order (:mod:`.answer_order`) where the spec says where options were shown, accuracy per rotation
+section, answer order (:mod:`.answer_order`) where the spec says where options were shown (where the prompt shows
+none, the chosen answers' distribution against the gold answers'), accuracy per rotation
 and the consistency rate of a rotated section (:mod:`.rotation`), and reply
 lengths of generative sections (:mod:`.lengths`).
 
@@ -110,6 +111,7 @@ SECTION_PARTS: dict[str, tuple[str, ...]] = {
     "paired_variants": ("paired_variants",),
     "calibration": ("calibration",),
     "answer_order": ("answer_order",),
+    "answer_distribution": ("answer_distribution",),
     "rotation": ("rotation",),
     "selective": ("selective",),
     "reply_lengths": ("reply_lengths",),
@@ -580,6 +582,8 @@ def score_section(
         numbers["selective"] = _selective(items, spec)
     if spec.beyond_accuracy.answer_position is not None:
         numbers["answer_order"] = answer_order.summary(items, spec)
+    if spec.beyond_accuracy.answer_labels:
+        numbers["answer_distribution"] = answer_order.answer_distribution(items, spec)
     if spec.beyond_accuracy.rotation_of is not None:
         numbers["rotation"] = rotation.summary([spec.beyond_accuracy.rotation_of(item) for item in items])
     if generative:

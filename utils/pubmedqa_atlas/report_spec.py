@@ -144,6 +144,8 @@ def _spec(
             answer_position=answer_position if shows_options else None,
             position_names=LABELS if shows_options and not rotated else (),
             rotation_of=rotation_of if rotated else None,
+            # The log-likelihood prompt shows no options: the chosen answers against the gold ones instead.
+            answer_labels=() if shows_options else LABELS,
         ),
     )
 
