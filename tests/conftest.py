@@ -266,27 +266,3 @@ def pytest_itemcollected(item):
     # As each test is collected: pytest-xdist reads the groups in its own pytest_collection_modifyitems.
     if not any(mark.name == "xdist_group" for mark in item.iter_markers()):
         item.add_marker(pytest.mark.xdist_group(xdist_group(item)))
-
-
-# The order in which the workers take the groups (each takes the next as it frees): the longest first, so that the
-# short ones even out the end; pytest-xdist's own order (most tests first) would start the longest last.
-LONGEST_GROUPS = ("tests.test_readme", "vllm", "real_model")
-
-
-def pytest_configure(config):
-    if hasattr(config.option, "loadscopereorder"):  # a newer pytest-xdist's; 3.6 keeps the collected order
-        config.option.loadscopereorder = False
-
-
-def group_rank(item: pytest.Item) -> int:
-    """LONGEST_GROUPS in order, then every other group holding a slow test (a group starts at its first test), then
-    the rest."""
-    mark = item.get_closest_marker("xdist_group")
-    group = mark.kwargs.get("name", mark.args[0] if mark.args else None) if mark else xdist_group(item)
-    if group in LONGEST_GROUPS:
-        return LONGEST_GROUPS.index(group)
-    return len(LONGEST_GROUPS) + (item.get_closest_marker("slow") is None)
-
-
-def pytest_collection_modifyitems(config, items):
-    items.sort(key=group_rank)  # stable: a group's tests keep their order
