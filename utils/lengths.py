@@ -3,7 +3,7 @@
 The unit is the command's choice, never what exists on disk when it runs: whitespace-separated words by default;
 tokens with ``--tokenizer NAME_OR_FOLDER``, or with ``--tokenizer run`` each run's own tokenizer (its model_args'
 ``tokenizer=``, else ``pretrained=``). A tokenizer asked for is loaded offline (a local folder or a copy already in
-the local Hugging Face cache; nothing is downloaded), once per name in a process, and one that cannot be loaded is
+the local Hugging Face cache; nothing is downloaded), once per name (a relative folder: per folder) in a process, and one that cannot be loaded is
 a :class:`~.data.DataError` naming it. A reply "hit max_gen_toks" when its re-tokenized length reaches the
 request's logged ``max_gen_toks``; re-tokenizing the decoded text can differ from the generated count by a token,
 so this is read in tokens only (never guessed from words).
@@ -46,11 +46,15 @@ def choice_key(tokenizer: str | None) -> str:
     relative folder joined to the working directory, so that another folder of that name elsewhere is another key."""
     if tokenizer is None:
         return WORDS
-    if tokenizer != RUN and not os.path.isabs(tokenizer) and os.path.isdir(tokenizer):
-        # Joined, not resolved: normalising would turn "https://user:pw@h" into "https:/user:pw@h", which the
-        # masking no longer reads as a URL.
-        tokenizer = os.path.join(os.getcwd(), tokenizer)
-    return f"{TOKENS}: {mask(tokenizer)}"
+    return f"{TOKENS}: {mask(tokenizer if tokenizer == RUN else _located(tokenizer))}"
+
+
+def _located(name: str) -> str:
+    """``name`` as a tokenizer is known by: a relative folder joined to the working directory, so that a folder of that
+    name elsewhere (or from another working directory of the same process) is another tokenizer; any other name as
+    it is. Joined, not resolved: normalising would turn "https://user:pw@h" into "https:/user:pw@h", which the
+    masking no longer reads as a URL."""
+    return os.path.join(os.getcwd(), name) if not os.path.isabs(name) and os.path.isdir(name) else name
 
 
 def _may_load_offline(name: str) -> bool:
@@ -99,7 +103,7 @@ def counter(tokenizer: str | None, model_args: Any) -> LengthCounter:
         if not isinstance(name, str) or not name.strip():
             raise DataError("--tokenizer run: the run's model_args name no tokenizer= or pretrained=")
     try:
-        count = _token_count(name)
+        count = _token_count(_located(name))
     except LookupError as exc:
         raise DataError(
             f"--tokenizer {mask(tokenizer, secrets)!r}: cannot load the tokenizer {mask(name, secrets)!r} offline "
