@@ -17,7 +17,7 @@ import warnings
 from importlib import metadata
 from pathlib import Path
 
-__version__ = "0.6.0"
+__version__ = "0.7.0"
 
 
 def tasks_dir() -> str:
