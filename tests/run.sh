@@ -86,6 +86,7 @@ layered_env() {
   for command in "$base"/bin/*; do
     name="$(basename "$command")"
     case "$name" in python* | activate* | Activate.ps1) continue ;; esac
+    [ -f "$command" ] || continue # a folder such as __pycache__ is no command
     if head -n1 "$command" | grep -qE "^#!$base/bin/python[0-9.]*\$"; then
       {
         echo "#!$venv/bin/python"
