@@ -184,6 +184,7 @@ def _installed_copy(root: Path) -> Path:
     return root
 
 
+@pytest.mark.slow  # an installed copy and lm-eval subprocesses: the full suite only
 def test_a_new_benchmark_is_two_folders(tmp_path):
     site = _installed_copy(tmp_path / "site")
     package = site / "lm_eval_tasks"

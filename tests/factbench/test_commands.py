@@ -70,6 +70,7 @@ def cli(*args):
     return subprocess.run([sys.executable, "-m", "lm_eval_tasks", *map(str, args)], capture_output=True, text=True)
 
 
+@pytest.mark.slow  # a local server and four CLI processes: the full suite only
 def test_check_then_cached_rerun_then_rescore(run_dir, store, tmp_path):
     server = FakeChatServer(fake_llm)
     try:
