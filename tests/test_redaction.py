@@ -7,7 +7,7 @@ from urllib.parse import unquote
 import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
-from lm_eval_tasks.utils import redaction, secret_names
+from lm_eval_tasks.utils import redaction, secret_names, secret_triggers
 from lm_eval_tasks.utils.redaction import is_secret_key, redact, scrub
 from lm_eval_tasks.utils.secret_names import SECRET_LAST_WORDS, SECRET_WORDS, WORD
 
@@ -500,7 +500,7 @@ def test_the_fast_path_reads_json_escapes_as_json_loads_does(value, ascii_only, 
 
 def test_logged_chat_messages_are_read_through_their_escapes():
     prompt = json.dumps([{"role": "user", "content": "Abstract — the drug\nreduced risk: 20%"}])  # \u2014, \n
-    assert redaction._may_hold_secret(prompt) is False and redact(prompt) == prompt
+    assert secret_triggers.may_hold_secret(prompt) is False and redact(prompt) == prompt
     # A URL's password behind escaped slashes, as some JSON writers log it, is found and masked.
     logged = '{"url": "https:\\/\\/user:hunter22@host.example\\/v1"}'
     assert redact(logged) == '{"url": "https://user:***@host.example/v1"}'
@@ -510,7 +510,7 @@ def test_logged_chat_messages_are_read_through_their_escapes():
 
 def test_a_long_reply_without_a_trigger_skips_the_scan_and_one_with_a_key_is_masked():
     reply = "the evidence says the drug reduces risk; " * 100
-    assert redaction._may_hold_secret(reply) is False and redact(reply) == reply
+    assert secret_triggers.may_hold_secret(reply) is False and redact(reply) == reply
     assert redact(reply + " api_key=abc123") == reply + " api_key=***"
 
 
@@ -916,7 +916,7 @@ def test_a_key_word_before_an_equals_sign_is_found_as_splitting_every_stretch_in
                 return True
         return False
 
-    assert redaction._key_word_before_equals(text) == splitting_every_stretch(text)
+    assert secret_triggers.key_word_before_equals(text) == splitting_every_stretch(text)
 
 
 def test_a_key_after_characters_whose_lowering_is_longer_is_masked():

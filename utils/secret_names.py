@@ -68,6 +68,8 @@ TEXT_TOKEN_WORDS = frozenset(
         "eom",
     }
 )
+# Query parameters that carry a credential only in a URL: Azure Functions' ?code=, a SAS token's ?sig=.
+QUERY_SECRET_NAMES = frozenset({"code", "sig"})
 # Values that say "no credential" and are kept: None, a flag such as use_auth_token=True, nothing.
 UNSET_VALUES = frozenset({"", "none", "null", "true", "false"})
 

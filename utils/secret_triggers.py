@@ -1,0 +1,180 @@
+"""The fast path of masking (:mod:`.redaction`): whether a text holds anything its full scan could mask.
+
+Every credential the full scan finds stands next to a trigger: a URL or auth scheme, a well-known key's prefix, a
+percent escape, or a key word before a ``:`` or a ``=``. A text with none (most model replies and prompts) is given
+back at once; :func:`may_hold_secret` is False only where the full scan would find nothing (property-tested against
+it on hostile strings and on every text of the benchmarks' data). Every check is linear in the text's length.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from functools import lru_cache
+from typing import Any
+
+from .secret_names import (
+    QUERY_SECRET_NAMES,
+    SECRET_LAST_WORDS,
+    SECRET_NAME_PART,
+    SECRET_WORDS,
+    WORD,
+    is_secret_key,
+)
+
+# The literal start of every well-known key shape (redaction's _KEY_SHAPES and _GLUED_KEY_SHAPES begin with one): those
+# with an underscore are looked for only in a text that holds one (most prose holds none); "xox" stands for the five
+# Slack prefixes (xoxa- ... xoxs-).
+_UNDERSCORED_KEY_PREFIXES = ("hf_", "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_")
+_OTHER_KEY_PREFIXES = ("sk-", "xox", "AKIA", "ASIA", "AIza", "glpat-")
+
+
+def holds_key_prefix(text: str) -> bool:
+    """Whether ``text`` holds the start of a well-known key shape (False: no key shape can match in it)."""
+    return any(prefix in text for prefix in _OTHER_KEY_PREFIXES) or (
+        "_" in text and any(prefix in text for prefix in _UNDERSCORED_KEY_PREFIXES)
+    )
+
+
+# What every credential the full scan finds stands next to. Text without any (most model replies) is given back
+# at once: the full scan costs about 1-2 ms per 4 KB of text.
+# - anywhere: a URL scheme or an auth scheme (in the lowered text), a well-known key's prefix (as written: the key
+#   shapes match case-sensitively, so "Asian" and "skill" start none);
+_ANYWHERE = ("://", "bearer", "basic")
+# - a word of a secret key name (each of secret_names.SECRET_WORDS and SECRET_LAST_WORDS holds one) in the key before a ':'
+#   or a '=' (key=value forms and URL query values, :func:`key_word_before_equals`); a percent escape, which could
+#   spell one.
+_KEY_WORDS = ("key", "token", "auth", "cookie", "credential", "pass", "pwd", "secret", "sig", "header")
+_PERCENT_ESCAPE = re.compile(r"%[0-9A-Fa-f]{2}")
+_KEY_END_CHARS = frozenset(" \t\n\r\"'\\")
+
+
+def may_hold_secret(text: str) -> bool:
+    """Whether the full scan could find a credential in ``text`` (False: it cannot); linear in its length."""
+    if _as_written(text):
+        return True
+    if text.lstrip()[:1] in ("{", "["):
+        # JSON (a chat API's logged messages): the full scan parses it and masks what its keys and strings hold, so
+        # those decide, as json.loads reads them: escapes may hide a trigger ("api\u005fkey", "https:\/\/"), and a
+        # secret key need not end where a name does ("secret/").
+        try:
+            return _json_may_hold_secret(json.loads(text))
+        except (ValueError, RecursionError):
+            return False  # no JSON: the text as written, which holds no trigger, is all the full scan sees
+    return False
+
+
+def _json_may_hold_secret(value: Any) -> bool:
+    """Whether :func:`.redaction.redact` could change a parsed JSON value: a secret key, or a string that may hold
+    one."""
+    pending = [value]
+    while pending:
+        item = pending.pop()
+        if isinstance(item, str):
+            if may_hold_secret(item):
+                return True
+        elif isinstance(item, dict):
+            if any(is_secret_key(key) for key in item):
+                return True
+            pending.extend(item.values())
+        elif isinstance(item, list):
+            pending.extend(item)
+    return False
+
+
+@lru_cache(maxsize=256)  # the same long text recurs in every item: a chat prompt's system message
+def _as_written(text: str) -> bool:
+    # Substring searches of the lowered text, in C (a regex alternation of the same words scans several times
+    # slower): most texts are replies, and most hold none.
+    lowered = text.lower()
+    if (
+        any(word in lowered for word in _ANYWHERE)
+        or holds_key_prefix(text)
+        or ("%" in text and _PERCENT_ESCAPE.search(text))
+        or ("=" in text and key_word_before_equals(text))
+    ):
+        return True
+    if ":" not in text:
+        return False
+    if len(lowered) != len(text):  # lowering moved offsets ("İ"): the full scan decides
+        return True
+    return _key_word_before_colon(text, lowered)
+
+
+def key_word_before_equals(text: str) -> bool:
+    """Whether the stretch before some ``=`` (back to the ``=`` before it) holds a word that makes any key a
+    credential, or ends in a word a credential key or a URL query name that carries one may end in
+    (:func:`.secret_names.is_secret_key`; ``code``, ``sig``): every key that a ``key=value`` part, a keyed value or a
+    query value is masked by lies in such a stretch and ends with its last word (a percent escape, which could spell
+    a word, is a trigger of its own). Words are split as :data:`.secret_names.WORD` splits them, only in the runs of
+    ASCII letters and digits that hold a part of a key word (where it can split otherwise, never across a run); the
+    stretches do not overlap, so the scan is linear."""
+    start = 0
+    while (equals := text.find("=", start)) >= 0:
+        if _stretch_holds_key_word(text, start, equals):
+            return True
+        start = equals + 1
+    return False
+
+
+_ASCII_ALNUM = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789")
+_NAME_PART_OR_CODE = re.compile(SECRET_NAME_PART.pattern + "|code")
+
+
+def _run_around(text: str, start: int, end: int, floor: int, ceiling: int) -> tuple[int, int]:
+    """The run of ASCII letters and digits of ``text[floor:ceiling]`` that holds ``text[start:end]`` (or ends at
+    ``end`` when it is empty)."""
+    while start > floor and text[start - 1] in _ASCII_ALNUM:
+        start -= 1
+    while end < ceiling and text[end] in _ASCII_ALNUM:
+        end += 1
+    return start, end
+
+
+def _stretch_holds_key_word(text: str, floor: int, ceiling: int) -> bool:
+    stretch = text[floor:ceiling]
+    lowered = stretch.lower()
+    if not _NAME_PART_OR_CODE.search(lowered):  # each key word holds a part of one
+        return False
+    if len(lowered) != len(stretch):  # lowering moved offsets ("İ"): every word of the stretch
+        words = [word.lower() for word in WORD.findall(stretch)]
+        return bool(words) and (
+            words[-1] in SECRET_LAST_WORDS or words[-1] in QUERY_SECRET_NAMES or any(w in SECRET_WORDS for w in words)
+        )
+    end = ceiling  # the stretch's last run: what ends the key (quotes, spaces) is passed over
+    while end > floor and text[end - 1] not in _ASCII_ALNUM:
+        end -= 1
+    last = _run_around(text, end, end, floor, ceiling)
+    words = WORD.findall(text, *last)
+    if words and (words[-1].lower() in SECRET_LAST_WORDS or words[-1].lower() in QUERY_SECRET_NAMES):
+        return True
+    walked = floor
+    for part in _NAME_PART_OR_CODE.finditer(lowered):
+        if floor + part.start() < walked:
+            continue
+        run = _run_around(text, floor + part.start(), floor + part.end(), floor, ceiling)
+        walked = run[1]
+        if any(word.lower() in SECRET_WORDS for word in WORD.findall(text, *run)):
+            return True
+    return False
+
+
+def _key_word_before_colon(text: str, lowered: str) -> bool:
+    """Whether a key word stands in a run of name characters (letters, digits, ``_``, ``-``) that at most 8 of
+    :data:`_KEY_END_CHARS` separate from a ``:``. Walks forward from each occurrence of a key word to the end of its
+    run, once per run (an occurrence inside a run already walked is skipped), so the scan is linear."""
+    size = len(text)
+    for word in _KEY_WORDS:
+        found, walked = lowered.find(word), 0
+        while found >= 0:
+            if found >= walked:
+                end = found + len(word)
+                while end < size and (text[end].isalnum() or text[end] in "_-"):
+                    end += 1
+                walked = colon = end
+                while colon < size and colon - end < 8 and text[colon] in _KEY_END_CHARS:
+                    colon += 1
+                if text.startswith(":", colon):
+                    return True
+            found = lowered.find(word, found + 1)
+    return False
