@@ -9,7 +9,7 @@ from types import SimpleNamespace
 import jinja2
 import numpy as np
 import pytest
-from lm_eval_tasks.utils import explorer, formats, plots, report, scorecard, section
+from lm_eval_tasks.utils import explorer, formats, plots, report_md, scorecard, section
 from lm_eval_tasks.utils.comparison import Discordant, Pairing
 from lm_eval_tasks.utils.scoring import ScoredItem
 from lm_eval_tasks.utils.stats import format_estimate
@@ -45,15 +45,15 @@ def test_every_section_field_is_rendered_by_exactly_one_part():
 
 
 def test_report_md_renders_every_part_and_shows_a_field_no_part_knows():
-    assert set(report.MARKDOWN_PARTS) == set(section.SECTION_PARTS)
+    assert set(report_md.MARKDOWN_PARTS) == set(section.SECTION_PARTS)
     full = {"run": {"model": "hf"}, "unreported_tasks": [], **GOLDEN_REPORT}
-    assert "Other fields" not in report.to_markdown(full)
+    assert "Other fields" not in report_md.to_markdown(full)
     bench = {
         **GOLDEN_REPORT["benchmarks"]["medexqa"],
         "surprise": {"n_tied": 7},
         "late": {"value": 0.25, "low": 0.125, "high": 0.5},
     }
-    text = report.to_markdown({**full, "benchmarks": {"medexqa": bench}})
+    text = report_md.to_markdown({**full, "benchmarks": {"medexqa": bench}})
     assert text.count("Other fields:") == 1
     assert '- surprise: {"n_tied": 7}' in text and f"- late: {format_estimate(bench['late'])}" in text
 
