@@ -172,9 +172,15 @@ def _calibration(bench: Mapping[str, Any], plot: bytes | None) -> dict[str, Any]
     }
 
 
+def _part(bench: Mapping[str, Any], name: str) -> Mapping[str, Any] | None:
+    """A section's part ``name``, or None where the section has none (absent, empty or not an object)."""
+    value = bench.get(name)
+    return value if isinstance(value, Mapping) and value else None
+
+
 def _answer_order(bench: Mapping[str, Any]) -> dict[str, Any] | None:
-    order = bench.get("answer_order")
-    if not (isinstance(order, Mapping) and order):
+    order = _part(bench, "answer_order")
+    if order is None:
         return None
     rows = []
     for position in order.get("positions") or []:
@@ -183,47 +189,33 @@ def _answer_order(bench: Mapping[str, Any]) -> dict[str, Any] | None:
             for key in ("accuracy_by_gold_position", "gold_positions", "chosen_positions")
         )
         rows.append(
-            [
-                position,
-                by_gold.get("n"),
-                format_estimate(by_gold.get("accuracy")),
-                f"{gold.get('count')}: {format_estimate(gold.get('share'))}",
-                f"{chosen.get('count')}: {format_estimate(chosen.get('share'))}",
-            ]
+            [position, by_gold.get("n"), format_estimate(by_gold.get("accuracy")), _count(gold), _count(chosen)]
         )
-    return {
-        "flag": answer_order.format_flag(order),
-        "null": answer_order.NULL,
-        "test": answer_order.format_test(order.get("test")),
-        "rows": rows,
-    }
+    return _tested(answer_order.format_flag(order), answer_order.NULL, order, rows)
 
 
 def _answer_distribution(bench: Mapping[str, Any]) -> dict[str, Any] | None:
-    dist = bench.get("answer_distribution")
-    if not (isinstance(dist, Mapping) and dist):
+    dist = _part(bench, "answer_distribution")
+    if dist is None:
         return None
-    rows = []
-    for label in dist.get("labels") or []:
-        gold, chosen = ((dist.get(key) or {}).get(label) or {} for key in ("gold_answers", "chosen_answers"))
-        rows.append(
-            [
-                label,
-                f"{gold.get('count')}: {format_estimate(gold.get('share'))}",
-                f"{chosen.get('count')}: {format_estimate(chosen.get('share'))}",
-            ]
-        )
-    return {
-        "flag": answer_order.format_answer_flag(dist),
-        "null": answer_order.ANSWER_NULL,
-        "test": answer_order.format_test(dist.get("test")),
-        "rows": rows,
-    }
+    answers = [dist.get(key) or {} for key in ("gold_answers", "chosen_answers")]
+    rows = [[label, *(_count(counts.get(label) or {}) for counts in answers)] for label in dist.get("labels") or []]
+    return _tested(answer_order.format_answer_flag(dist), answer_order.ANSWER_NULL, dist, rows)
+
+
+def _count(entry: Mapping[str, Any]) -> str:
+    """A count and its share with the share's CI, as one cell."""
+    return f"{entry.get('count')}: {format_estimate(entry.get('share'))}"
+
+
+def _tested(flag: str | None, null: str, part: Mapping[str, Any], rows: list[list[Any]]) -> dict[str, Any]:
+    """A part that tests chosen against gold counts: its flag, null hypothesis, test in words and rows."""
+    return {"flag": flag, "null": null, "test": answer_order.format_test(part.get("test")), "rows": rows}
 
 
 def _rotation(bench: Mapping[str, Any]) -> dict[str, Any] | None:
-    turned = bench.get("rotation")
-    if not (isinstance(turned, Mapping) and turned):
+    turned = _part(bench, "rotation")
+    if turned is None:
         return None
     by_rotation = turned.get("accuracy_by_rotation") or {}
     return {
