@@ -69,9 +69,7 @@ def position_name(position: int, names: Sequence[str] = ()) -> str:
 
 
 def _share(count: int, n: int) -> dict[str, Any]:
-    low, high = stats.clopper_pearson(count, n)
-    estimate = stats.Estimate(count / n, low, high, n, method=stats.CLOPPER_PEARSON).as_dict()
-    return {"count": count, "share": estimate}
+    return {"count": count, "share": stats.exact_proportion(count, n).as_dict()}
 
 
 def _outcomes(n: int, k: int) -> np.ndarray:

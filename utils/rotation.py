@@ -80,11 +80,6 @@ def read(
     return Rotated(question, rotation, rotations, chosen, bool(correct))
 
 
-def _share(count: int, n: int) -> dict[str, Any]:
-    low, high = stats.clopper_pearson(count, n)
-    return stats.Estimate(count / n, low, high, n, method=stats.CLOPPER_PEARSON).as_dict()
-
-
 def summary(answers: Sequence[Rotated | None]) -> dict[str, Any]:
     """A rotated section's numbers (report.json's ``rotation``); ``answers``: one per scored item, None where
     its rotation is unknown."""
@@ -120,14 +115,17 @@ def summary(answers: Sequence[Rotated | None]) -> dict[str, Any]:
     width = max(len(answers) for answers in complete.values())
     for r in range(width):
         outcomes = [answers[r].correct for answers in complete.values() if len(answers) > r]
-        out["accuracy_by_rotation"][str(r)] = {"n": len(outcomes), "accuracy": _share(sum(outcomes), len(outcomes))}
+        out["accuracy_by_rotation"][str(r)] = {
+            "n": len(outcomes),
+            "accuracy": stats.exact_proportion(sum(outcomes), len(outcomes)).as_dict(),
+        }
     consistent = sum(all(a.correct for a in answers) for answers in complete.values())
     moved = sum(len({a.chosen for a in answers}) > 1 for answers in complete.values())
     return out | {
         "consistent": consistent,
-        "consistency": _share(consistent, n),
+        "consistency": stats.exact_proportion(consistent, n).as_dict(),
         "moved": moved,
-        "answer_moves": _share(moved, n),
+        "answer_moves": stats.exact_proportion(moved, n).as_dict(),
     }
 
 

@@ -162,8 +162,8 @@ def _confusion(bench: Mapping[str, Any], plot: bytes | None) -> dict[str, Any] |
 
 
 def _calibration(bench: Mapping[str, Any], plot: bytes | None) -> dict[str, Any] | None:
-    cal = bench.get("calibration")
-    if not (isinstance(cal, Mapping) and cal) or plot is None:
+    cal = _part(bench, "calibration")
+    if cal is None or plot is None:
         return None
     return {
         "left_out": ", ".join(f"{k} {v}" for k, v in (cal.get("left_out") or {}).items()),
@@ -291,9 +291,9 @@ def figures(report: Mapping[str, Any]) -> dict[str, plots.Figure]:
             out[f"components_{name}"] = _component_figure(bench, _published_numbers(bench))
         if _has_confusion(bench):
             out[f"confusion_{name}.png"] = plots.confusion_figure({**bench, "title": title})
-        if isinstance(bench.get("calibration"), Mapping) and bench["calibration"]:
+        if _part(bench, "calibration") is not None:
             out[f"reliability_{name}.png"] = plots.reliability_figure(bench["calibration"], f"{title}: reliability")
-        if isinstance(bench.get("selective"), Mapping) and bench["selective"]:
+        if _part(bench, "selective") is not None:
             out[f"risk_coverage_{name}.png"] = plots.risk_coverage_figure(bench["selective"], f"{title}: risk-coverage")
     return out
 

@@ -81,15 +81,19 @@ def all_agree(outcomes: Sequence[float]) -> bool:
     return len(values) > 0 and bool(np.all(values == values[0])) and float(values[0]) in (0.0, 1.0)
 
 
+def exact_proportion(successes: int, n: int, confidence: float = CONFIDENCE) -> Estimate:
+    """``successes`` of ``n`` as a proportion with its exact (Clopper-Pearson) interval."""
+    low, high = clopper_pearson(successes, n, confidence)
+    return Estimate(successes / n, low, high, n, confidence, method=CLOPPER_PEARSON)
+
+
 def agreed_proportion(outcomes: Sequence[float], confidence: float = CONFIDENCE) -> Estimate:
     """A proportion whose outcomes all agree (:func:`all_agree`), with its Clopper-Pearson interval over the items.
 
     A macro mean of such items equals the same 0 or 1, and takes the same interval (the items, not the groups,
     are what was observed to agree)."""
     n = len(outcomes)
-    successes = n if float(outcomes[0]) == 1.0 else 0
-    low, high = clopper_pearson(successes, n, confidence)
-    return Estimate(float(successes / n), low, high, n, confidence, method=CLOPPER_PEARSON)
+    return exact_proportion(n if float(outcomes[0]) == 1.0 else 0, n, confidence)
 
 
 def paired_proportion_difference(a_only: int, b_only: int, n: int, confidence: float = CONFIDENCE) -> Estimate:
