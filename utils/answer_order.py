@@ -130,8 +130,11 @@ def goodness_of_fit(chosen: Sequence[int], gold: Sequence[int], unit: str = "pos
             p_value = float(np.exp(logs[logs <= observed_log + tolerance]).sum())
             out["method"] = EXACT
         else:
-            draws = np.random.default_rng(stats.SEED).multinomial(n, probabilities, size=MONTE_CARLO_DRAWS)
-            extreme = int(np.sum(_log_pmf(draws, probabilities) <= observed_log + tolerance))
+            # Drawn over the categories in the order of their probabilities, so that their names (which position
+            # is A) cannot move the p-value: the observed outcome's probability does not depend on them either.
+            ordered = np.sort(probabilities)
+            draws = np.random.default_rng(stats.SEED).multinomial(n, ordered, size=MONTE_CARLO_DRAWS)
+            extreme = int(np.sum(_log_pmf(draws, ordered) <= observed_log + tolerance))
             p_value = (1 + extreme) / (1 + MONTE_CARLO_DRAWS)
             out |= {"method": MONTE_CARLO, "draws": MONTE_CARLO_DRAWS, "seed": stats.SEED}
         out["ordering"] = (
