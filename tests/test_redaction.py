@@ -525,6 +525,48 @@ def test_the_colon_check_of_the_fast_path_misses_no_key(text):
     assert redaction._redact_text(text) == redaction._redact_text_fully(text)
 
 
+def walking_forward_from_each_key_word(text: str) -> bool:
+    """The colon check as its rule reads: from each key word, forward over the rest of its run of name characters,
+    at most 8 end characters, then a ':'."""
+    lowered = text.lower()
+    for word in ("key", "token", "auth", "cookie", "credential", "pass", "pwd", "secret", "sig", "header"):
+        found = lowered.find(word)
+        while found >= 0:
+            end = found + len(word)
+            while end < len(text) and (text[end].isalnum() or text[end] in "_-"):
+                end += 1
+            colon = end
+            while colon < len(text) and colon - end < 8 and text[colon] in " \t\n\r\"'\\":
+                colon += 1
+            if text.startswith(":", colon):
+                return True
+            found = lowered.find(word, found + 1)
+    return False
+
+
+@settings(max_examples=examples(3000), deadline=None)
+@given(
+    st.lists(
+        st.sampled_from(
+            list("keyKEYtoauthsigpass:_- \t\n\"'\\=xé1\u212a")
+            + ["key", "token", "secret", "cookie", "header", "pwd", "credential", "api_key", "         "]
+        )
+    ).map("".join)
+)
+def test_the_colon_check_reads_back_from_each_colon_what_the_walk_from_each_key_word_finds(text):
+    if len(text.lower()) == len(text):
+        assert secret_triggers._key_word_before_colon(text.lower()) == walking_forward_from_each_key_word(text)
+
+
+def test_lowering_a_character_never_changes_whether_it_is_a_name_character():
+    # The colon check reads runs of name characters in the lowered text: they are the text's own.
+    for code in range(0x110000):
+        char = chr(code)
+        lowered = char.lower()
+        if len(lowered) == 1:
+            assert char.isalnum() == lowered.isalnum(), hex(code)
+
+
 # ----------------------------------------------------------------------------- paths: lm-eval's folder names
 
 PATHS = [

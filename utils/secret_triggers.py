@@ -46,7 +46,12 @@ _ANYWHERE = ("://", "bearer", "basic")
 #   spell one.
 _KEY_WORDS = ("key", "token", "auth", "cookie", "credential", "pass", "pwd", "secret", "sig", "header")
 _PERCENT_ESCAPE = re.compile(r"%[0-9A-Fa-f]{2}")
-_KEY_END_CHARS = frozenset(" \t\n\r\"'\\")
+_KEY_END_CHARS = " \t\n\r\"'\\"
+# :func:`_key_word_before_colon`'s pattern, over the reversed text: a ``:``, at most 8 end characters (possessive:
+# none is a name character), the rest of the run after the key word (as few as needed), the key word reversed.
+_COLON_KEY_REVERSED = re.compile(
+    ":[" + re.escape(_KEY_END_CHARS) + "]{0,8}+[\\w-]*?(?:" + "|".join(word[::-1] for word in _KEY_WORDS) + ")"
+)
 
 
 def may_hold_secret(text: str) -> bool:
@@ -98,7 +103,7 @@ def _as_written(text: str) -> bool:
         return False
     if len(lowered) != len(text):  # lowering moved offsets ("İ"): the full scan decides
         return True
-    return _key_word_before_colon(text, lowered)
+    return _key_word_before_colon(lowered)
 
 
 def key_word_before_equals(text: str) -> bool:
@@ -159,22 +164,10 @@ def _stretch_holds_key_word(text: str, floor: int, ceiling: int) -> bool:
     return False
 
 
-def _key_word_before_colon(text: str, lowered: str) -> bool:
+def _key_word_before_colon(lowered: str) -> bool:
     """Whether a key word stands in a run of name characters (letters, digits, ``_``, ``-``) that at most 8 of
-    :data:`_KEY_END_CHARS` separate from a ``:``. Walks forward from each occurrence of a key word to the end of its
-    run, once per run (an occurrence inside a run already walked is skipped), so the scan is linear."""
-    size = len(text)
-    for word in _KEY_WORDS:
-        found, walked = lowered.find(word), 0
-        while found >= 0:
-            if found >= walked:
-                end = found + len(word)
-                while end < size and (text[end].isalnum() or text[end] in "_-"):
-                    end += 1
-                walked = colon = end
-                while colon < size and colon - end < 8 and text[colon] in _KEY_END_CHARS:
-                    colon += 1
-                if text.startswith(":", colon):
-                    return True
-            found = lowered.find(word, found + 1)
-    return False
+    :data:`_KEY_END_CHARS` separate from a ``:`` (``lowered``: the lowered text, of the text's length). One search of
+    the reversed text, where each match begins at a ``:`` (a literal, found in C) and reads back over the end
+    characters and the run: lowering changes no character's being a name character (checked over every code point
+    in the tests), so the run is the text's."""
+    return _COLON_KEY_REVERSED.search(lowered[::-1]) is not None
