@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import tempfile
 from collections.abc import Iterator
 from contextlib import nullcontext
 from pathlib import Path
@@ -27,8 +28,10 @@ from .runs import find_results
 from .section import items_file
 
 
-def render(scored: ScoredRun, drawer: plots.Drawer | None = None) -> dict[str, bytes | Iterator[bytes]]:
-    """The report's files; with a ``drawer``, its figures are drawn in another process while the rest is made."""
+def render(scored: ScoredRun, drawer: plots.Drawer | None, scratch: Path) -> dict[str, bytes | Iterator[bytes]]:
+    """The report's files; with a ``drawer``, its figures are drawn in another process while the rest is made.
+    ``scratch``: a folder of ours that outlives the files' writing, where the scored run (tens of MB of JSON) is
+    written by another process while this one makes the page, and read back from as the report is written."""
     report = scored.report()
     figures = scorecard.figures(report)
     if drawer is not None:
@@ -37,8 +40,7 @@ def render(scored: ScoredRun, drawer: plots.Drawer | None = None) -> dict[str, b
         "report.json": utf8(json.dumps(report, indent=2, ensure_ascii=False) + "\n"),
         "report.md": utf8(to_markdown(report)),
     }
-    # The scored run (tens of MB of JSON) made in a second process while this one makes the page.
-    saved = Forked(scored_file.saved, scored) if scored_file.reusable(scored) else None
+    saved = Forked(_saved_into, scored, scratch) if scored_file.reusable(scored) else None
     with saved or nullcontext():
         items = scored.item_details()
         # Each line made as it is written: the items files are the report's largest (tens of MB of texts).
@@ -47,7 +49,20 @@ def render(scored: ScoredRun, drawer: plots.Drawer | None = None) -> dict[str, b
         files |= {name: png for name, png in drawn.items() if name.endswith(".png")}
         files |= items_files
         files["report.html"] = utf8(scorecard.render_html(report, items, drawn))
-        return files if saved is None else files | {scored_file.FILE: saved.result()}
+        return files if saved is None else files | {scored_file.FILE: _chunks(saved.result())}
+
+
+def _saved_into(scored: ScoredRun, folder: Path) -> Path:
+    path = folder / scored_file.FILE
+    with path.open("wb") as out:
+        scored_file.write_saved(scored, out)
+    return path
+
+
+def _chunks(path: Path, size: int = 1024**2) -> Iterator[bytes]:
+    with path.open("rb") as handle:
+        while chunk := handle.read(size):
+            yield chunk
 
 
 # What a report folder holds beside the report: the names of the files the report wrote, so that the next report
@@ -96,8 +111,9 @@ def write_report(
     try:
         scored = score_path(path, tokenizer)
         stats.forget_resamples()  # every interval is computed: the page and files only format them
-        files = render(scored, drawer)
-        written = write_atomically(target, {**files, MANIFEST: utf8(json.dumps(sorted(files)) + "\n")})
+        with tempfile.TemporaryDirectory(prefix="report-") as scratch:
+            files = render(scored, drawer, Path(scratch))
+            written = write_atomically(target, {**files, MANIFEST: utf8(json.dumps(sorted(files)) + "\n")})
     finally:
         drawer.wait()
     for name in sorted(before - set(files) - {MANIFEST}):

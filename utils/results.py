@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -124,18 +124,26 @@ def item_record(item: ScoredItem) -> dict[str, Any]:
 def score(run: Run, tokenizer: str | None = None) -> ScoredRun:
     """Every section of ``run``, scored once; reply lengths counted as ``--tokenizer`` asks (:func:`.lengths.counter`)."""
     provenance = run_info(run)
-    sections, owned, settings = {}, set(), {}
+    sections, settings = {}, {}
     config = run.results.get("config")
     model_args = config.get("model_args") if isinstance(config, Mapping) else None
     # Made when a section first needs it (a generative one), once for all the run's sections.
     counter = cache(lambda: lengths.counter(tokenizer, model_args))
-    for spec in report_specs():
-        walk = walk_samples(run, spec)
-        items = walk.items
-        owned |= {item.task for item in items}
-        if not items:
+    walks = [(spec, walk_samples(run, spec)) for spec in report_specs()]
+    owned = {item.task for _, walk in walks for item in walk.items}
+    # Task names are the results file's: any run's, masked like every text it holds.
+    empty_tasks = tuple(sorted(masked(run, task) for task, samples in run.samples.items() if not samples))
+    unreported_tasks = tuple(
+        sorted(masked(run, task) for task, samples in run.samples.items() if samples and task not in owned)
+    )
+    # Every sample is walked: the sections read the run's results file, and its samples only where a spec's extra
+    # section does. The logged samples (most of a run's memory) are let go here when the caller does not hold them.
+    if not any(spec.extra_section is not None and walk.items for spec, walk in walks):
+        run = replace(run, samples={})
+    for spec, walk in walks:
+        if not walk.items:
             continue
-        section = score_section(items, spec, run, provenance, counter, walk)
+        section = score_section(walk.items, spec, run, provenance, counter, walk)
         sections[spec.name] = section
         if spec.settings_of is not None:
             settings[spec.name] = list(section.settings)
@@ -145,11 +153,8 @@ def score(run: Run, tokenizer: str | None = None) -> ScoredRun:
         results_path=run.results_path,
         provenance=provenance,
         sections=sections,
-        # Task names are the results file's: any run's, masked like every text it holds.
-        empty_tasks=tuple(sorted(masked(run, task) for task, samples in run.samples.items() if not samples)),
-        unreported_tasks=tuple(
-            sorted(masked(run, task) for task, samples in run.samples.items() if samples and task not in owned)
-        ),
+        empty_tasks=empty_tasks,
+        unreported_tasks=unreported_tasks,
         tokenizer=tokenizer,
     )
 

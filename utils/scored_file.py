@@ -24,13 +24,16 @@ from __future__ import annotations
 import functools
 import hashlib
 import hmac
+import io
 import json
 import os
 import secrets
-from collections.abc import Mapping
+import shutil
+import tempfile
+from collections.abc import Iterator, Mapping
 from dataclasses import asdict, fields
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import numpy as np
 
@@ -131,31 +134,58 @@ def _item(item: ScoredItem) -> dict[str, Any]:
 
 
 def saved(scored: ScoredRun) -> bytes:
-    """``scored`` as scored_run.json (ASCII JSON: a lone surrogate in a reply reads back as itself)."""
-    body = {
+    """``scored`` as scored_run.json (:func:`write_saved`)."""
+    buffer = io.BytesIO()
+    write_saved(scored, buffer)
+    return buffer.getvalue()
+
+
+def _json(value: Any) -> bytes:
+    return utf8(json.dumps(value, ensure_ascii=True, separators=(",", ":")))
+
+
+def _body_pieces(scored: ScoredRun) -> Iterator[bytes]:
+    """The body of scored_run.json (ASCII JSON: a lone surrogate in a reply reads back as itself), piece by piece:
+    each item on its own, so that the whole is never held."""
+    head = {
         "provenance": scored.provenance,
         "empty_tasks": list(scored.empty_tasks),
         "unreported_tasks": list(scored.unreported_tasks),
-        "sections": {
-            name: {
-                "numbers": section.numbers,
-                "compared": None
-                if section.compared is None
-                else {
-                    "estimate": asdict(section.compared.estimate),
-                    "distribution": section.compared.distribution.tolist(),
-                },
-                "settings": list(section.settings),
-                "generative": section.generative,
-                "items": [_item(item) for item in section.items],
-            }
-            for name, section in scored.sections.items()
-        },
     }
-    text = utf8(json.dumps(body, ensure_ascii=True, separators=(",", ":")))
+    yield _json(head)[:-1] + b',"sections":{'
+    for index, (name, section) in enumerate(scored.sections.items()):
+        compared = section.compared
+        entry = {
+            "numbers": section.numbers,
+            "compared": None
+            if compared is None
+            else {"estimate": asdict(compared.estimate), "distribution": compared.distribution.tolist()},
+            "settings": list(section.settings),
+            "generative": section.generative,
+        }
+        yield (b"," if index else b"") + _json(name) + b":" + _json(entry)[:-1] + b',"items":['
+        for position, item in enumerate(section.items):
+            yield (b"," if position else b"") + _json(_item(item))
+        yield b"]}"
+    yield b"}}"
+
+
+def write_saved(scored: ScoredRun, out: BinaryIO) -> None:
+    """``scored`` as scored_run.json into ``out``: its key with the signature of key and body on the first line, then
+    the body (:func:`_body_pieces`, spooled to a temporary file while it is signed)."""
     key = _scored_key(scored)
-    signed = {**key, "signature": signature(_signed_bytes(key, text))}
-    return utf8(json.dumps(signed, ensure_ascii=True) + "\n") + text + b"\n"
+    secret = _secret()
+    mac = None if secret is None else hmac.new(secret, _signed_bytes(key, b""), hashlib.sha256)
+    with tempfile.TemporaryFile() as body:
+        for piece in _body_pieces(scored):
+            body.write(piece)
+            if mac is not None:
+                mac.update(piece)
+        signed = {**key, "signature": None if mac is None else mac.hexdigest()}
+        out.write(utf8(json.dumps(signed, ensure_ascii=True) + "\n"))
+        body.seek(0)
+        shutil.copyfileobj(body, out)
+    out.write(b"\n")
 
 
 def _signed_bytes(key: Mapping[str, Any], body: bytes) -> bytes:

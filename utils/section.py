@@ -421,6 +421,10 @@ def score_section(
     # Settings come from the logged docs (a MillerQA model label, a FActBench source): masked like every text.
     settings = tuple(masked(run, values) for values in walk.settings.values())
     generative = _generative(run, tasks)
+    # First, beside the section's accuracy: these draw on the resample set of all its items, which the components'
+    # own sets may then displace (stats keeps a bounded number of bytes of sets).
+    compared = compared_bootstrap(items, spec)
+    classes = _classes(items, spec) if spec.report.labels else None
     numbers: dict[str, Any] = {
         "title": spec.title,
         "tasks": masked(run, tasks),
@@ -449,8 +453,8 @@ def score_section(
     )
     if spec.report.component_groups:
         numbers["component_groups"] = _component_groups(items, by_component, spec)
-    if spec.report.labels:
-        numbers.update(_classes(items, spec))
+    if classes is not None:
+        numbers.update(classes)
     if spec.beyond_accuracy.subgroup_of is not None:
         numbers["subgroups"] = _subgroups(items, spec)
     if spec.beyond_accuracy.paired_variant_of is not None:
@@ -481,4 +485,4 @@ def score_section(
             f"{run.results_path}: {spec.name} scored item {repeated[0]} {Counter(keys)[repeated[0]]} times; "
             "it would be counted twice"
         )
-    return Section(spec, tuple(items), keys, numbers, compared_bootstrap(items, spec), settings, generative)
+    return Section(spec, tuple(items), keys, numbers, compared, settings, generative)

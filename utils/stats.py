@@ -145,7 +145,9 @@ def stratum_indices(strata: Sequence[Hashable] | None, n: int) -> list[np.ndarra
 
 
 _DRAWN: OrderedDict[tuple, np.ndarray] = OrderedDict()
-_DRAWN_KEPT = 8  # resample sets kept in memory (a 14,274-item set of 1,000 resamples is 114 MB of weights)
+# Bytes of resample sets kept in memory (a 14,274-item set of 1,000 resamples is 114 MB of weights): the least
+# recently used are let go first; a set larger than this alone is kept alone.
+_DRAWN_BYTES = 128 * 1024**2
 
 
 def forget_resamples() -> None:
@@ -191,13 +193,14 @@ def resample_weights(
     if key in _DRAWN:
         _DRAWN.move_to_end(key)
         return _DRAWN[key]
+    # Room made before the new set is allocated, so that the sets kept and the new one never exceed the bound.
+    while _DRAWN and sum(kept.nbytes for kept in _DRAWN.values()) + n_resamples * n * 8 > _DRAWN_BYTES:
+        _DRAWN.popitem(last=False)
     weights = np.empty((n_resamples, n))
     for index, row in enumerate(_drawn_rows(groups, n, n_resamples, seed)):
         weights[index] = np.bincount(row, minlength=n)
     weights.setflags(write=False)
     _DRAWN[key] = weights
-    while len(_DRAWN) > _DRAWN_KEPT:
-        _DRAWN.popitem(last=False)
     return weights
 
 
