@@ -15,7 +15,7 @@ import json
 import os
 import tempfile
 from collections.abc import Iterator
-from contextlib import nullcontext
+from contextlib import ExitStack
 from pathlib import Path
 
 from . import plots, scorecard, scored_file, stats
@@ -28,10 +28,15 @@ from .runs import find_results
 from .section import items_file
 
 
-def render(scored: ScoredRun, drawer: plots.Drawer | None, scratch: Path) -> dict[str, bytes | Iterator[bytes]]:
-    """The report's files; with a ``drawer``, its figures are drawn in another process while the rest is made.
-    ``scratch``: a folder of ours that outlives the files' writing, where the scored run (tens of MB of JSON) is
-    written by another process while this one makes the page, and read back from as the report is written."""
+def render(
+    scored: ScoredRun, drawer: plots.Drawer | None, scratch: Path, stack: ExitStack
+) -> dict[str, bytes | Iterator[bytes]]:
+    """The report's files, in the order they are best written; with a ``drawer``, its figures are drawn in another
+    process while the rest is made.
+
+    The page and the scored run (tens of MB each) are made by two more processes, each into a file in ``scratch`` (a
+    folder of ours), while this one makes the items files as they are written, and read back as they are written
+    in turn: ``stack`` ends those processes once the files are written (or on any error)."""
     report = scored.report()
     figures = scorecard.figures(report)
     if drawer is not None:
@@ -40,16 +45,15 @@ def render(scored: ScoredRun, drawer: plots.Drawer | None, scratch: Path) -> dic
         "report.json": utf8(json.dumps(report, indent=2, ensure_ascii=False) + "\n"),
         "report.md": utf8(to_markdown(report)),
     }
-    saved = Forked(_saved_into, scored, scratch) if scored_file.reusable(scored) else None
-    with saved or nullcontext():
-        items = scored.item_details()
-        # Each line made as it is written: the items files are the report's largest (tens of MB of texts).
-        items_files = {items_file(name): jsonl_lines(records) for name, records in items.items()}
-        drawn = plots.drawn(figures, drawer)
-        files |= {name: png for name, png in drawn.items() if name.endswith(".png")}
-        files |= items_files
-        files["report.html"] = utf8(scorecard.render_html(report, items, drawn))
-        return files if saved is None else files | {scored_file.FILE: _chunks(saved.result())}
+    saved = stack.enter_context(Forked(_saved_into, scored, scratch)) if scored_file.reusable(scored) else None
+    items = scored.item_details()
+    drawn = plots.drawn(figures, drawer)
+    page = stack.enter_context(Forked(_page_into, report, items, drawn, scratch))
+    files |= {name: png for name, png in drawn.items() if name.endswith(".png")}
+    # Each line made as it is written: the items files are the report's largest (tens of MB of texts).
+    files |= {items_file(name): jsonl_lines(records) for name, records in items.items()}
+    files["report.html"] = _chunks(page)
+    return files if saved is None else files | {scored_file.FILE: _chunks(saved)}
 
 
 def _saved_into(scored: ScoredRun, folder: Path) -> Path:
@@ -59,8 +63,15 @@ def _saved_into(scored: ScoredRun, folder: Path) -> Path:
     return path
 
 
-def _chunks(path: Path, size: int = 1024**2) -> Iterator[bytes]:
-    with path.open("rb") as handle:
+def _page_into(report: dict, items: dict, drawn: dict[str, bytes], folder: Path) -> Path:
+    path = folder / "report.html"
+    path.write_bytes(utf8(scorecard.render_html(report, items, drawn)))
+    return path
+
+
+def _chunks(made: Forked[Path], size: int = 1024**2) -> Iterator[bytes]:
+    """The file ``made`` writes, read once it is written."""
+    with made.result().open("rb") as handle:
         while chunk := handle.read(size):
             yield chunk
 
@@ -111,8 +122,8 @@ def write_report(
     try:
         scored = score_path(path, tokenizer)
         stats.forget_resamples()  # every interval is computed: the page and files only format them
-        with tempfile.TemporaryDirectory(prefix="report-") as scratch:
-            files = render(scored, drawer, Path(scratch))
+        with tempfile.TemporaryDirectory(prefix="report-") as scratch, ExitStack() as stack:
+            files = render(scored, drawer, Path(scratch), stack)
             written = write_atomically(target, {**files, MANIFEST: utf8(json.dumps(sorted(files)) + "\n")})
     finally:
         drawer.wait()
