@@ -514,6 +514,18 @@ def test_a_long_reply_without_a_trigger_skips_the_scan_and_one_with_a_key_is_mas
     assert redact(reply + " api_key=abc123") == reply + " api_key=***"
 
 
+def test_a_long_text_masked_again_gives_what_it_gave_under_each_runs_own_secrets():
+    # Long texts' verdicts are remembered (a leaderboard masks the same prompts run after run): by the text once its
+    # run's own secrets are scrubbed, so another run's secrets still mask theirs.
+    prompt = "Abstract: the drug reduced risk in 40% of patients, " * 20
+    keyed = prompt + "the password is hunter22; api_key=abc123"
+    for _ in range(2):
+        assert redaction.mask(prompt) == prompt
+        assert redaction.mask(keyed) == prompt + "the password is hunter22; api_key=***"
+        assert redaction.mask(keyed, {"hunter22"}) == prompt + "the password is ***; api_key=***"
+        assert redaction.mask(prompt, {"drug"}) == prompt.replace("drug", "***")
+
+
 @settings(max_examples=examples(3000), deadline=None)
 @given(
     st.lists(

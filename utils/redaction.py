@@ -26,8 +26,10 @@ prompts and replies) can be scrubbed of the run's own credentials.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
+from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 from urllib.parse import quote, unquote
@@ -98,7 +100,27 @@ def scrub(text: str, secrets: Iterable[str]) -> str:
 def mask(text: str, secrets: Iterable[str] = ()) -> str:
     """``text`` with the known secrets (:func:`scrub`) and anything shaped like a credential (:func:`redact`) masked:
     the one masking of a text written from a run (its items' texts, its model name)."""
-    return redact(scrub(text, secrets))
+    scrubbed = scrub(text, secrets)
+    if len(scrubbed) < _REMEMBERED_FROM:
+        return redact(scrubbed)
+    key = hashlib.blake2b(scrubbed.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+    if key in _REDACTED:
+        _REDACTED.move_to_end(key)
+        found = _REDACTED[key]
+        return scrubbed if found is None else found
+    redacted = redact(scrubbed)
+    _REDACTED[key] = None if redacted == scrubbed else redacted
+    if len(_REDACTED) > _REMEMBERED:
+        _REDACTED.popitem(last=False)
+    return redacted
+
+
+# What :func:`redact` made of each long text lately, by the text's digest (None: the text itself): the leaderboard
+# scores run after run of the same items in one process, and their prompts (thousands of characters each) repeat
+# word for word. Bounded: enough for the prompts and replies of two runs of the largest benchmark.
+_REMEMBERED_FROM = 512  # characters
+_REMEMBERED = 40_000
+_REDACTED: OrderedDict[bytes, str | None] = OrderedDict()
 
 
 def mask_strings(value: Any, secrets: Iterable[str] = ()) -> Any:
