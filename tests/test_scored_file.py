@@ -41,6 +41,18 @@ def test_a_saved_run_reads_back_as_the_same_scored_run(reported):
             assert again.compared.distribution.tobytes() == section.compared.distribution.tobytes()
 
 
+def test_a_saved_run_read_into_a_spool_holds_no_text_and_reads_each_back(reported, tmp_path):
+    # The leaderboard's way: each item's texts copied as they are from the lines after the body, read back by offset.
+    results_path, scored = reported
+    read = scored_file.read(results_path, results_path.parent / "report", spool=tmp_path)
+    assert read.report() == scored.report()
+    for name, section in scored.sections.items():
+        again = read.sections[name]
+        assert all(item.prompt is None and item.reply is None for item in again.items)
+        assert [again.item(position) for position in range(len(section.items))] == list(section.items)
+    assert len(list(tmp_path.iterdir())) == 1  # one file for the run's sections
+
+
 def test_the_file_is_found_by_a_relative_path_and_shows_that_path(reported, monkeypatch):
     results_path, scored = reported
     monkeypatch.chdir(results_path.parents[1])
@@ -82,13 +94,13 @@ def test_a_broken_file_is_ignored(reported, tmp_path, body):
 
 def test_forged_numbers_under_a_matching_key_with_broken_items_are_ignored(reported, tmp_path):
     results_path, _ = reported
-    key, body = (results_path.parent / "report" / scored_file.FILE).read_text().split("\n", 1)
+    key, body, texts = (results_path.parent / "report" / scored_file.FILE).read_text().split("\n", 2)
     body = json.loads(body)
     first = next(iter(body["sections"].values()))
     first["items"][0]["unknown_field"] = 1
     folder = tmp_path / "report"
     folder.mkdir()
-    (folder / scored_file.FILE).write_text(key + "\n" + json.dumps(body))
+    (folder / scored_file.FILE).write_text(key + "\n" + json.dumps(body) + "\n" + texts)
     assert scored_file.read(results_path, folder) is None
     (folder / scored_file.FILE).write_bytes((results_path.parent / "report" / scored_file.FILE).read_bytes())
     assert scored_file.read(results_path, folder) is not None  # the same file, untouched, is read
@@ -98,17 +110,20 @@ def test_a_file_edited_or_signed_by_another_user_is_scored_afresh(reported, tmp_
     # The key can be computed by anyone from the run's files; the signature only with this user's secret.
     results_path, scored = reported
     original = (results_path.parent / "report" / scored_file.FILE).read_bytes()
-    key, body = original.split(b"\n", 1)
+    key, body, texts = original.split(b"\n", 2)
     folder = tmp_path / "report"
     folder.mkdir()
     name = next(iter(scored.sections))
     forged = json.loads(body)
     forged["sections"][name]["numbers"]["n_items"] += 1  # a number the samples do not give
     text = json.dumps(forged, ensure_ascii=True, separators=(",", ":")).encode()
-    (folder / scored_file.FILE).write_bytes(key + b"\n" + text + b"\n")
+    (folder / scored_file.FILE).write_bytes(key + b"\n" + text + b"\n" + texts)
+    assert scored_file.read(results_path, folder) is None
+    # A reply edited in the lines of texts after the body: as much a forgery.
+    (folder / scored_file.FILE).write_bytes(key + b"\n" + body + b"\n" + texts.replace(b"<", b">", 1))
     assert scored_file.read(results_path, folder) is None
     resigned = {**json.loads(key), "signature": "0" * 64}
-    (folder / scored_file.FILE).write_bytes(json.dumps(resigned).encode() + b"\n" + body)
+    (folder / scored_file.FILE).write_bytes(json.dumps(resigned).encode() + b"\n" + body + b"\n" + texts)
     assert scored_file.read(results_path, folder) is None
     (folder / scored_file.FILE).write_bytes(original)
     assert scored_file.read(results_path, folder) is not None

@@ -21,7 +21,6 @@ import json
 import os
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -112,19 +111,12 @@ def score_runs(
         raise DataError("no runs given")
     workers = min(workers or usable_cores(), len(paths))
     progress = {"desc": "scoring runs", "unit": "run", "total": len(paths), "disable": len(paths) < 3}
-    scored = functools.partial(_scored, tokenizer=tokenizer, spool=spool)
+    scored = functools.partial(score_or_read, tokenizer=tokenizer, spool=spool)
     if workers < 2:
         yield from (scored(path) for path in tqdm(paths, **progress))
         return
     with worker_pool(workers) as pool:
         yield from tqdm(pool.map(scored, paths), **progress)
-
-
-def _scored(path: Path, tokenizer: str | None, spool: Path | None) -> ScoredRun:
-    run = score_or_read(path, tokenizer)
-    if spool is None:
-        return run
-    return replace(run, sections={name: section.spool(spool) for name, section in run.sections.items()})
 
 
 # ----------------------------------------------------------------------------- the leaderboard

@@ -30,8 +30,8 @@ import os
 import secrets
 import shutil
 import tempfile
-from collections.abc import Iterator, Mapping
-from dataclasses import asdict, fields
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import asdict, fields, replace
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -46,10 +46,10 @@ from .redaction import redact_path, secret_values
 from .results import SCHEMA_VERSION, ScoredRun, score_path
 from .runs import find_results, run_timestamp
 from .scoring import ScoredItem
-from .section import Section
+from .section import Section, SpooledTexts
 
 FILE = "scored_run.json"
-FORMAT = 3
+FORMAT = 4
 SECRET_FILE = "scored_run.key"
 _CHUNK = 1 << 20
 _ITEM_FIELDS = tuple(f.name for f in fields(ScoredItem))
@@ -127,10 +127,20 @@ def reusable(scored: ScoredRun) -> bool:
     return all(section.spec.extra_section is None for section in scored.sections.values())
 
 
+# An item's texts, most of the file, are not in its record but on a line of their own after the body (one line per
+# item, in the body's order, as :meth:`.Section.spool` writes them): a reader that does not hold the texts copies them
+# to its spool as they are.
+_TEXT_FIELDS = ("prompt", "reply")
+
+
 def _item(item: ScoredItem) -> dict[str, Any]:
-    record = {name: getattr(item, name) for name in _ITEM_FIELDS}
+    record = {name: None if name in _TEXT_FIELDS else getattr(item, name) for name in _ITEM_FIELDS}
     record["forecast"] = None if item.forecast is None else asdict(item.forecast)
     return record
+
+
+def _text_line(item: ScoredItem) -> bytes:
+    return utf8(json.dumps([item.prompt, item.reply], ensure_ascii=True)) + b"\n"
 
 
 def saved(scored: ScoredRun) -> bytes:
@@ -170,22 +180,30 @@ def _body_pieces(scored: ScoredRun) -> Iterator[bytes]:
     yield b"}}"
 
 
+def _pieces(scored: ScoredRun) -> Iterator[bytes]:
+    """What follows the key line: the body on one line, then each item's texts on one line (:func:`_text_line`)."""
+    yield from _body_pieces(scored)
+    yield b"\n"
+    for section in scored.sections.values():
+        for item in section.items:
+            yield _text_line(item)
+
+
 def write_saved(scored: ScoredRun, out: BinaryIO) -> None:
-    """``scored`` as scored_run.json into ``out``: its key with the signature of key and body on the first line, then
-    the body (:func:`_body_pieces`, spooled to a temporary file while it is signed)."""
+    """``scored`` as scored_run.json into ``out``: its key with the signature of the key and the rest on the first
+    line, then the rest (:func:`_pieces`, spooled to a temporary file while it is signed)."""
     key = _scored_key(scored)
     secret = _secret()
     mac = None if secret is None else hmac.new(secret, _signed_bytes(key, b""), hashlib.sha256)
-    with tempfile.TemporaryFile() as body:
-        for piece in _body_pieces(scored):
-            body.write(piece)
+    with tempfile.TemporaryFile() as rest:
+        for piece in _pieces(scored):
+            rest.write(piece)
             if mac is not None:
                 mac.update(piece)
         signed = {**key, "signature": None if mac is None else mac.hexdigest()}
         out.write(utf8(json.dumps(signed, ensure_ascii=True) + "\n"))
-        body.seek(0)
-        shutil.copyfileobj(body, out)
-    out.write(b"\n")
+        rest.seek(0)
+        shutil.copyfileobj(rest, out)
 
 
 def _signed_bytes(key: Mapping[str, Any], body: bytes) -> bytes:
@@ -225,10 +243,15 @@ def signature(body: bytes) -> str | None:
     return None if secret is None else hmac.new(secret, body, hashlib.sha256).hexdigest()
 
 
-def _scored_item(record: Mapping[str, Any]) -> ScoredItem:
-    if set(record) != set(_ITEM_FIELDS):
+def _scored_item(record: Mapping[str, Any], texts: Any) -> ScoredItem:
+    """An item from its record and its texts' line, parsed (None: its texts are kept elsewhere)."""
+    if set(record) != set(_ITEM_FIELDS) or any(record[name] is not None for name in _TEXT_FIELDS):
         raise ValueError("item fields differ")
     values = dict(record)
+    if texts is not None:
+        if not (isinstance(texts, list) and len(texts) == 2 and all(isinstance(t, (str, type(None))) for t in texts)):
+            raise ValueError("an item's texts are not [prompt, reply]")
+        values["prompt"], values["reply"] = texts
     for name in _TUPLES:
         values[name] = tuple(values[name])
     forecast = values["forecast"]
@@ -240,8 +263,11 @@ def _scored_item(record: Mapping[str, Any]) -> ScoredItem:
     return item
 
 
-def _section(spec, entry: Mapping[str, Any]) -> Section:
-    items = tuple(_scored_item(record) for record in entry["items"])
+def _section(spec, entry: Mapping[str, Any], texts: Sequence[Any], spooled: SpooledTexts | None) -> Section:
+    """A section from its body entry, with its items' texts (parsed lines) or where they are kept (``spooled``)."""
+    if len(texts) != len(entry["items"]):
+        raise ValueError("not one line of texts per item")
+    items = tuple(_scored_item(record, line) for record, line in zip(entry["items"], texts))
     compared = entry["compared"]
     if compared is not None:
         compared = stats.Bootstrapped(
@@ -249,12 +275,13 @@ def _section(spec, entry: Mapping[str, Any]) -> Section:
         )
     keys = tuple(spec.pairing.item_key(item) for item in items)
     settings = tuple(dict(setting) for setting in entry["settings"])
-    return Section(spec, items, keys, dict(entry["numbers"]), compared, settings, bool(entry["generative"]))
+    return Section(spec, items, keys, dict(entry["numbers"]), compared, settings, bool(entry["generative"]), spooled)
 
 
-def read(results_path: Path, folder: Path, tokenizer: str | None = None) -> ScoredRun | None:
+def read(results_path: Path, folder: Path, tokenizer: str | None = None, spool: Path | None = None) -> ScoredRun | None:
     """The scored run saved in ``folder`` when it is the scoring of ``results_path`` by this code, its reply
-    lengths counted as ``tokenizer`` asks; else None."""
+    lengths counted as ``tokenizer`` asks; else None. With ``spool`` (a folder of ours), its items' texts are not
+    held but copied there as they are (:class:`.SpooledTexts`)."""
     path = folder / FILE
     if not path.is_file():
         return None
@@ -266,17 +293,18 @@ def read(results_path: Path, folder: Path, tokenizer: str | None = None) -> Scor
             expected_key = run_key(results_path, tokenizer)
             if not isinstance(key, dict) or {k: v for k, v in key.items() if k != "signature"} != expected_key:
                 return None
-            text = handle.read(MAX_FILE_BYTES).removesuffix(b"\n")
-        expected = signature(_signed_bytes(expected_key, text))
+            rest = handle.read(MAX_FILE_BYTES)
+        expected = signature(_signed_bytes(expected_key, rest))
         if (
             expected is None
             or not isinstance(key["signature"], str)
             or not hmac.compare_digest(key["signature"], expected)
         ):
             return None
-        body = json.loads(text)
+        body_end = rest.index(b"\n")
+        body = json.loads(rest[:body_end])
         specs = {spec.name: spec for spec in report_specs() if spec.extra_section is None}
-        sections = {name: _section(specs[name], entry) for name, entry in body["sections"].items()}
+        sections = _sections(body["sections"], specs, memoryview(rest)[body_end + 1 :], spool)
         provenance = dict(body["provenance"])
     except (OSError, DataError, ValueError, TypeError, KeyError, AttributeError, RecursionError):
         return None
@@ -295,6 +323,38 @@ def read(results_path: Path, folder: Path, tokenizer: str | None = None) -> Scor
     )
 
 
+def _sections(
+    entries: Mapping[str, Any], specs: Mapping[str, Any], lines: memoryview, spool: Path | None
+) -> dict[str, Section]:
+    """The saved sections, their items' texts from ``lines`` (one per item, in order): parsed into the items, or
+    copied into a file in ``spool`` whose lines the sections read back."""
+    if len(lines) and lines[-1] != ord("\n"):
+        raise ValueError("the texts do not end with a line break")
+    ends = np.flatnonzero(np.frombuffer(lines, dtype=np.uint8) == ord("\n"))
+    starts = np.concatenate([[0], ends[:-1] + 1]).astype(np.int64) if len(ends) else ends
+    copied = None
+    if spool is not None:
+        descriptor, name = tempfile.mkstemp(suffix=".jsonl", dir=spool)
+        with os.fdopen(descriptor, "wb") as handle:
+            handle.write(lines)
+        copied = Path(name)
+    sections, first = {}, 0
+    for name, entry in entries.items():
+        count = len(entry["items"])
+        if first + count > len(starts):
+            raise ValueError("fewer lines of texts than items")
+        if copied is None:
+            texts = [json.loads(bytes(lines[starts[i] : ends[i]])) for i in range(first, first + count)]
+            spooled = None
+        else:
+            texts, spooled = [None] * count, SpooledTexts(copied, starts[first : first + count].copy())
+        sections[name] = _section(specs[name], entry, texts, spooled)
+        first += count
+    if first != len(starts):
+        raise ValueError("more lines of texts than items")
+    return sections
+
+
 def report_folders(results_path: Path) -> list[Path]:
     """Where a report of the run at ``results_path`` (lm-eval's ``OUTPUT_PATH/<model folder>/results_*.json``) is
     written, first to last: ``report``'s default, ``report/`` beside the results file; ``report --each``'s,
@@ -310,12 +370,16 @@ def report_folders(results_path: Path) -> list[Path]:
     return list(dict.fromkeys(found))
 
 
-def score_or_read(path: str | os.PathLike, tokenizer: str | None = None) -> ScoredRun:
+def score_or_read(path: str | os.PathLike, tokenizer: str | None = None, spool: Path | None = None) -> ScoredRun:
     """The run at ``path``, read from a matching scored_run.json beside its report, else scored (reply lengths
-    counted as ``tokenizer`` asks, :func:`.lengths.counter`)."""
+    counted as ``tokenizer`` asks, :func:`.lengths.counter`). With ``spool`` (a folder of ours), its items' texts are
+    kept in files there instead of in memory (:meth:`.Section.spool`)."""
     results_path = find_results(path)
     for folder in report_folders(results_path):
-        found = read(results_path, folder, tokenizer)
+        found = read(results_path, folder, tokenizer, spool)
         if found is not None:
             return found
-    return score_path(results_path, tokenizer)
+    scored = score_path(results_path, tokenizer)
+    if spool is None:
+        return scored
+    return replace(scored, sections={name: section.spool(spool) for name, section in scored.sections.items()})
