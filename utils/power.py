@@ -107,21 +107,51 @@ def _pmf(m: np.ndarray, n: int, q: float) -> np.ndarray:
     return np.exp(log)
 
 
+# :meth:`_PowerCurve.reaches` first sums the terms within these many standard deviations of the mean (each a
+# fraction of the whole sum's terms): the weight outside bounds what the rest can add. _SLACK covers the rounding
+# of either sum (a few ulps per term).
+_CORE_SPREADS = (2.0, 4.0)
+_SLACK = 1e-9
+
+
 class _PowerCurve:
     """Power as a function of pi for fixed n, q and alpha; the parts that do not depend on pi are computed once."""
 
     def __init__(self, n: int, q: float, alpha: float):
-        mean, spread = n * q, _SPREAD * math.sqrt(n * q * (1 - q)) + _MARGIN
+        sd = math.sqrt(n * q * (1 - q))
+        mean, spread = n * q, _SPREAD * sd + _MARGIN
         m = np.arange(max(0, math.floor(mean - spread)), min(n, math.ceil(mean + spread)) + 1)
         k = _critical_values(m, alpha)
         can_reject = k >= 0
         self.m, self.k = m[can_reject], k[can_reject]
         self.weights = _pmf(self.m, n, q)
+        # (weights, m, k) of each core, with the weight of the terms outside it; a core holding most terms is none.
+        self.cores = []
+        for width in _CORE_SPREADS:
+            inside = np.abs(self.m - mean) <= width * sd + _MARGIN
+            if inside.sum() < 0.8 * len(self.m):
+                outside = float(self.weights[~inside].sum())
+                self.cores.append((self.weights[inside], self.m[inside], self.k[inside], outside))
 
     def __call__(self, pi: float) -> float:
-        # P(A_only <= k) + P(A_only >= m - k) for A_only ~ Binomial(m, pi), weighted by P(M = m)
-        reject = _cdf(self.k, self.m, pi) + _sf(self.m - self.k - 1, self.m, pi)
-        return float(min(1.0, self.weights @ reject))
+        return float(min(1.0, self.weights @ _rejection(self.m, self.k, pi)))
+
+    def reaches(self, pi: float, target: float) -> bool:
+        """``self(pi) >= target`` (``target`` below 1), from the central terms alone where the weight of the others
+        cannot change the answer: each term's rejection probability is in [0, 1], so the whole sum lies between the
+        core's sum and that plus the weight outside the core."""
+        for weights, m, k, outside in self.cores:
+            partial = float(weights @ _rejection(m, k, pi))
+            if partial - _SLACK >= target:
+                return True
+            if partial + outside + _SLACK < target:
+                return False
+        return self(pi) >= target
+
+
+def _rejection(m: np.ndarray, k: np.ndarray, pi: float) -> np.ndarray:
+    """P(A_only <= k) + P(A_only >= m - k) for A_only ~ Binomial(m, pi): the chance the test rejects given m."""
+    return _cdf(k, m, pi) + _sf(m - k - 1, m, pi)
 
 
 def mcnemar_power(n: int, discordant_rate: float, difference: float, alpha: float = ALPHA) -> float:
@@ -157,13 +187,13 @@ def minimum_detectable_difference(
     if n == 0 or q == 0.0:
         return None
     curve = _PowerCurve(n, q, alpha)
-    if curve(1.0) < power:
+    if not curve.reaches(1.0, power):
         return None
     # bisect on s = |difference| / q, pi = (1 + s) / 2; power is increasing in s
     low, high = 0.0, 1.0
     while high - low > _TOLERANCE:
         middle = (low + high) / 2
-        if curve((1 + middle) / 2) >= power:
+        if curve.reaches((1 + middle) / 2, power):
             high = middle
         else:
             low = middle
