@@ -511,3 +511,20 @@ def test_texts_kept_on_disk_give_the_same_files_and_are_read_back_only_for_the_r
                 (sb.spooled.path, j) for j in kind.b.tolist()
             }
     assert read == discordant and len(discordant) == 15
+
+
+@pytest.mark.parametrize("per_worker", [2, 1000], ids=["in-worker-processes", "here"])
+def test_each_pairs_detectable_difference_is_the_one_power_gives(monkeypatch, per_worker):
+    # The leaderboard fills its pairs' MDDs once every run is scored, in worker processes when there are many.
+    from lm_eval_tasks.utils import power
+
+    monkeypatch.setattr(lb, "_DETECTABLE_PER_WORKER", per_worker)
+    comparisons = [
+        {"n_paired_items": 200 + i, "a_only_correct": 10 + i % 7, "b_only_correct": 3 * i % 11, "detectable": None}
+        for i in range(9)
+    ] + [{"n_paired_items": 0, "a_only_correct": None, "b_only_correct": None, "detectable": None}]
+    lb._fill_detectable(comparisons)
+    for compared in comparisons[:-1]:
+        expected = power.detectable(compared["n_paired_items"], compared["a_only_correct"], compared["b_only_correct"])
+        assert compared["detectable"] == expected and expected["minimum_detectable_difference"] is not None
+    assert comparisons[-1]["detectable"] is None

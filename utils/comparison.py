@@ -209,10 +209,17 @@ def discordant_items(sa: Section, sb: Section, paired: Pairing | None = None) ->
 
 
 def compare_section(
-    a: ScoredRun, b: ScoredRun, name: str, paired: Pairing | None = None, discordant: Discordant | None = None
+    a: ScoredRun,
+    b: ScoredRun,
+    name: str,
+    paired: Pairing | None = None,
+    discordant: Discordant | None = None,
+    detectable: bool = True,
 ) -> dict[str, Any]:
     """A minus B for section ``name`` (present in both runs) on the items both scored (``paired``, ``discordant``:
-    the sections' :func:`pairing` and :func:`discordant_items`, when the caller has them)."""
+    the sections' :func:`pairing` and :func:`discordant_items`, when the caller has them). ``detectable=False``:
+    its ``detectable`` is left for the caller to fill (:func:`.power.detectable` of ``n_paired_items``,
+    ``a_only_correct`` and ``b_only_correct``; the leaderboard computes its pairs' in parallel)."""
     sa, sb = a.sections[name], b.sections[name]
     paired = pairing(sa, sb) if paired is None else paired
     n_shared = len(paired.a)
@@ -244,7 +251,9 @@ def compare_section(
         return out
     discordant = discordant_items(sa, sb, paired) if discordant is None else discordant
     a_only, b_only = len(discordant.a_only_correct.a), len(discordant.b_only_correct.a)
-    out.update(a_only_correct=a_only, b_only_correct=b_only, detectable=power.detectable(n_shared, a_only, b_only))
+    out.update(a_only_correct=a_only, b_only_correct=b_only)
+    if detectable:
+        out.update(detectable=power.detectable(n_shared, a_only, b_only))
     if metric.average is Average.MICRO:
         difference = stats.paired_proportion_difference(a_only, b_only, n_shared).as_dict()
         out.update(difference=difference)

@@ -26,6 +26,7 @@ from typing import Any
 
 from tqdm import tqdm
 
+from . import power
 from .comparison import Discordant, adjust, compare_section, discordant_items, pairing, test_name
 from .data import DataError, iter_jsonl, read_json
 from .machine import usable_cores, worker_pool
@@ -119,6 +120,29 @@ def score_runs(
         yield from tqdm(pool.map(scored, paths), **progress)
 
 
+def _fill_detectable(comparisons: Sequence[dict[str, Any]]) -> None:
+    """Each comparison's ``detectable`` (:func:`.power.detectable`), in parallel once every run is scored: a few ms
+    each, over thousands of pairs."""
+    asked = [c for c in comparisons if c["a_only_correct"] is not None]
+    counts = [(c["n_paired_items"], c["a_only_correct"], c["b_only_correct"]) for c in asked]
+    workers = min(usable_cores(), max(1, len(counts) // _DETECTABLE_PER_WORKER))
+    if workers < 2:
+        found = [power.detectable(*count) for count in counts]
+    else:
+        with worker_pool(workers) as pool:
+            found = list(pool.map(_detectable, counts, chunksize=_DETECTABLE_PER_WORKER))
+    for compared, detectable in zip(asked, found, strict=True):
+        compared["detectable"] = detectable
+
+
+# Below this many pairs per process, a process costs more than it saves.
+_DETECTABLE_PER_WORKER = 32
+
+
+def _detectable(count: tuple[int, int, int]) -> dict[str, Any]:
+    return power.detectable(*count)
+
+
 # ----------------------------------------------------------------------------- the leaderboard
 
 
@@ -184,9 +208,10 @@ def build(
                     sa = run_a.sections[name]
                     paired = pairing(sa, sb)
                     found = discordant_items(sa, sb, paired)
-                    compared = compare_section(run_a, run_b, name, paired, found)
+                    compared = compare_section(run_a, run_b, name, paired, found, detectable=False)
                     pairs[(name, index_a, len(scored))] = (compared, sa, sb, found)
         scored.append(run_b)
+    _fill_detectable([compared for compared, *_ in pairs.values()])
     ids = [f"run-{index}" for index in range(1, len(scored) + 1)]
     # Paths as the runs' provenance shows them: a credential in a folder name (lm-eval names folders after the
     # model) is masked there.
