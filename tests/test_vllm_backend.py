@@ -5,8 +5,9 @@ LIMIT items (on a CPU the time goes to prompt tokens; every benchmark's prompt a
 Three runs of the same items, each started once for the whole module: ``--model hf`` (this environment),
 ``--model vllm`` (``.venv-vllm``, built by ``examples/install_vllm.sh``; ``tests/run.sh`` builds it) and
 vLLM's OpenAI-compatible server on 127.0.0.1 (``vllm serve``) through ``local-completions`` (log-likelihood:
-prompt log-probabilities by ``echo``) and ``local-chat-completions`` (generation). Only one vLLM engine runs
-at a time. Float32, because bfloat16 log-likelihoods move with batch size in both backends.
+prompt log-probabilities by ``echo``) and ``local-chat-completions`` (generation), each sending its requests at
+once so that the server batches them. One run at a time: a vLLM server started beside the hf run doubled its
+time. Float32, because bfloat16 log-likelihoods move with batch size in both backends.
 """
 
 from __future__ import annotations
@@ -64,6 +65,9 @@ VLLM_ENV = {
     ),
 }
 SERVER_START_TIMEOUT_S = 600
+# Requests an API run keeps in flight (lm-eval's num_concurrent): all of them, batched by the server as the
+# in-process engine batches them; one at a time, every reply token of every request is an engine step of its own.
+SERVER_CONCURRENCY = LIMIT * len(GENERATE_TASKS)
 
 
 @pytest.fixture(scope="module")
@@ -197,14 +201,17 @@ def runs(smollm2_dir, demo_data_dir, vllm_python, tmp_path_factory) -> Runs:
         started = time.monotonic()
         model_args = (
             f"model={SERVED_NAME},base_url={server.base}/v1/completions,tokenizer={smollm2_dir},"
-            f"tokenizer_backend=huggingface,max_length={MAX_MODEL_LEN}"
+            f"tokenizer_backend=huggingface,max_length={MAX_MODEL_LEN},num_concurrent={SERVER_CONCURRENCY}"
         )
         out = runs.out["completions"]
         run_lm_eval(backend_args("local-completions", model_args, LOGLIKELIHOOD_TASKS, demo_data_dir, out), cwd=root)
         runs.seconds["completions"] = time.monotonic() - started
         runs.out["chat"] = root / "chat"
         started = time.monotonic()
-        model_args = f"model={SERVED_NAME},base_url={server.base}/v1/chat/completions,tokenizer_backend=none"
+        model_args = (
+            f"model={SERVED_NAME},base_url={server.base}/v1/chat/completions,tokenizer_backend=none,"
+            f"num_concurrent={SERVER_CONCURRENCY}"
+        )
         out = runs.out["chat"]
         run_lm_eval(backend_args("local-chat-completions", model_args, GENERATE_TASKS, demo_data_dir, out), cwd=root)
         runs.seconds["chat"] = time.monotonic() - started
