@@ -5,7 +5,10 @@ user runs), is run in order in one bash process from the root of a copy of the c
 them, with ``../shared`` beside it), as a newcomer pastes them: nothing is written into the checkout. A block
 preceded by a ``<!-- readme-test: skip (why) -->`` comment is not run. To keep it small, ``lm_eval`` is wrapped (a
 bash function, also seen by examples/quickstart.sh) to score each task's first 2 items and generate at most 16
-tokens (``lm_eval ls`` passes through unchanged), and ``LIMIT=2`` is set for the quickstart. The one skipped block
+tokens (``lm_eval ls`` passes through unchanged), and ``LIMIT=2`` is set for the quickstart. Each model's answers
+are kept in lm-eval's own cache (``--use_cache``, one per ``--model`` and ``--model_args``): a request an earlier
+block asked the same model is read back, not computed again (the by-hand run asks what the quickstart asked; every
+command still loads its model and builds its tasks). The one skipped block
 that would download (the second model, 238 MB) is replaced by SmolLM2's plain-prompt float32 run of the block
 before it, copied into that block's folder and reported there as the quickstart reports (running the quickstart
 again would only repeat that run), so the blocks after it find their runs.
@@ -50,7 +53,9 @@ lm_eval() {
     case "$arg" in --limit|--samples) skip=1; continue ;; esac
     args+=("$arg")
   done
-  command lm_eval "${args[@]}" --limit 2 --gen_kwargs max_gen_toks=16
+  local model
+  model="$(printf '%s\n' "${args[@]}" | { grep -x -A1 -e --model -e --model_args || :; } | sha256sum | cut -c1-16)"
+  command lm_eval "${args[@]}" --limit 2 --gen_kwargs max_gen_toks=16 --use_cache "$LM_EVAL_ANSWERS/$model"
 }
 export -f lm_eval
 pip() {
@@ -121,7 +126,9 @@ def checkout_copy(folder: Path) -> Path:
 def test_the_readme_runs_as_written_in_order(tmp_path):
     bin_dir = str(Path(sys.executable).parent)
     check = ["bash", str(REPO / "examples" / "install.sh"), "--check"]
-    env = {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"}
+    # The wrapper's answer caches lie outside the checkout's copy.
+    answers = str(tmp_path / "answers")
+    env = {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}", "LM_EVAL_ANSWERS": answers}
     if subprocess.run(check, env=env, capture_output=True).returncode != 0:
         pytest.fail(f"{sys.prefix} was not installed by examples/install.sh from this recipe (bash tests/run.sh does)")
     copy = checkout_copy(tmp_path)
@@ -136,6 +143,7 @@ def test_the_readme_runs_as_written_in_order(tmp_path):
         done = subprocess.CompletedProcess(code.args, code.returncode, out.read(), err.read())
     assert done.returncode == 0, done.stderr[-4000:]
     assert "already installed in this environment" in done.stderr  # the quickstart installed nothing
+    assert "Requests remaining: 0" in done.stderr  # the by-hand run read the quickstart's answers back
     # The suggested pair of runs is comparable, so compare's table tests it (a p-value beside "yes"); the
     # leaderboard pages were written.
     compared = [line for line in done.stdout.splitlines() if line.startswith("| ") and " | yes | " in line]
