@@ -191,6 +191,35 @@ def llama_server():
     server.stop()
 
 
+# The one ``lm_eval run`` through the session's llama.cpp server the end-to-end files share (MedFact-Bench's and
+# MillerQA's): a chat API's path from the messages sent to the report, on SERVER_RUN_LIMIT items of one task of each.
+SERVER_RUN_TASKS = ("medfact_bench_scifact", "millerqa_lhb_legalbench")
+SERVER_RUN_LIMIT = 2
+
+
+@pytest.fixture(scope="session")
+def server_cli_run(llama_server, demo_data_dir, tmp_path_factory) -> CliRun:
+    """SmolLM2 behind the llama.cpp server through ``lm_eval --model local-chat-completions`` with the chat
+    template, then the report, once per test run: lm-eval's task index is paid once, not once per file. Read-only."""
+    from tests.runs import lm_eval_args
+
+    folder = tmp_path_factory.mktemp("server_cli_run")
+    model_args = f"model={llama_server.model},base_url={llama_server.chat_completions_url},tokenizer_backend=none"
+    args = lm_eval_args(
+        "local-chat-completions",
+        model_args,
+        SERVER_RUN_TASKS,
+        demo_data_dir,
+        folder / "run",
+        SERVER_RUN_LIMIT,
+        max_gen_toks=256,
+        chat=True,
+    )
+    run_lm_eval(args, cwd=folder)
+    lm_eval_tasks_cli("report", folder / "run", "--out", folder / "report")
+    return CliRun(folder / "run", folder / "report")
+
+
 def run_lm_eval(args: list[str], cwd: Path, timeout: int = 900) -> subprocess.CompletedProcess:
     """The lm_eval CLI as a user runs it, with our tasks on --include_path."""
     from lm_eval_tasks import tasks_dir

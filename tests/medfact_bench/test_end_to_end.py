@@ -1,13 +1,12 @@
-"""MedFact-Bench as a user runs it: the lm_eval CLI with SmolLM2 (hf; the run the end-to-end files share,
-tests/conftest.py) and a real local server, then the report."""
+"""MedFact-Bench as a user runs it: the lm_eval CLI with SmolLM2 (hf) and a real local server (the runs the
+end-to-end files share, tests/conftest.py), then the report."""
 
 import json
 
 import pytest
 from lm_eval_tasks.utils.medfact_bench.loader import load
 
-from tests.conftest import logged_messages, read_results, read_samples, report_cli, run_lm_eval
-from tests.runs import lm_eval_args
+from tests.conftest import logged_messages, read_results, read_samples
 
 pytestmark = pytest.mark.slow
 
@@ -51,18 +50,13 @@ def test_smollm2_through_the_cli_then_the_report(smollm2_cli_run, demo_data_dir)
         assert item["reply"] == sample["filtered_resps"][0]
 
 
-def test_local_chat_completions_against_a_real_server(llama_server, demo_data_dir, tmp_path):
-    out = tmp_path / "run"
-    model_args = f"model={llama_server.model},base_url={llama_server.chat_completions_url},tokenizer_backend=none"
-    tasks = ["medfact_bench_scifact"]
-    args = lm_eval_args("local-chat-completions", model_args, tasks, demo_data_dir, out, 2, max_gen_toks=256, chat=True)
-    run_lm_eval(args, cwd=tmp_path)
-    samples = read_samples(out, "medfact_bench_scifact")
+def test_local_chat_completions_against_a_real_server(server_cli_run, demo_data_dir):
+    samples = read_samples(server_cli_run.out, "medfact_bench_scifact")
     messages = logged_messages(samples[0])
     assert messages[0] == {"role": "system", "content": load(str(demo_data_dir)).system_prompt}
     assert all(s["filtered_resps"][0].strip() for s in samples)  # the server answered with text
-    report = report_cli(out, tmp_path / "report")["benchmarks"]["medfact_bench"]
+    report = server_cli_run.read_report()["benchmarks"]["medfact_bench"]
     assert report["n_items"] == 2
     # A chat API's prompt is shown as the messages it was sent.
-    items = [json.loads(line) for line in (tmp_path / "report" / "items_medfact_bench.jsonl").open(encoding="utf-8")]
+    items = [json.loads(line) for line in (server_cli_run.report / "items_medfact_bench.jsonl").open(encoding="utf-8")]
     assert items[0]["prompt"] == messages

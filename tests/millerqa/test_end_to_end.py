@@ -1,11 +1,10 @@
-"""MillerQA as a user runs it: the lm_eval CLI with SmolLM2 (hf; the run the end-to-end files share,
-tests/conftest.py) and the real local server, then the report."""
+"""MillerQA as a user runs it: the lm_eval CLI with SmolLM2 (hf) and the real local server (the runs the
+end-to-end files share, tests/conftest.py), then the report."""
 
 import pytest
 from lm_eval_tasks.utils.millerqa import prompts
 
-from tests.conftest import logged_messages, read_results, read_samples, report_cli, run_lm_eval
-from tests.runs import lm_eval_args
+from tests.conftest import logged_messages, read_results, read_samples
 
 pytestmark = pytest.mark.slow
 
@@ -37,13 +36,8 @@ def test_smollm2_generative_and_loglikelihood_through_the_cli(smollm2_cli_run, s
     assert generative["coverage"]["triage"]["loaded"] == 84
 
 
-def test_local_chat_completions_against_a_real_server(llama_server, shared_data, tmp_path):
-    out = tmp_path / "run"
-    model_args = f"model={llama_server.model},base_url={llama_server.chat_completions_url},tokenizer_backend=none"
-    tasks = ["millerqa_lhb_legalbench"]
-    args = lm_eval_args("local-chat-completions", model_args, tasks, shared_data, out, 2, max_gen_toks=96, chat=True)
-    run_lm_eval(args, cwd=tmp_path)
-    samples = read_samples(out, "millerqa_lhb_legalbench")
+def test_local_chat_completions_against_a_real_server(server_cli_run, llama_server):
+    samples = read_samples(server_cli_run.out, "millerqa_lhb_legalbench")
     messages = logged_messages(samples[0])
     doc = samples[0]["doc"]
     assert doc["model_label"] == llama_server.model
@@ -52,4 +46,4 @@ def test_local_chat_completions_against_a_real_server(llama_server, shared_data,
         {"role": "user", "content": prompts.user_prompt(doc["question"], doc["shuffled_options"])},
     ]
     assert all(s["filtered_resps"][0].strip() for s in samples)  # the server answered with text
-    assert report_cli(out, tmp_path / "report")["benchmarks"]["millerqa"]["n_items"] == 2
+    assert server_cli_run.read_report()["benchmarks"]["millerqa"]["n_items"] == 2
