@@ -16,7 +16,6 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 import urllib.request
 from collections.abc import Mapping
@@ -349,32 +348,20 @@ def test_the_server_paths_ran_on_vllm(runs):
         assert sorted(read_results(runs.out[backend])["configs"]) == sorted(tasks)
 
 
-def test_loglikelihood_on_the_chat_server_stops_with_a_message(runs, demo_data_dir):
-    """Chat APIs return no prompt log-probabilities: lm-eval refuses such a task before any request."""
-    result = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "lm_eval",
-            "run",
-            "--include_path",
-            tasks_dir(),
-            "--model",
-            "local-chat-completions",
-            "--model_args",
-            f"model={SERVED_NAME},base_url=http://127.0.0.1:9/v1/chat/completions,tokenizer_backend=none",
-            "--tasks",
-            "pubmedqa_atlas_n100",
-            "--metadata",
-            json.dumps({"data_dir": str(demo_data_dir)}),
-            "--limit",
-            "1",
-            "--apply_chat_template",
-        ],
-        cwd=runs.root,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert result.returncode != 0
-    assert "not supported for chat completions" in result.stderr + result.stdout
+def test_loglikelihood_on_the_chat_server_stops_with_a_message(demo_data_dir):
+    """Chat APIs return no prompt log-probabilities: lm-eval refuses such a task before any request (nothing
+    listens on port 9). In this process: what is refused is lm-eval's model, not its command line."""
+    import lm_eval.models  # noqa: F401 (registers lm-eval's models, as its command line does)
+    from lm_eval import simple_evaluate
+    from lm_eval.tasks import TaskManager
+
+    manager = TaskManager(include_path=tasks_dir(), include_defaults=False, metadata={"data_dir": str(demo_data_dir)})
+    with pytest.raises(NotImplementedError, match="not supported for chat completions"):
+        simple_evaluate(
+            model="local-chat-completions",
+            model_args=f"model={SERVED_NAME},base_url=http://127.0.0.1:9/v1/chat/completions,tokenizer_backend=none",
+            tasks=["pubmedqa_atlas_n100"],
+            task_manager=manager,
+            limit=1,
+            apply_chat_template=True,
+        )
