@@ -124,23 +124,19 @@ def _fill_detectable(comparisons: Sequence[dict[str, Any]]) -> None:
     """Each comparison's ``detectable`` (:func:`.power.detectable`), in parallel once every run is scored: a few ms
     each, over thousands of pairs."""
     asked = [c for c in comparisons if c["a_only_correct"] is not None]
-    counts = [(c["n_paired_items"], c["a_only_correct"], c["b_only_correct"]) for c in asked]
-    workers = min(usable_cores(), max(1, len(counts) // _DETECTABLE_PER_WORKER))
+    counts = [[c[key] for c in asked] for key in ("n_paired_items", "a_only_correct", "b_only_correct")]
+    workers = min(usable_cores(), max(1, len(asked) // _DETECTABLE_PER_WORKER))
     if workers < 2:
-        found = [power.detectable(*count) for count in counts]
+        found = list(map(power.detectable, *counts))
     else:
         with worker_pool(workers) as pool:
-            found = list(pool.map(_detectable, counts, chunksize=_DETECTABLE_PER_WORKER))
+            found = list(pool.map(power.detectable, *counts, chunksize=_DETECTABLE_PER_WORKER))
     for compared, detectable in zip(asked, found, strict=True):
         compared["detectable"] = detectable
 
 
 # Below this many pairs per process, a process costs more than it saves.
 _DETECTABLE_PER_WORKER = 32
-
-
-def _detectable(count: tuple[int, int, int]) -> dict[str, Any]:
-    return power.detectable(*count)
 
 
 # ----------------------------------------------------------------------------- the leaderboard

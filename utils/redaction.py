@@ -117,7 +117,7 @@ def mask(text: str, secrets: Iterable[str] = ()) -> str:
 
 # What :func:`redact` made of each long text lately, by the text's digest (None: the text itself): the leaderboard
 # scores run after run of the same items in one process, and their prompts (thousands of characters each) repeat
-# word for word. Bounded: enough for the prompts and replies of two runs of the largest benchmark.
+# word for word. Bounded: more than one run's prompts and replies of the largest benchmark (2 x 14,274).
 _REMEMBERED_FROM = 512  # characters
 _REMEMBERED = 40_000
 _REDACTED: OrderedDict[bytes, str | None] = OrderedDict()

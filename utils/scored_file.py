@@ -46,7 +46,7 @@ from .redaction import redact_path, secret_values
 from .results import SCHEMA_VERSION, ScoredRun, score_path
 from .runs import find_results, run_timestamp
 from .scoring import ScoredItem
-from .section import Section, SpooledTexts
+from .section import Section, SpooledTexts, text_line
 
 FILE = "scored_run.json"
 FORMAT = 4
@@ -128,7 +128,7 @@ def reusable(scored: ScoredRun) -> bool:
 
 
 # An item's texts, most of the file, are not in its record but on a line of their own after the body (one line per
-# item, in the body's order, as :meth:`.Section.spool` writes them): a reader that does not hold the texts copies them
+# item, in the body's order, :func:`.section.text_line`): a reader that does not hold the texts copies them
 # to its spool as they are.
 _TEXT_FIELDS = ("prompt", "reply")
 
@@ -137,10 +137,6 @@ def _item(item: ScoredItem) -> dict[str, Any]:
     record = {name: None if name in _TEXT_FIELDS else getattr(item, name) for name in _ITEM_FIELDS}
     record["forecast"] = None if item.forecast is None else asdict(item.forecast)
     return record
-
-
-def _text_line(item: ScoredItem) -> bytes:
-    return utf8(json.dumps([item.prompt, item.reply], ensure_ascii=True)) + b"\n"
 
 
 def saved(scored: ScoredRun) -> bytes:
@@ -181,12 +177,12 @@ def _body_pieces(scored: ScoredRun) -> Iterator[bytes]:
 
 
 def _pieces(scored: ScoredRun) -> Iterator[bytes]:
-    """What follows the key line: the body on one line, then each item's texts on one line (:func:`_text_line`)."""
+    """What follows the key line: the body on one line, then each item's texts on one line (:func:`.text_line`)."""
     yield from _body_pieces(scored)
     yield b"\n"
     for section in scored.sections.values():
         for item in section.items:
-            yield _text_line(item)
+            yield text_line(item)
 
 
 def write_saved(scored: ScoredRun, out: BinaryIO) -> None:

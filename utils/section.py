@@ -142,6 +142,12 @@ def published_column_value(numbers: Mapping[str, Any], column: str) -> float | N
     return _number(estimate["value"]) if is_estimate else None
 
 
+def text_line(item: ScoredItem) -> bytes:
+    """An item's prompt and reply as one line of ASCII JSON: the lines :class:`SpooledTexts` reads back (a spool's,
+    and scored_run.json's after its body)."""
+    return json.dumps([item.prompt, item.reply], ensure_ascii=True).encode("ascii") + b"\n"
+
+
 @dataclass(frozen=True)
 class SpooledTexts:
     """A section's item texts kept in a file (:meth:`Section.spool`): the line of each item at its byte offset."""
@@ -198,7 +204,7 @@ class Section:
         with os.fdopen(descriptor, "wb") as handle:
             for position, item in enumerate(self.items):
                 offsets[position] = handle.tell()
-                handle.write(json.dumps([item.prompt, item.reply], ensure_ascii=True).encode("ascii") + b"\n")
+                handle.write(text_line(item))
         items = tuple(replace(item, prompt=None, reply=None) for item in self.items)
         return replace(self, items=items, spooled=SpooledTexts(Path(name), offsets))
 
