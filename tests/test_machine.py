@@ -87,3 +87,23 @@ def _share_and_fork():
     parent = os.getpid()
     with machine.Forked(os.getpid) as forked:
         return machine.spare_cores(), forked.result() != parent
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_the_collector_is_off_in_the_block_and_as_it_was_after_even_on_an_error(enabled):
+    import gc
+
+    was = gc.isenabled()
+    try:
+        (gc.enable if enabled else gc.disable)()
+        with pytest.raises(KeyError), machine.collector_paused():
+            assert not gc.isenabled()
+            raise KeyError("inside")
+        assert gc.isenabled() is enabled
+        with machine.collector_paused():
+            with machine.collector_paused():  # nested: the inner block leaves it off
+                pass
+            assert not gc.isenabled()
+        assert gc.isenabled() is enabled
+    finally:
+        (gc.enable if was else gc.disable)()

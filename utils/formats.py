@@ -24,6 +24,7 @@ from urllib.request import pathname2url
 from . import explorer, pages, paper_tables, plots
 from .files import jsonl_lines, utf8, write_atomically
 from .leaderboard import DISCORDANT_FILE, Disagreements, build, discordant_lines
+from .machine import collector_paused
 from .pages import Html, estimate_attrs, interval
 from .results import item_record
 from .runs import model_name
@@ -513,6 +514,6 @@ def write_leaderboard(
     run_paths: Sequence[str | os.PathLike], out_dir: str | os.PathLike, tokenizer: str | None = None
 ) -> list[Path]:
     # The runs' texts are kept on disk while the board is built and its pages read the rows they show.
-    with tempfile.TemporaryDirectory(prefix="leaderboard-texts-") as spool:
+    with tempfile.TemporaryDirectory(prefix="leaderboard-texts-") as spool, collector_paused():
         board, disagreements = build(run_paths, tokenizer, Path(spool))
         return write_atomically(out_dir, render(board, disagreements, Path(out_dir).resolve()))

@@ -21,7 +21,7 @@ from pathlib import Path
 from . import plots, scorecard, scored_file, stats
 from .data import DataError, read_json
 from .files import jsonl_lines, utf8, write_atomically
-from .machine import Forked
+from .machine import Forked, collector_paused
 from .report_md import to_markdown
 from .results import ScoredRun, score_path
 from .runs import find_results
@@ -120,11 +120,12 @@ def write_report(
     before = _files_written_before(target)
     drawer = plots.Drawer()  # started first: it imports matplotlib while the run is scored
     try:
-        scored = score_path(path, tokenizer)
-        stats.forget_resamples()  # every interval is computed: the page and files only format them
-        with tempfile.TemporaryDirectory(prefix="report-") as scratch, ExitStack() as stack:
-            files = render(scored, drawer, Path(scratch), stack)
-            written = write_atomically(target, {**files, MANIFEST: utf8(json.dumps(sorted(files)) + "\n")})
+        with collector_paused():
+            scored = score_path(path, tokenizer)
+            stats.forget_resamples()  # every interval is computed: the page and files only format them
+            with tempfile.TemporaryDirectory(prefix="report-") as scratch, ExitStack() as stack:
+                files = render(scored, drawer, Path(scratch), stack)
+                written = write_atomically(target, {**files, MANIFEST: utf8(json.dumps(sorted(files)) + "\n")})
     finally:
         drawer.wait()
     for name in sorted(before - set(files) - {MANIFEST}):

@@ -42,6 +42,7 @@ from .benchmarks import report_specs
 from .calibration import Forecast
 from .data import MAX_FILE_BYTES, DataError, open_regular, read_json
 from .files import UntrustedFile, cache_dir, open_own_file, own_folder, utf8, warn_untrusted
+from .machine import collector_paused
 from .redaction import redact_path, secret_values
 from .results import SCHEMA_VERSION, ScoredRun, score_path
 from .runs import find_results, run_timestamp
@@ -370,12 +371,13 @@ def score_or_read(path: str | os.PathLike, tokenizer: str | None = None, spool: 
     """The run at ``path``, read from a matching scored_run.json beside its report, else scored (reply lengths
     counted as ``tokenizer`` asks, :func:`.lengths.counter`). With ``spool`` (a folder of ours), its items' texts are
     kept in files there instead of in memory (:meth:`.Section.spool`)."""
-    results_path = find_results(path)
-    for folder in report_folders(results_path):
-        found = read(results_path, folder, tokenizer, spool)
-        if found is not None:
-            return found
-    scored = score_path(results_path, tokenizer)
-    if spool is None:
-        return scored
-    return replace(scored, sections={name: section.spool(spool) for name, section in scored.sections.items()})
+    with collector_paused():
+        results_path = find_results(path)
+        for folder in report_folders(results_path):
+            found = read(results_path, folder, tokenizer, spool)
+            if found is not None:
+                return found
+        scored = score_path(results_path, tokenizer)
+        if spool is None:
+            return scored
+        return replace(scored, sections={name: section.spool(spool) for name, section in scored.sections.items()})
