@@ -724,11 +724,31 @@ def test_rows_too_many_for_more_than_the_shortest_texts_are_built_only_as_far_as
         return [entry, explorer.shown_text("x" * lengths[entry], limit)]
 
     limit, rows = explorer._fit(range(len(lengths)), row, len(lengths), budget)
-    fixed = explorer._rows_size(
+    _, fixed = explorer._rows_json(
         [[entry, explorer.shown_text("x" * lengths[entry], 0)] for entry in range(len(lengths))]
     )
     measured = explorer.text_limit(len(lengths), int((budget - fixed) * explorer._TEXT_SHARE))
     assert limit == measured
     assert rows == [row(entry, limit) for entry in range(len(rows))]
+    assert rows.json == explorer._json(list(rows))  # the JSON made while fitting is the rows' own
     shortcut = int(budget * explorer._TEXT_SHARE) // len(lengths) <= explorer.MIN_SHOWN
     assert (0 not in built) == shortcut
+
+
+@given(
+    st.lists(st.lists(st.one_of(st.text(), st.integers(), st.none()), max_size=4), max_size=6),
+    st.dictionaries(st.text(), st.one_of(st.text(), st.integers()), max_size=4),
+    st.text(),
+)
+def test_data_holding_fitted_rows_is_written_as_json_dumps_writes_it_then_escaped(rows, before, after):
+    # Rows keep the JSON made while they were fitted; a page's data block holding them is the same bytes as one
+    # dump of the same data with plain lists (hostile texts: "</script>", U+2028, lone surrogates).
+    pieces = [explorer._rows_json(rows[i : i + 2])[0] for i in range(0, len(rows), 2)]
+    data = {**before, "rows": explorer.Rows(rows, pieces), "zz-after": after + "</script>\u2028\ud800"}
+    plain = {**before, "rows": rows, "zz-after": after + "</script>\u2028\ud800"}
+    expected = json.dumps(plain, ensure_ascii=False, separators=(",", ":"))
+    for char in "<>&\u2028\u2029":
+        expected = expected.replace(char, f"\\u{ord(char):04x}")
+    expected = re.sub("[\ud800-\udfff]", lambda m: f"\\u{ord(m.group()):04x}", expected)
+    assert explorer._json(data) == expected
+    assert json.loads(explorer._json(data)) == plain

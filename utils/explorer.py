@@ -46,12 +46,30 @@ _UNSAFE_IN_SCRIPT = tuple((char, f"\\u{ord(char):04x}") for char in "<>&\u2028\u
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
+class Rows(list):
+    """An explorer's rows with their JSON (as :func:`_json` writes it), made while they were fitted to the budget:
+    the page's largest part, encoded once."""
+
+    def __init__(self, rows: list[list[Any]], pieces: list[str]) -> None:
+        super().__init__(rows)
+        self.json = "[" + ",".join(piece for piece in pieces if piece) + "]"
+
+
 def _json(data: Any) -> str:
+    if isinstance(data, Mapping) and any(isinstance(value, Rows) for value in data.values()):
+        # What json.dumps writes of the mapping, with the rows' JSON as made: every escape below is of one character.
+        return "{" + ",".join(_json(str(key)) + ":" + _json(value) for key, value in data.items()) + "}"
+    if isinstance(data, Rows):
+        return data.json
     text = json.dumps(data, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
     for char, escaped in _UNSAFE_IN_SCRIPT:
         if char in text:
             text = text.replace(char, escaped)
-    return _LONE_SURROGATE.sub(lambda match: f"\\u{ord(match.group()):04x}", text)
+    try:
+        text.encode("utf-8")  # fails exactly where a lone surrogate stands (rare): a scan in C
+    except UnicodeEncodeError:
+        return _LONE_SURROGATE.sub(lambda match: f"\\u{ord(match.group()):04x}", text)
+    return text
 
 
 def script_json(element_id: str, data: Any) -> Html:
@@ -65,9 +83,13 @@ def _size(row: Any) -> int:
     return len(_json(row).encode("utf-8")) + 1
 
 
-def _rows_size(rows: list[Any]) -> int:
-    """The sum of each row's :func:`_size`, from one dump of their list (a fraction of the cost of one per row)."""
-    return _size(rows) - 2 if rows else 0
+def _rows_json(rows: list[Any]) -> tuple[str, int]:
+    """The rows' JSON without brackets (their part of the data block, from one dump of their list: a fraction of
+    the cost of one per row) and the sum of each row's :func:`_size`."""
+    if not rows:
+        return "", 0
+    text = _json(rows)[1:-1]
+    return text, len(text.encode("utf-8")) + 1
 
 
 def budget_left(rest: str) -> int:
@@ -86,40 +108,47 @@ def _fit(
     n_texts: int,
     budget: int,
     min_row: int = 0,
-) -> tuple[int, list[list[Any]]]:
+) -> tuple[int, Rows]:
     """The text limit and the rows (``row(entry, limit)``) that ``budget`` bytes hold: every entry's row when its
     ``n_texts`` texts fit at :data:`MIN_SHOWN` characters or more, else the first rows that fit.
 
     ``min_row``: bytes no row is below. When the entries cannot all fit even so, texts are at :data:`MIN_SHOWN` and
     rows are built one at a time only as far as the budget goes (the same rows, without building the others)."""
+    rows: list[list[Any]] = []
+    pieces: list[str] = []
     if len(entries) * min_row > budget:
-        rows, used = [], 0
+        used = 0
         for entry in entries:
             shown = row(entry, MIN_SHOWN)
-            used += _size(shown)
+            piece, size = _rows_json([shown])
+            used += size
             if used > budget:
                 break
             rows.append(shown)
-        return MIN_SHOWN, rows
+            pieces.append(piece)
+        return MIN_SHOWN, Rows(rows, pieces)
     if int(budget * _TEXT_SHARE) // max(n_texts, 1) <= MIN_SHOWN:
         limit = MIN_SHOWN  # what the rows' fixed parts leave could only be less: no need to build them first
     else:
-        fixed = _rows_size([row(entry, 0) for entry in entries])  # each row with its texts cut to nothing
+        _, fixed = _rows_json([row(entry, 0) for entry in entries])  # each row with its texts cut to nothing
         limit = text_limit(n_texts, int((budget - fixed) * _TEXT_SHARE))
-    rows, left = [], budget
+    left = budget
     for start in range(0, len(entries), _FIT_BATCH):  # rows past the budget are never built
         batch = [row(entry, limit) for entry in entries[start : start + _FIT_BATCH]]
-        size = _rows_size(batch)
+        piece, size = _rows_json(batch)
         if size <= left:
             rows += batch
+            pieces.append(piece)
             left -= size
             continue
         for shown in batch:
-            left -= _size(shown)
+            piece, size = _rows_json([shown])
+            left -= size
             if left < 0:
-                return limit, rows
+                return limit, Rows(rows, pieces)
             rows.append(shown)
-    return limit, rows
+            pieces.append(piece)
+    return limit, Rows(rows, pieces)
 
 
 def shown_text(text: str | None, limit: int) -> str | list[Any] | None:
