@@ -243,8 +243,7 @@ def test_a_column_added_to_the_data_is_shown_and_searched_by_its_name(tmp_path):
     _, items = _section_and_records(60)
     data = explorer.items_data("s", "S", items["s"], "items_s.jsonl")
     data["columns"].append("origin")
-    for index, row in enumerate(data["rows"]):
-        row.append(f"id-{index:03d}")
+    data["rows"] = [[*row, f"id-{index:03d}"] for index, row in enumerate(data["rows"])]
     page = f'<!DOCTYPE html><html><head><meta charset="utf-8"></head><body>{explorer.explorer("x", data, "Items")}'
     (tmp_path / "page.html").write_text(page + f"{explorer.script_tag()}</body></html>", encoding="utf-8")
     with browser.DevTools() as shown:

@@ -48,7 +48,8 @@ _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 class Rows(list):
     """An explorer's rows with their JSON (as :func:`_json` writes it), made while they were fitted to the budget:
-    the page's largest part, encoded once."""
+    the page's largest part, encoded once. The rows as fitted: a caller that changes them (which could also break
+    the page's budget) gives its data new rows instead."""
 
     def __init__(self, rows: list[list[Any]], pieces: list[str]) -> None:
         super().__init__(rows)
