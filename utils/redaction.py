@@ -123,6 +123,11 @@ _REMEMBERED = 40_000
 _REDACTED: OrderedDict[bytes, str | None] = OrderedDict()
 
 
+def forget_masked() -> None:
+    """Let go of what :func:`mask` remembers of long texts: a timing of the scan itself starts from nothing."""
+    _REDACTED.clear()
+
+
 def mask_strings(value: Any, secrets: Iterable[str] = ()) -> Any:
     """``value`` with every string in it (at any depth of dicts, lists and tuples; dict keys too) masked as a text
     (:func:`mask`): what a results file records beside ``model_args`` (revisions, task hashes, names) is as hostile.
