@@ -107,3 +107,12 @@ def test_the_collector_is_off_in_the_block_and_as_it_was_after_even_on_an_error(
         assert gc.isenabled() is enabled
     finally:
         (gc.enable if was else gc.disable)()
+
+
+def test_a_pool_worker_runs_its_setup_once_started():
+    import functools
+
+    setup = functools.partial(os.environ.__setitem__, "MEDEVAL_TEST_WORKER_SETUP", "done")
+    with machine.worker_pool(1, setup) as pool:
+        assert pool.submit(os.getenv, "MEDEVAL_TEST_WORKER_SETUP").result() == "done"
+    assert "MEDEVAL_TEST_WORKER_SETUP" not in os.environ  # it ran there, not here

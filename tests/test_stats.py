@@ -52,6 +52,22 @@ def test_a_resample_set_is_drawn_once_and_reproduces_the_draw_in_order():
     assert again is not weights and np.array_equal(again, weights)
 
 
+def test_resample_sets_are_kept_up_to_the_bytes_allowed_the_least_recently_used_let_go(monkeypatch):
+    monkeypatch.setattr(stats, "_DRAWN_BYTES", stats._DRAWN_BYTES)  # set back after the test
+    stats.forget_resamples()
+    one_set = 50 * 100 * 8  # bytes of a 100-item set of 50 resamples
+    stats.keep_resamples(2 * one_set)
+    first = stats.resample_weights(None, 100, n_resamples=50, seed=1)
+    second = stats.resample_weights(None, 100, n_resamples=50, seed=2)
+    assert stats.resample_weights(None, 100, n_resamples=50, seed=1) is first  # both fit
+    stats.keep_resamples(one_set)
+    third = stats.resample_weights(None, 100, n_resamples=50, seed=3)  # room for one: the other two let go
+    assert stats.resample_weights(None, 100, n_resamples=50, seed=3) is third
+    again = stats.resample_weights(None, 100, n_resamples=50, seed=2)
+    assert again is not second and np.array_equal(again, second)
+    stats.forget_resamples()
+
+
 @pytest.mark.parametrize("kind", ["mean", "macro", "f1"])
 def test_vectorised_statistics_equal_their_definition_on_every_resample(kind):
     rng = np.random.default_rng(2)

@@ -52,16 +52,18 @@ def collector_paused() -> Iterator[None]:
             gc.enable()
 
 
-def worker_pool(workers: int) -> ProcessPoolExecutor:
-    """``workers`` processes (:func:`process_context`), each given its share of the usable cores: a worker starts
-    no process of its own (:class:`Forked`) unless its share is two cores or more."""
+def worker_pool(workers: int, setup: Callable[[], object] | None = None) -> ProcessPoolExecutor:
+    """``workers`` processes (:func:`process_context`), each given its share of the usable cores (then ``setup()``
+    run in it): a worker starts no process of its own (:class:`Forked`) unless its share is two cores or more."""
     share = max(1, usable_cores() // workers)
-    return ProcessPoolExecutor(workers, process_context(), initializer=_give_cores, initargs=(share,))
+    return ProcessPoolExecutor(workers, process_context(), initializer=_start_worker, initargs=(share, setup))
 
 
-def _give_cores(share: int) -> None:
+def _start_worker(share: int, setup: Callable[[], object] | None) -> None:
     global _given_cores
     _given_cores = share
+    if setup is not None:
+        setup()
 
 
 class Forked(Generic[T]):

@@ -150,6 +150,13 @@ _DRAWN: OrderedDict[tuple, np.ndarray] = OrderedDict()
 _DRAWN_BYTES = 128 * 1024**2
 
 
+def keep_resamples(limit: int) -> None:
+    """Keep up to ``limit`` bytes of resample sets in this process from now on (128 MiB otherwise): for a process
+    that scores run after run of the same items, which draw the same sets."""
+    global _DRAWN_BYTES
+    _DRAWN_BYTES = limit
+
+
 def forget_resamples() -> None:
     """Let go of the resample sets :func:`resample_weights` keeps (hundreds of MB over a large run): for a command
     that has computed every interval it will write."""
