@@ -537,6 +537,44 @@ def test_the_colon_check_of_the_fast_path_misses_no_key(text):
     assert redaction._redact_text(text) == redaction._redact_text_fully(text)
 
 
+KEY_PREFIXES = (
+    "sk-",
+    "xox",
+    "AKIA",
+    "ASIA",
+    "AIza",
+    "glpat-",
+    "hf_",
+    "ghp_",
+    "gho_",
+    "ghu_",
+    "ghs_",
+    "ghr_",
+    "github_pat_",
+)
+
+
+@settings(max_examples=examples(2000), deadline=None)
+@given(
+    st.lists(st.sampled_from([*KEY_PREFIXES, *list("AKISIzaskxoglpathf_ubr-G"), "gh", "github", "A", "AI"])).map(
+        "".join
+    )
+)
+def test_the_key_prefix_check_finds_exactly_the_literal_prefixes(text):
+    # The prefixes are searched as patterns; the rule is a substring search for each of them.
+    assert secret_triggers.holds_key_prefix(text) == any(prefix in text for prefix in KEY_PREFIXES)
+
+
+@settings(max_examples=examples(1000), deadline=None)
+@given(st.lists(st.sampled_from(["bearer", "basic", "://", *list("bBeEaArRsSiIcC:/ ")])).map("".join))
+def test_the_auth_scheme_and_url_triggers_are_the_words_in_the_lowered_text(text):
+    lowered = text.lower()
+    words = any(word in lowered for word in ("://", "bearer", "basic"))
+    assert ("://" in lowered or secret_triggers._AUTH_SCHEME_WORD.search(lowered) is not None) == words
+    if words:  # a trigger: the fast path sends the text to the full scan
+        assert secret_triggers.may_hold_secret(text)
+
+
 def walking_forward_from_each_key_word(text: str) -> bool:
     """The colon check as its rule reads: from each key word, forward over the rest of its run of name characters,
     at most 8 end characters, then a ':'."""
