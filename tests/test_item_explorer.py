@@ -752,3 +752,7 @@ def test_data_holding_fitted_rows_is_written_as_json_dumps_writes_it_then_escape
     expected = re.sub("[\ud800-\udfff]", lambda m: f"\\u{ord(m.group()):04x}", expected)
     assert explorer._json(data) == expected
     assert json.loads(explorer._json(data)) == plain
+    # Keys that are not text are written as json.dumps writes them.
+    assert (
+        explorer._json({True: None, 2: 0, "rows": explorer.Rows([[1]], ["[1]"])}) == '{"true":null,"2":0,"rows":[[1]]}'
+    )

@@ -57,7 +57,11 @@ class Rows(list):
 
 
 def _json(data: Any) -> str:
-    if isinstance(data, Mapping) and any(isinstance(value, Rows) for value in data.values()):
+    if (
+        isinstance(data, Mapping)
+        and any(isinstance(value, Rows) for value in data.values())
+        and all(isinstance(key, str) for key in data)  # json.dumps writes other keys its own way (True: "true")
+    ):
         # What json.dumps writes of the mapping, with the rows' JSON as made: every escape below is of one character.
         return "{" + ",".join(_json(str(key)) + ":" + _json(value) for key, value in data.items()) + "}"
     if isinstance(data, Rows):
