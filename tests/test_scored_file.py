@@ -1,7 +1,9 @@
 """scored_run.json: a report's scored run, read back by leaderboard and compare only when it is the scoring of the
 same files by the same code; anything else is scored afresh."""
 
+import hashlib
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -92,35 +94,38 @@ def test_a_broken_file_is_ignored(reported, tmp_path, body):
     assert scored_file.read(results_path, folder) is None
 
 
+def copied_report(results_path, tmp_path):
+    """A copy of the run's report folder (its scored run with the items files it reads its texts from)."""
+    import shutil
+
+    return Path(shutil.copytree(results_path.parent / "report", tmp_path / "report"))
+
+
 def test_forged_numbers_under_a_matching_key_with_broken_items_are_ignored(reported, tmp_path):
     results_path, _ = reported
-    key, body, texts = (results_path.parent / "report" / scored_file.FILE).read_text().split("\n", 2)
+    folder = copied_report(results_path, tmp_path)
+    original = (folder / scored_file.FILE).read_bytes()
+    key, body, texts = original.decode().split("\n", 2)
     body = json.loads(body)
     first = next(iter(body["sections"].values()))
     first["items"][0]["unknown_field"] = 1
-    folder = tmp_path / "report"
-    folder.mkdir()
     (folder / scored_file.FILE).write_text(key + "\n" + json.dumps(body) + "\n" + texts)
     assert scored_file.read(results_path, folder) is None
-    (folder / scored_file.FILE).write_bytes((results_path.parent / "report" / scored_file.FILE).read_bytes())
+    (folder / scored_file.FILE).write_bytes(original)
     assert scored_file.read(results_path, folder) is not None  # the same file, untouched, is read
 
 
 def test_a_file_edited_or_signed_by_another_user_is_scored_afresh(reported, tmp_path, monkeypatch):
     # The key can be computed by anyone from the run's files; the signature only with this user's secret.
     results_path, scored = reported
-    original = (results_path.parent / "report" / scored_file.FILE).read_bytes()
+    folder = copied_report(results_path, tmp_path)
+    original = (folder / scored_file.FILE).read_bytes()
     key, body, texts = original.split(b"\n", 2)
-    folder = tmp_path / "report"
-    folder.mkdir()
     name = next(iter(scored.sections))
     forged = json.loads(body)
     forged["sections"][name]["numbers"]["n_items"] += 1  # a number the samples do not give
     text = json.dumps(forged, ensure_ascii=True, separators=(",", ":")).encode()
     (folder / scored_file.FILE).write_bytes(key + b"\n" + text + b"\n" + texts)
-    assert scored_file.read(results_path, folder) is None
-    # A reply edited in the lines of texts after the body: as much a forgery.
-    (folder / scored_file.FILE).write_bytes(key + b"\n" + body + b"\n" + texts.replace(b"<", b">", 1))
     assert scored_file.read(results_path, folder) is None
     resigned = {**json.loads(key), "signature": "0" * 64}
     (folder / scored_file.FILE).write_bytes(json.dumps(resigned).encode() + b"\n" + body + b"\n" + texts)
@@ -128,30 +133,42 @@ def test_a_file_edited_or_signed_by_another_user_is_scored_afresh(reported, tmp_
     (folder / scored_file.FILE).write_bytes(original)
     assert scored_file.read(results_path, folder) is not None
     # Another user's (or machine's) secret: the same file is not theirs to reuse.
-    monkeypatch.setattr(scored_file, "_secret", lambda: b"f" * 64)
+    with monkeypatch.context() as patched:
+        patched.setattr(scored_file, "_secret", lambda: b"f" * 64)
+        assert scored_file.read(results_path, folder) is None
+    # A prompt edited in the items file the texts are read from, or that file gone: as much a forgery.
+    items = folder / f"items_{name}.jsonl"
+    lines = items.read_bytes()
+    assert b'"prompt": "' in lines
+    items.write_bytes(lines.replace(b'"prompt": "', b'"prompt": "!', 1))
     assert scored_file.read(results_path, folder) is None
+    items.unlink()
+    assert scored_file.read(results_path, folder) is None
+    items.write_bytes(lines)
+    assert scored_file.read(results_path, folder) is not None
+    # The items file named on the last line is the section's own, even under a valid signature's sha256.
+    listed = json.loads(texts)
+    assert listed[name] == {"file": f"items_{name}.jsonl", "sha256": hashlib.sha256(lines).hexdigest()}
 
 
 def test_the_secret_is_the_users_own_and_without_one_nothing_is_reused(reported, tmp_path, monkeypatch):
-    results_path, scored = reported
+    results_path, _ = reported
     monkeypatch.setenv("MEDEVAL_CACHE_DIR", str(tmp_path / "cache"))
     scored_file._secret.cache_clear()
     try:
-        written = scored_file.saved(scored)
+        folder = tmp_path / "report"
+        write_report(results_path, folder)
         secret = tmp_path / "cache" / scored_file.SECRET_FILE
         assert secret.stat().st_mode & 0o777 == 0o600
         assert len(secret.read_text().strip()) == 64
-        folder = tmp_path / "report"
-        folder.mkdir()
-        (folder / scored_file.FILE).write_bytes(written)
         assert scored_file.read(results_path, folder) is not None
         # A cache folder that cannot be made (a file in its place): nothing signed, nothing reused.
         (tmp_path / "blocked").write_text("")
         monkeypatch.setenv("MEDEVAL_CACHE_DIR", str(tmp_path / "blocked" / "cache"))
         scored_file._secret.cache_clear()
-        unsigned = scored_file.saved(scored)
+        write_report(results_path, folder)
+        unsigned = (folder / scored_file.FILE).read_bytes()
         assert json.loads(unsigned.split(b"\n", 1)[0])["signature"] is None
-        (folder / scored_file.FILE).write_bytes(unsigned)
         assert scored_file.read(results_path, folder) is None
     finally:
         scored_file._secret.cache_clear()
@@ -218,10 +235,11 @@ def test_a_body_under_another_runs_key_line_is_scored_afresh(demo_data_dir, tmp_
     # Both files are signed by this user: the signature must bind the body to its own run's key.
     a = find_results(evaluated_run(tmp_path / "a", demo_data_dir, ("pubmedqa_atlas_n100",), salt="a", limit=6))
     b = find_results(evaluated_run(tmp_path / "b", demo_data_dir, ("pubmedqa_atlas_n100",), salt="b", limit=6))
-    saved_a, saved_b = scored_file.saved(score_path(a)), scored_file.saved(score_path(b))
+    write_report(a, tmp_path / "report_a")
+    write_report(b, tmp_path / "report_b")
+    saved_a, saved_b = ((tmp_path / f"report_{x}" / scored_file.FILE).read_bytes() for x in "ab")
     assert saved_a.split(b"\n", 1)[1] != saved_b.split(b"\n", 1)[1]
-    folder = tmp_path / "report"
-    folder.mkdir()
+    folder = tmp_path / "report_b"
     (folder / scored_file.FILE).write_bytes(saved_b.split(b"\n", 1)[0] + b"\n" + saved_a.split(b"\n", 1)[1])
     assert scored_file.read(b, folder) is None
     (folder / scored_file.FILE).write_bytes(saved_b)

@@ -241,6 +241,27 @@ def jsonl_lines(rows: Iterable[Mapping[str, Any]]) -> Iterator[bytes]:
         yield utf8(json.dumps(row, ensure_ascii=False) + "\n")
 
 
+class Hashed:
+    """Byte chunks as they are written (:func:`write_atomically`), hashed on the way: :meth:`hexdigest`, the sha256 of
+    all of them, once all are written."""
+
+    def __init__(self, chunks: Iterable[bytes]) -> None:
+        self._chunks = chunks
+        self._digest = hashlib.sha256()
+        self._done = False
+
+    def __iter__(self) -> Iterator[bytes]:
+        for chunk in self._chunks:
+            self._digest.update(chunk)
+            yield chunk
+        self._done = True
+
+    def hexdigest(self) -> str:
+        if not self._done:
+            raise RuntimeError("the sha256 of chunks not all written yet")
+        return self._digest.hexdigest()
+
+
 def write_jsonl(rows: Iterable[Mapping[str, Any]], path: str | os.PathLike) -> Path:
     """One JSON object per line, written atomically."""
     return write_file_atomically(path, jsonl_bytes(rows))

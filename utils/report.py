@@ -20,7 +20,7 @@ from pathlib import Path
 
 from . import plots, scorecard, scored_file, stats
 from .data import DataError, read_json
-from .files import jsonl_lines, utf8, write_atomically
+from .files import Hashed, jsonl_lines, utf8, write_atomically
 from .machine import Forked, collector_paused
 from .report_md import to_markdown
 from .results import ScoredRun, score_path
@@ -31,12 +31,12 @@ from .section import items_file
 def render(
     scored: ScoredRun, drawer: plots.Drawer | None, scratch: Path, stack: ExitStack
 ) -> dict[str, bytes | Iterator[bytes]]:
-    """The report's files, in the order they are best written; with a ``drawer``, its figures are drawn in another
-    process while the rest is made.
+    """The report's files, in the order they are best written (the items files before the scored run that reads its
+    texts from them); with a ``drawer``, its figures are drawn in another process while the rest is made.
 
-    The page and the scored run (tens of MB each) are made by two more processes, each into a file in ``scratch`` (a
-    folder of ours), while this one makes the items files as they are written, and read back as they are written
-    in turn: ``stack`` ends those processes once the files are written (or on any error)."""
+    The page and the scored run's body (megabytes each) are made by two more processes, each into a file in
+    ``scratch`` (a folder of ours), while this one makes the items files as they are written, and read back as they
+    are written in turn: ``stack`` ends those processes once the files are written (or on any error)."""
     report = scored.report()
     figures = scorecard.figures(report)
     if drawer is not None:
@@ -45,22 +45,28 @@ def render(
         "report.json": utf8(json.dumps(report, indent=2, ensure_ascii=False) + "\n"),
         "report.md": utf8(to_markdown(report)),
     }
-    saved = stack.enter_context(Forked(_saved_into, scored, scratch)) if scored_file.reusable(scored) else None
+    body = stack.enter_context(Forked(_body_into, scored, scratch)) if scored_file.reusable(scored) else None
     items = scored.item_details()
     drawn = plots.drawn(figures, drawer)
     page = stack.enter_context(Forked(_page_into, report, items, drawn, scratch))
     files |= {name: png for name, png in drawn.items() if name.endswith(".png")}
     # Each line made as it is written: the items files are the report's largest (tens of MB of texts).
-    files |= {items_file(name): jsonl_lines(records) for name, records in items.items()}
+    lines = {name: Hashed(jsonl_lines(records)) for name, records in items.items()}
+    files |= {items_file(name): chunks for name, chunks in lines.items()}
     files["report.html"] = _chunks(page)
-    return files if saved is None else files | {scored_file.FILE: _chunks(saved)}
+    return files if body is None else files | {scored_file.FILE: _saved(scored, body, lines)}
 
 
-def _saved_into(scored: ScoredRun, folder: Path) -> Path:
-    path = folder / scored_file.FILE
+def _body_into(scored: ScoredRun, folder: Path) -> Path:
+    path = folder / "scored_run_body.json"
     with path.open("wb") as out:
-        scored_file.write_saved(scored, out)
+        scored_file.write_body(scored, out)
     return path
+
+
+def _saved(scored: ScoredRun, body: Forked[Path], lines: dict[str, Hashed]) -> Iterator[bytes]:
+    """scored_run.json, made when it is written: after the items files, whose sha256 it holds."""
+    yield scored_file.saved_file(scored, body.result(), {name: hashed.hexdigest() for name, hashed in lines.items()})
 
 
 def _page_into(report: dict, items: dict, drawn: dict[str, bytes], folder: Path) -> Path:

@@ -7,14 +7,16 @@ package's own code (a development checkout changes code without changing its ver
 ``--tokenizer`` (reply lengths in words or in tokens, :func:`.lengths.choice_key`). Anything that does not
 match, or a file that cannot be read as one, means the run is scored afresh (so does a run with a section that
 reads other files at report time, :func:`reusable`): the file is a shortcut, never a
-source of numbers the run's own files would not give. It holds only masked texts (those of the items files).
+source of numbers the run's own files would not give. It holds no item's prompt or reply: those are read from the
+report's items files beside it (masked texts), each named on its last line with its sha256.
 
-Anyone can compute the key from a run's files, so the key line also holds an HMAC-SHA256 of the key and the body
-together under a secret of this user's own (``scored_run.key`` in :func:`.files.cache_dir`, made on first use with
-mode 0600, used only while it is a regular file of this user's that nobody else can write): a file edited after it
-was written, a body moved under another run's key, or a file written on another machine or by another user, is
-scored afresh, never trusted. The file is read as every input is (a regular file, at most
-:data:`.data.MAX_FILE_BYTES`), and its signature checked before its body is parsed.
+Anyone can compute the key from a run's files, so the key line also holds an HMAC-SHA256 of the key and the rest
+together (the body, and the items files by their sha256) under a secret of this user's own (``scored_run.key`` in
+:func:`.files.cache_dir`, made on first use with mode 0600, used only while it is a regular file of this user's that
+nobody else can write): a file edited after it was written (or an items file beside it), a body moved under another
+run's key, or a file written on another machine or by another user, is scored afresh, never trusted. The file is
+read as every input is (a regular file, at most :data:`.data.MAX_FILE_BYTES`), and its signature checked before its
+body is parsed.
 
 JSON, never pickle: a report folder may come from anyone, and reading it must not run code.
 """
@@ -24,11 +26,9 @@ from __future__ import annotations
 import functools
 import hashlib
 import hmac
-import io
 import json
 import os
 import secrets
-import shutil
 import tempfile
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import asdict, fields, replace
@@ -47,10 +47,10 @@ from .redaction import redact_path, secret_values
 from .results import SCHEMA_VERSION, ScoredRun, score_path
 from .runs import find_results, run_timestamp
 from .scoring import ScoredItem
-from .section import Section, SpooledTexts, text_line
+from .section import Section, SpooledTexts, items_file
 
 FILE = "scored_run.json"
-FORMAT = 4
+FORMAT = 5
 SECRET_FILE = "scored_run.key"
 _CHUNK = 1 << 20
 _ITEM_FIELDS = tuple(f.name for f in fields(ScoredItem))
@@ -128,9 +128,9 @@ def reusable(scored: ScoredRun) -> bool:
     return all(section.spec.extra_section is None for section in scored.sections.values())
 
 
-# An item's texts, most of the file, are not in its record but on a line of their own after the body (one line per
-# item, in the body's order, :func:`.section.text_line`): a reader that does not hold the texts copies them
-# to its spool as they are.
+# An item's texts, most of a run's weight, are not in its record: they are in the report's items file of its section
+# beside scored_run.json (one line per item, in the body's order), which a reader that does not hold the texts
+# copies to its spool as it is.
 _TEXT_FIELDS = ("prompt", "reply")
 
 
@@ -138,13 +138,6 @@ def _item(item: ScoredItem) -> dict[str, Any]:
     record = {name: None if name in _TEXT_FIELDS else getattr(item, name) for name in _ITEM_FIELDS}
     record["forecast"] = None if item.forecast is None else asdict(item.forecast)
     return record
-
-
-def saved(scored: ScoredRun) -> bytes:
-    """``scored`` as scored_run.json (:func:`write_saved`)."""
-    buffer = io.BytesIO()
-    write_saved(scored, buffer)
-    return buffer.getvalue()
 
 
 def _json(value: Any) -> bytes:
@@ -177,30 +170,23 @@ def _body_pieces(scored: ScoredRun) -> Iterator[bytes]:
     yield b"}}"
 
 
-def _pieces(scored: ScoredRun) -> Iterator[bytes]:
-    """What follows the key line: the body on one line, then each item's texts on one line (:func:`.text_line`)."""
-    yield from _body_pieces(scored)
-    yield b"\n"
-    for section in scored.sections.values():
-        for item in section.items:
-            yield text_line(item)
+def write_body(scored: ScoredRun, out: BinaryIO) -> None:
+    """The body of ``scored``'s scored_run.json (:func:`_body_pieces`) into ``out``: made while the report's items
+    files, which hold its items' texts, are written (:func:`saved_file`)."""
+    for piece in _body_pieces(scored):
+        out.write(piece)
 
 
-def write_saved(scored: ScoredRun, out: BinaryIO) -> None:
-    """``scored`` as scored_run.json into ``out``: its key with the signature of the key and the rest on the first
-    line, then the rest (:func:`_pieces`, spooled to a temporary file while it is signed)."""
+def saved_file(scored: ScoredRun, body: Path, items_sha256: Mapping[str, str]) -> bytes:
+    """scored_run.json: its key with the signature on the first line, then the body (:func:`write_body`, the file at
+    ``body``), then the line naming each section's items file (:func:`.section.items_file`, written beside it) with
+    its sha256 (``items_sha256``, by section name): that file holds the items' texts. The signature covers the key
+    and the two lines after it."""
     key = _scored_key(scored)
-    secret = _secret()
-    mac = None if secret is None else hmac.new(secret, _signed_bytes(key, b""), hashlib.sha256)
-    with tempfile.TemporaryFile() as rest:
-        for piece in _pieces(scored):
-            rest.write(piece)
-            if mac is not None:
-                mac.update(piece)
-        signed = {**key, "signature": None if mac is None else mac.hexdigest()}
-        out.write(utf8(json.dumps(signed, ensure_ascii=True) + "\n"))
-        rest.seek(0)
-        shutil.copyfileobj(rest, out)
+    texts = {name: {"file": items_file(name), "sha256": items_sha256[name]} for name in scored.sections}
+    rest = body.read_bytes() + b"\n" + _json(texts) + b"\n"
+    signed = {**key, "signature": signature(_signed_bytes(key, rest))}
+    return utf8(json.dumps(signed, ensure_ascii=True) + "\n") + rest
 
 
 def _signed_bytes(key: Mapping[str, Any], body: bytes) -> bytes:
@@ -261,7 +247,8 @@ def _scored_item(record: Mapping[str, Any], texts: Any) -> ScoredItem:
 
 
 def _section(spec, entry: Mapping[str, Any], texts: Sequence[Any], spooled: SpooledTexts | None) -> Section:
-    """A section from its body entry, with its items' texts (parsed lines) or where they are kept (``spooled``)."""
+    """A section from its body entry, with its items' texts (``[prompt, reply]`` each) or where they are kept
+    (``spooled``)."""
     if len(texts) != len(entry["items"]):
         raise ValueError("not one line of texts per item")
     items = tuple(_scored_item(record, line) for record, line in zip(entry["items"], texts))
@@ -300,8 +287,9 @@ def read(results_path: Path, folder: Path, tokenizer: str | None = None, spool: 
             return None
         body_end = rest.index(b"\n")
         body = json.loads(rest[:body_end])
+        texts = json.loads(rest[body_end + 1 :])  # the last line: json.loads refuses a line after it
         specs = {spec.name: spec for spec in report_specs() if spec.extra_section is None}
-        sections = _sections(body["sections"], specs, memoryview(rest)[body_end + 1 :], spool)
+        sections = _sections(body["sections"], specs, _items_files(folder, body["sections"], texts), spool)
         provenance = dict(body["provenance"])
     except (OSError, DataError, ValueError, TypeError, KeyError, AttributeError, RecursionError):
         return None
@@ -320,35 +308,52 @@ def read(results_path: Path, folder: Path, tokenizer: str | None = None, spool: 
     )
 
 
+def _items_files(folder: Path, entries: Mapping[str, Any], texts: Mapping[str, Any]) -> dict[str, bytes]:
+    """Each section's items file in ``folder`` (the one the report wrote for it), as it was written: the sha256 the
+    signed file gives it, read as every input is; a ValueError where it is not."""
+    found = {}
+    for name in entries:
+        listed = texts[name]
+        if listed["file"] != items_file(name):
+            raise ValueError("not the section's items file")
+        with open_regular(folder / listed["file"]) as handle:
+            data = handle.read(MAX_FILE_BYTES + 1)
+        if len(data) > MAX_FILE_BYTES or not hmac.compare_digest(hashlib.sha256(data).hexdigest(), listed["sha256"]):
+            raise ValueError("the items file is not the one written with the scored run")
+        found[name] = data
+    return found
+
+
 def _sections(
-    entries: Mapping[str, Any], specs: Mapping[str, Any], lines: memoryview, spool: Path | None
+    entries: Mapping[str, Any], specs: Mapping[str, Any], files: Mapping[str, bytes], spool: Path | None
 ) -> dict[str, Section]:
-    """The saved sections, their items' texts from ``lines`` (one per item, in order): parsed into the items, or
-    copied into a file in ``spool`` whose lines the sections read back."""
-    if len(lines) and lines[-1] != ord("\n"):
-        raise ValueError("the texts do not end with a line break")
-    ends = np.flatnonzero(np.frombuffer(lines, dtype=np.uint8) == ord("\n"))
-    starts = np.concatenate([[0], ends[:-1] + 1]).astype(np.int64) if len(ends) else ends
-    copied = None
+    """The saved sections, their items' texts from each section's items file (``files``: one line per item, in
+    order): parsed into the items, or copied into one file in ``spool`` whose lines the sections read back."""
+    spooled, at = None, 0
     if spool is not None:
-        descriptor, name = tempfile.mkstemp(suffix=".jsonl", dir=spool)
-        with os.fdopen(descriptor, "wb") as handle:
-            handle.write(lines)
-        copied = Path(name)
-    sections, first = {}, 0
-    for name, entry in entries.items():
-        count = len(entry["items"])
-        if first + count > len(starts):
-            raise ValueError("fewer lines of texts than items")
-        if copied is None:
-            texts = [json.loads(bytes(lines[starts[i] : ends[i]])) for i in range(first, first + count)]
-            spooled = None
-        else:
-            texts, spooled = [None] * count, SpooledTexts(copied, starts[first : first + count].copy())
-        sections[name] = _section(specs[name], entry, texts, spooled)
-        first += count
-    if first != len(starts):
-        raise ValueError("more lines of texts than items")
+        descriptor, spool_path = tempfile.mkstemp(suffix=".jsonl", dir=spool)
+        spooled = os.fdopen(descriptor, "wb")
+    sections = {}
+    try:
+        for name, entry in entries.items():
+            data = files[name]
+            if len(data) and data[-1] != ord("\n"):
+                raise ValueError("the items file does not end with a line break")
+            ends = np.flatnonzero(np.frombuffer(data, dtype=np.uint8) == ord("\n"))
+            if len(ends) != len(entry["items"]):
+                raise ValueError("not one line of the items file per item")
+            starts = np.concatenate([[0], ends[:-1] + 1]).astype(np.int64) if len(ends) else ends
+            if spooled is None:
+                records = (json.loads(data[start:end]) for start, end in zip(starts, ends))
+                texts, where = [[record["prompt"], record["reply"]] for record in records], None
+            else:
+                spooled.write(data)
+                texts, where = [None] * len(ends), SpooledTexts(Path(spool_path), starts + at)
+                at += len(data)
+            sections[name] = _section(specs[name], entry, texts, where)
+    finally:
+        if spooled is not None:
+            spooled.close()
     return sections
 
 

@@ -143,9 +143,9 @@ def published_column_value(numbers: Mapping[str, Any], column: str) -> float | N
 
 
 def text_line(item: ScoredItem) -> bytes:
-    """An item's prompt and reply as one line of ASCII JSON: the lines :class:`SpooledTexts` reads back (a spool's,
-    and scored_run.json's after its body)."""
-    return json.dumps([item.prompt, item.reply], ensure_ascii=True).encode("ascii") + b"\n"
+    """An item's prompt and reply as one line of ASCII JSON, an object with those two fields of its items file
+    record: the lines :class:`SpooledTexts` reads back (a spool's, and an items file's, whose records hold more)."""
+    return json.dumps({"prompt": item.prompt, "reply": item.reply}, ensure_ascii=True).encode("ascii") + b"\n"
 
 
 @dataclass(frozen=True)
@@ -158,8 +158,8 @@ class SpooledTexts:
     def texts(self, position: int) -> dict[str, str]:
         with self.path.open("rb") as handle:
             handle.seek(int(self.offsets[position]))
-            prompt, reply = json.loads(handle.readline())
-        return {"prompt": prompt, "reply": reply}
+            record = json.loads(handle.readline())
+        return {"prompt": record["prompt"], "reply": record["reply"]}
 
 
 @dataclass(frozen=True)
