@@ -59,6 +59,28 @@ def test_three_runs_on_the_same_seven_items(tmp_path):
     assert published["GPT-4o"] == 0.736 and published["Llama-3.2-3B-Instruct"] == 0.511 and len(published) == 9
 
 
+def test_runs_scored_in_one_process_draw_each_resample_set_once(tmp_path, monkeypatch):
+    # As every scoring worker does: the runs have the same items, so the second draws the sets the first drew.
+    from lm_eval_tasks.utils import stats
+
+    paths = [medfact_run(tmp_path / name, flags, model_name=name) for name, flags in (("a", A), ("b", B))]
+    monkeypatch.setattr(stats, "_DRAWN_BYTES", 1)  # nothing kept outside the scoring
+    stats.forget_resamples()
+    drawn = []
+    monkeypatch.setattr(stats, "_drawn_rows", lambda *args, real=stats._drawn_rows: drawn.append(args) or real(*args))
+    first = next(runs := lb.score_runs(paths, workers=1))
+    after_first = len(drawn)
+    assert after_first > 0 and stats._DRAWN_BYTES == lb._RUN_RESAMPLES_BYTES
+    second = next(runs)
+    assert len(drawn) == after_first  # every set of the second run was kept from the first
+    assert list(runs) == [] and stats._DRAWN_BYTES == 1  # the limit is set back once the runs are scored
+    assert (
+        second.report()["benchmarks"]["medfact_bench"]["n_items"]
+        == first.report()["benchmarks"]["medfact_bench"]["n_items"]
+    )
+    stats.forget_resamples()
+
+
 def test_different_items_tasks_template_or_versions_are_not_comparable(tmp_path):
     a = medfact_run(tmp_path / "a", A)
     scifact_only = medfact_run(tmp_path / "d", "1111", tasks=("medfact_bench_scifact",))

@@ -113,11 +113,15 @@ def score_runs(
     workers = min(workers or usable_cores(), len(paths))
     progress = {"desc": "scoring runs", "unit": "run", "total": len(paths), "disable": len(paths) < 3}
     scored = functools.partial(score_or_read, tokenizer=tokenizer, spool=spool)
+    # The process that scores keeps every resample set of a run: the next run it scores draws the same ones
+    # (MedFact-Bench's 14,274 items and their five components: 228 MB).
     if workers < 2:
-        yield from (scored(path) for path in tqdm(paths, **progress))
+        kept = stats.keep_resamples(_RUN_RESAMPLES_BYTES)
+        try:
+            yield from (scored(path) for path in tqdm(paths, **progress))
+        finally:
+            stats.keep_resamples(kept)
         return
-    # Each worker keeps every resample set of a run: the next run it scores draws the same ones (MedFact-Bench's
-    # 14,274 items and their five components: 228 MB).
     with worker_pool(workers, functools.partial(stats.keep_resamples, _RUN_RESAMPLES_BYTES)) as pool:
         yield from tqdm(pool.map(scored, paths), **progress)
 

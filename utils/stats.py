@@ -150,11 +150,12 @@ _DRAWN: OrderedDict[tuple, np.ndarray] = OrderedDict()
 _DRAWN_BYTES = 128 * 1024**2
 
 
-def keep_resamples(limit: int) -> None:
+def keep_resamples(limit: int) -> int:
     """Keep up to ``limit`` bytes of resample sets in this process from now on (128 MiB otherwise): for a process
-    that scores run after run of the same items, which draw the same sets."""
+    that scores run after run of the same items, which draw the same sets. Gives back the limit it replaces."""
     global _DRAWN_BYTES
-    _DRAWN_BYTES = limit
+    previous, _DRAWN_BYTES = _DRAWN_BYTES, limit
+    return previous
 
 
 def forget_resamples() -> None:
