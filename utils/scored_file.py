@@ -317,6 +317,8 @@ def _items_files(folder: Path, entries: Mapping[str, Any], texts: Mapping[str, A
         if listed["file"] != items_file(name):
             raise ValueError("not the section's items file")
         with open_regular(folder / listed["file"]) as handle:
+            if os.fstat(handle.fileno()).st_size > MAX_FILE_BYTES:
+                raise ValueError("the items file is larger than any the report writes")
             data = handle.read(MAX_FILE_BYTES + 1)
         if len(data) > MAX_FILE_BYTES or not hmac.compare_digest(hashlib.sha256(data).hexdigest(), listed["sha256"]):
             raise ValueError("the items file is not the one written with the scored run")
