@@ -35,7 +35,7 @@ from typing import Any
 from urllib.parse import quote, unquote
 
 from .secret_names import QUERY_SECRET_NAMES, SECRET_NAME_PART, UNSET_VALUES, is_secret_key
-from .secret_triggers import holds_key_prefix, may_hold_secret
+from .secret_triggers import holds_auth_scheme, holds_key_prefix, may_hold_secret
 
 MASK = "***"
 
@@ -293,7 +293,7 @@ def _secret_spans(text: str) -> Iterator[Span]:
                 yield (colon + 1 if colon >= 0 else start), end
     if "=" in text:
         yield from _query_value_spans(text)
-    if "bearer" in lowered or "basic" in lowered:
+    if holds_auth_scheme(lowered):
         for match in _AUTH_SCHEME.finditer(text):
             if match.group(1) is not None:
                 yield match.span(1)

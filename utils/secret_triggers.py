@@ -57,6 +57,11 @@ _COLON_KEY_REVERSED = re.compile(
 )
 
 
+def holds_auth_scheme(lowered: str) -> bool:
+    """Whether ``lowered`` (a lowered text) holds a word an auth scheme begins with: "bearer" or "basic"."""
+    return _AUTH_SCHEME_WORD.search(lowered) is not None
+
+
 def may_hold_secret(text: str) -> bool:
     """Whether the full scan could find a credential in ``text`` (False: it cannot); linear in its length."""
     if _as_written(text):
@@ -97,7 +102,7 @@ def _as_written(text: str) -> bool:
     lowered = text.lower()
     if (
         "://" in lowered
-        or _AUTH_SCHEME_WORD.search(lowered)
+        or holds_auth_scheme(lowered)
         or holds_key_prefix(text)
         or ("%" in text and _PERCENT_ESCAPE.search(text))
         or ("=" in text and key_word_before_equals(text))
