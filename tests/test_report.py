@@ -454,7 +454,7 @@ def test_a_run_on_the_demo_labels_says_so_next_to_the_number(demo_data_dir, tmp_
     assert f'class="caveat" data-benchmark="medfact_bench">caveat: {escape(note)}' in page
 
 
-def _hang(draw, args):
+def _hang(figures):
     import time
 
     time.sleep(3600)
@@ -469,7 +469,7 @@ def test_a_figure_process_that_hangs_costs_the_report_its_deadline_only(run_dir,
     _, in_place = report_mod.write_report(run_dir, tmp_path / "in_place")
     monkeypatch.setattr(plots, "usable_cores", lambda: 2)
     monkeypatch.setattr(plots, "DRAW_DEADLINE_S", 2.0)
-    monkeypatch.setattr(plots, "_draw", _hang)  # the drawing process never answers
+    monkeypatch.setattr(plots, "_draw_all", _hang)  # the drawing process never answers
     started = time.monotonic()
     _, written = report_mod.write_report(run_dir, tmp_path / "hung")
     assert time.monotonic() - started < 60

@@ -25,7 +25,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from .machine import process_context, usable_cores
+from .machine import Forked, process_context, usable_cores
 
 # Characters per line of a wrapped label, legend entry and title.
 LABEL_WIDTH, LEGEND_WIDTH, TITLE_WIDTH = 40, 30, 70
@@ -161,8 +161,25 @@ def _import_matplotlib() -> None:
     import matplotlib.pyplot  # noqa: F401
 
 
-def _draw(draw: Callable[..., bytes], args: tuple[Any, ...]) -> bytes:
-    return Figure(draw, args).png()
+def _draw_all(figures: Sequence[tuple[Callable[..., bytes], tuple[Any, ...]]]) -> list[bytes | None]:
+    """Each figure's PNG (None where drawing it failed): the second half drawn by a process forked from this one,
+    which has matplotlib loaded already (:class:`.machine.Forked`), while this one draws the first."""
+    if len(figures) < 2:
+        return _draw_each(figures)
+    half = (len(figures) + 1) // 2
+    with Forked(_draw_each, figures[half:]) as second:
+        first = _draw_each(figures[:half])
+        return first + second.result()
+
+
+def _draw_each(figures: Sequence[tuple[Callable[..., bytes], tuple[Any, ...]]]) -> list[bytes | None]:
+    drawn: list[bytes | None] = []
+    for draw, args in figures:
+        try:
+            drawn.append(Figure(draw, args).png())
+        except Exception:  # noqa: BLE001 - drawn again in the report's process, where its error shows
+            drawn.append(None)
+    return drawn
 
 
 # How long a report waits for its figures from the drawing process, from the moment it needs them (the whole
@@ -177,7 +194,7 @@ class Drawer:
 
     def __init__(self) -> None:
         self._pool: ProcessPoolExecutor | None = None
-        self._pending: list[tuple[str, Future[bytes]]] = []
+        self._pending: list[tuple[list[str], Future[list[bytes | None]]]] = []
         if usable_cores() < 2:
             return
         try:
@@ -191,7 +208,8 @@ class Drawer:
         if self._pool is None:
             return
         try:
-            self._pending += [(name, self._pool.submit(_draw, f.draw, f.args)) for name, f in figures.items()]
+            sent = [(figure.draw, figure.args) for figure in figures.values()]
+            self._pending.append((list(figures), self._pool.submit(_draw_all, sent)))
         except RuntimeError:  # the worker died (a broken pool): what it did not take is drawn here when asked for
             pass
 
@@ -201,14 +219,15 @@ class Drawer:
         (stopped or deadlocked)."""
         deadline = time.monotonic() + DRAW_DEADLINE_S
         late, drawn = False, {}
-        for name, future in self._pending:
+        for names, future in self._pending:
             try:
-                drawn[name] = future.result(timeout=max(0.0, deadline - time.monotonic()))
+                pngs = future.result(timeout=max(0.0, deadline - time.monotonic()))
             except FutureTimeout:
                 late = True
                 break
             except Exception:  # noqa: BLE001 - drawn again here, where its error shows
-                pass
+                continue
+            drawn |= {name: png for name, png in zip(names, pngs, strict=True) if png is not None}
         self._pending = []
         if self._pool is None:
             return drawn
