@@ -735,7 +735,7 @@ def test_a_credential_in_a_reply_is_masked_in_every_field_that_quotes_it(demo_da
     assert len(millerqa) == 3
     for item in millerqa:
         assert item["redacted"] == ["reply", "details.explanation"], item
-        assert item["explanation"] == "Use Authorization: *** *** with *** or ***."  # key and bearer rule
+        assert item["explanation"] == "Use Authorization: *** with *** or ***."  # the header's scheme and token
         assert item["selected_letter"] == "A" and item["outcome"] != "INVALID"  # scored before masking
 
 
@@ -906,6 +906,11 @@ def _reference_keyed_value_spans(text):
             position = value_end
         else:
             value_end = redaction._BARE_VALUE.match(text, position).end()
+            words = secret_names.WORD.findall(unquote(match.group(2)))
+            scheme = re.fullmatch("[A-Za-z][A-Za-z0-9-]*", text[position:value_end])
+            if words and words[-1].lower() in ("authorization", "auth") and scheme:
+                credentials = redaction._CREDENTIALS.match(text, value_end)
+                value_end = credentials.end() if credentials else value_end
             if text[position:value_end].lower() not in secret_names.UNSET_VALUES:
                 yield position, value_end
             position = max(value_end, position + 1)
@@ -1009,6 +1014,25 @@ def test_a_key_word_before_an_equals_sign_is_found_as_splitting_every_stretch_in
         return False
 
     assert secret_triggers.key_word_before_equals(text) == splitting_every_stretch(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "masked"),
+    [
+        ("Authorization: Token abc123secret\nnext", "Authorization: ***\nnext"),
+        ("auth: Token abc123secret", "auth: ***"),
+        ('Proxy-Authorization: Digest username="u", response="6629fae4"', "Proxy-Authorization: ***"),
+        ("Use Authorization: Bearer tok123 with x.", "Use Authorization: *** with x."),
+        ("x_authorization: Basic dXNlcjpwYXNz then", "x_authorization: *** then"),
+        ("X-Auth-Token: abc123 more", "X-Auth-Token: *** more"),  # a token's value is one word
+        ("password: hunter2 and more", "password: *** and more"),
+        ("Authorization: Token", "Authorization: ***"),
+        ("auth: none", "auth: none"),
+    ],
+)
+def test_an_auth_headers_scheme_is_masked_with_the_credentials_after_it(text, masked):
+    # The header's value is the scheme's word, then a token68 or auth-params: the word alone left the token behind.
+    assert redact(text) == masked
 
 
 def test_a_key_after_characters_whose_lowering_is_longer_is_masked():

@@ -34,7 +34,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 from urllib.parse import quote, unquote
 
-from .secret_names import QUERY_SECRET_NAMES, SECRET_NAME_PART, UNSET_VALUES, is_secret_key
+from .secret_names import QUERY_SECRET_NAMES, SECRET_NAME_PART, UNSET_VALUES, WORD, is_secret_key
 from .secret_triggers import holds_auth_scheme, holds_key_prefix, may_hold_secret
 
 MASK = "***"
@@ -47,6 +47,17 @@ _KEY_BEFORE_VALUE = re.compile(
 # A query parameter's name (``?name=`` or ``&name=``), percent-encoded or not; bounded, so the scan is linear.
 _QUERY_NAME = re.compile(r"""[?&;]([^=&;?#\s"'<>,]{1,64}+)=""")
 _BARE_VALUE = re.compile(r"""[^\s,;&}\])"'<>]*+""")
+# What an auth header's scheme is followed by (RFC 9110, 11.4): a token68 ("Token abc", "Basic dXNl...=="), or a
+# list of auth-params ("Digest username="u", response="..."). Possessive throughout, so the match is linear.
+_TOKEN = r"[!#$%&'*+.^_`|~0-9A-Za-z-]++"
+_AUTH_PARAM = _TOKEN + r"""[ \t]*+=[ \t]*+(?:"(?:[^"\\\r\n]|\\.)*+"|""" + _TOKEN + ")"
+_CREDENTIALS = re.compile(
+    r"[ \t]++(?:" + _AUTH_PARAM + r"(?:[ \t]*+,[ \t]*+" + _AUTH_PARAM + r")*+|[A-Za-z0-9._~+/-]++=*+)"
+)
+# The words that name a header carrying a scheme and the credentials after it (Authorization, Proxy-Authorization,
+# auth), whose bare value is the scheme's word and what follows it, not the word alone.
+_SCHEME_HEADER_WORDS = frozenset({"authorization", "auth"})
+_SCHEME_WORD = re.compile("[A-Za-z][A-Za-z0-9-]*+")
 _URL_USERINFO = re.compile(r"""(?<![A-Za-z0-9+.\-])[A-Za-z][A-Za-z0-9+.\-]*+://([^\s/?#@,"'<>]*+)@""")
 _AUTH_SCHEME = re.compile(
     r"""(?<![A-Za-z])(?:bearer\s++([^\s,;"'}\])<>]++)|basic\s++([A-Za-z0-9+/]{8,}+=*+))""", re.IGNORECASE
@@ -423,9 +434,19 @@ def _keyed_value_spans(text: str) -> Iterator[Span]:
             position = value_end
         else:
             value_end = _BARE_VALUE.match(text, position).end()
+            if _names_scheme_header(match.group(2)) and _SCHEME_WORD.fullmatch(text, position, value_end):
+                credentials = _CREDENTIALS.match(text, value_end)
+                value_end = value_end if credentials is None else credentials.end()
             if text[position:value_end].lower() not in UNSET_VALUES:
                 yield position, value_end
             position = max(value_end, position + 1)
+
+
+def _names_scheme_header(key: str) -> bool:
+    """Whether ``key`` names a header whose value is an auth scheme and the credentials after it: its last word is
+    one of :data:`_SCHEME_HEADER_WORDS`."""
+    words = WORD.findall(unquote(key))
+    return bool(words) and words[-1].lower() in _SCHEME_HEADER_WORDS
 
 
 _SECRET_NAME_PART_OR_ESCAPE = re.compile(SECRET_NAME_PART.pattern + "|%")
