@@ -930,6 +930,26 @@ def _reference_key_value_spans(text, parts):
             yield value_start, value_end
 
 
+def _reference_flag_value_spans(text):
+    # Every flag as its rule reads: a word-initial '-' or '--', a name, spaces or tabs, then a quoted or bare value.
+    position = 0
+    while flag := re.compile(r"(?<![\w-])--?([A-Za-z][\w-]*)[ \t]+").search(text, position):
+        position = flag.end()
+        if not _reference_is_secret_key(flag.group(1)):
+            continue
+        quote = text[position : position + 1]
+        if quote in ("'", '"'):
+            line_end = min([i for i in (text.find("\n", position), text.find("\r", position)) if i >= 0] or [len(text)])
+            closing = text.find(quote, position + 1, line_end)
+            value = (position + 1, closing if closing >= 0 else line_end)
+            position = value[1] + (closing >= 0)
+        else:
+            value = (position, redaction._BARE_VALUE.match(text, position).end())
+            position = value[1]
+        if value[1] > value[0] and text[value[0] : value[1]].lower() not in secret_names.UNSET_VALUES:
+            yield value
+
+
 def _reference_spans(text):
     spans = [
         *_reference_key_value_spans(text, redaction._top_level_parts(text)),
@@ -942,6 +962,7 @@ def _reference_spans(text):
         if end > start:
             spans.append(((colon + 1 if colon >= 0 else start), end))
     spans += redaction._query_value_spans(text)
+    spans += _reference_flag_value_spans(text)
     for match in redaction._AUTH_SCHEME.finditer(text):
         if match.group(1) is not None:
             spans.append(match.span(1))
@@ -970,6 +991,7 @@ KEY_SYNTAX = st.lists(
         + ["api_key", "apiKey", "Authorization", "x-api-key", "pad_token", "sig", "significant", "pass", "pwd"]
         + ["cookie", "header", "secret", "credential", "Bearer ", "basic ", "QUJDREVGR0g=", "sk-", "hf_", "ghp_"]
         + ["github_pat_", "xoxb-", "AKIA", "AIza", "glpat-", "://", "code=", "%5F", "%6B", '\\"', "None", "true"]
+        + ["--api-key ", "--token\t", "-secret ", "--max-tokens ", "anti-token ", "--pass '", " -"]
     )
 ).map("".join)
 
@@ -1033,6 +1055,34 @@ def test_a_key_word_before_an_equals_sign_is_found_as_splitting_every_stretch_in
 def test_an_auth_headers_scheme_is_masked_with_the_credentials_after_it(text, masked):
     # The header's value is the scheme's word, then a token68 or auth-params: the word alone left the token behind.
     assert redact(text) == masked
+
+
+@pytest.mark.parametrize(
+    ("text", "masked"),
+    [
+        ("--api-key abc123secret", "--api-key ***"),
+        ('run --token "two words" x', 'run --token "***" x'),
+        ("cmd --password  hunter2\nnext", "cmd --password  ***\nnext"),
+        ("--header 'Authorization: Bearer x' y", "--header '***' y"),
+        ("--token 'not closed\nnext", "--token '***\nnext"),  # a quote holds at most its line
+        ("--max-tokens 100 --tokenizer run", "--max-tokens 100 --tokenizer run"),  # no credential's names
+        ("anti-token x", "anti-token x"),  # a hyphenated word, no flag
+        ("--auth none", "--auth none"),
+    ],
+)
+def test_a_command_line_flag_that_names_a_credential_has_its_value_masked(text, masked):
+    assert redact(text) == masked
+
+
+@settings(max_examples=examples(1000), deadline=None)
+@given(
+    st.lists(
+        st.sampled_from(["--api-key ", "-token", "--", "-", " ", "\t", "'", '"', "\n", "x", "9", "_", "tokens", "none"])
+    ).map("".join)
+)
+def test_the_flag_check_of_the_fast_path_misses_no_flag(text):
+    # No '=', ':', '%', URL or key shape: only a flag can hold a credential.
+    assert redaction._redact_text(text) == redaction._redact_text_fully(text)
 
 
 def test_a_key_after_characters_whose_lowering_is_longer_is_masked():

@@ -5,7 +5,8 @@ lm-eval's ``key=value,key=value`` string, a JSON string, a dict, a list, nested 
 gives back the same form with each credential replaced by ``***``. A credential is found
 
 - by its key's name (:func:`is_secret_key`: ``api_key``, ``x-api-key``, ``token``, ``auth``,
-  ``headers``, ... but not ``max_tokens``, ``tokenizer``, ``pad_token``);
+  ``headers``, ... but not ``max_tokens``, ``tokenizer``, ``pad_token``), before a ``:`` or a ``=``, or as a
+  command-line flag (``--api-key abc``); an auth header's value is its scheme and the credentials after it;
 - inside URLs: ``?key=...``, ``&api_key=...``, ``?code=...`` (Azure Functions), ``?sig=...`` (SAS tokens),
   the password of ``user:pass@host``; names may be percent-encoded (``api%5Fkey``);
 - after ``Bearer`` (and ``Basic`` with a base64 token), and by the shape of well-known key
@@ -35,7 +36,7 @@ from typing import Any
 from urllib.parse import quote, unquote
 
 from .secret_names import QUERY_SECRET_NAMES, SECRET_NAME_PART, UNSET_VALUES, WORD, is_secret_key
-from .secret_triggers import holds_auth_scheme, holds_key_prefix, may_hold_secret
+from .secret_triggers import FLAG_BEFORE_VALUE, holds_auth_scheme, holds_key_prefix, may_hold_secret
 
 MASK = "***"
 
@@ -310,10 +311,36 @@ def _secret_spans(text: str) -> Iterator[Span]:
                 yield match.span(1)
             elif _BASE64_MARK.search(match.group(2)):
                 yield match.span(2)
+    if "-" in text:
+        yield from _flag_value_spans(text)
     if holds_key_prefix(text):
         for shapes in (_KEY_SHAPES, _GLUED_KEY_SHAPES):
             for match in shapes.finditer(text):
                 yield match.span()
+
+
+# A flag's value in quotes: up to the same quote on the same line (or the line's end when none closes it).
+_QUOTED_ON_LINE = re.compile(r"""'[^'\r\n]*+'?|"[^"\r\n]*+"?""")
+
+
+def _flag_value_spans(text: str) -> Iterator[Span]:
+    """Values after a command-line flag that names a credential (``--api-key abc``, ``--token "a b"``): the word
+    after it, or what its quotes hold. The search resumes after each value, so the scan is linear."""
+    position = 0
+    while match := FLAG_BEFORE_VALUE.search(text, position):
+        position = match.end()
+        if not is_secret_key(match.group(1)):
+            continue
+        quoted = _QUOTED_ON_LINE.match(text, position)
+        if quoted is not None:
+            value_start, value_end = position + 1, quoted.end()
+            if value_end > value_start and text[value_end - 1] == text[position]:
+                value_end -= 1
+        else:
+            value_start, value_end = position, _BARE_VALUE.match(text, position).end()
+        if value_end > value_start and text[value_start:value_end].lower() not in UNSET_VALUES:
+            yield value_start, value_end
+        position = max(position, value_end)
 
 
 def _query_value_spans(text: str) -> Iterator[Span]:

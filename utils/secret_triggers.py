@@ -57,6 +57,19 @@ _COLON_KEY_REVERSED = re.compile(
 )
 
 
+# - a command-line flag whose name holds a part of a secret key name, then a space ("--api-key abc"): a '-' that
+#   begins a word (no letter, digit, '_' or '-' before it: "anti-token" is none), an optional second '-', the name,
+#   then spaces or tabs. It begins with a literal; possessive, so linear.
+FLAG_BEFORE_VALUE = re.compile(r"-(?<![\w-]-)-?+([A-Za-z][\w-]*+)[ \t]++")
+
+
+def holds_secret_flag(text: str) -> bool:
+    """Whether ``text`` holds a command-line flag that may name a credential, with a value after it."""
+    return "-" in text and any(
+        SECRET_NAME_PART.search(match.group(1).lower()) for match in FLAG_BEFORE_VALUE.finditer(text)
+    )
+
+
 def holds_auth_scheme(lowered: str) -> bool:
     """Whether ``lowered`` (a lowered text) holds a word an auth scheme begins with: "bearer" or "basic"."""
     return _AUTH_SCHEME_WORD.search(lowered) is not None
@@ -106,6 +119,7 @@ def _as_written(text: str) -> bool:
         or holds_key_prefix(text)
         or ("%" in text and _PERCENT_ESCAPE.search(text))
         or ("=" in text and key_word_before_equals(text))
+        or holds_secret_flag(text)
     ):
         return True
     if ":" not in text:
