@@ -950,6 +950,23 @@ def _reference_flag_value_spans(text):
             yield value
 
 
+def _reference_private_key_spans(text):
+    # Each BEGIN armour line not inside an earlier block, paired with the first END line after it (none: the end).
+    marks = [
+        (match.start(), match.end(), match.group(1))
+        for match in re.finditer(r"-----(BEGIN|END) [A-Z0-9 ]{0,40}?PRIVATE KEY(?: BLOCK)?-----", text)
+    ]
+    block_end = 0
+    for start, end, kind in marks:
+        if kind != "BEGIN" or start < block_end:
+            continue
+        closing = next((m for m in marks if m[2] == "END" and m[0] >= end), None)
+        body_end = len(text) if closing is None else closing[0]
+        if body_end > end:
+            yield end, body_end
+        block_end = len(text) if closing is None else closing[1]
+
+
 def _reference_spans(text):
     spans = [
         *_reference_key_value_spans(text, redaction._top_level_parts(text)),
@@ -963,6 +980,7 @@ def _reference_spans(text):
             spans.append(((colon + 1 if colon >= 0 else start), end))
     spans += redaction._query_value_spans(text)
     spans += _reference_flag_value_spans(text)
+    spans += _reference_private_key_spans(text)
     for match in redaction._AUTH_SCHEME.finditer(text):
         if match.group(1) is not None:
             spans.append(match.span(1))
@@ -992,6 +1010,7 @@ KEY_SYNTAX = st.lists(
         + ["cookie", "header", "secret", "credential", "Bearer ", "basic ", "QUJDREVGR0g=", "sk-", "hf_", "ghp_"]
         + ["github_pat_", "xoxb-", "AKIA", "AIza", "glpat-", "://", "code=", "%5F", "%6B", '\\"', "None", "true"]
         + ["--api-key ", "--token\t", "-secret ", "--max-tokens ", "anti-token ", "--pass '", " -"]
+        + ["-----BEGIN RSA PRIVATE KEY-----", "-----END RSA PRIVATE KEY-----", "-----BEGIN ", "PRIVATE KEY-----"]
     )
 ).map("".join)
 
@@ -1083,6 +1102,33 @@ def test_a_command_line_flag_that_names_a_credential_has_its_value_masked(text, 
 def test_the_flag_check_of_the_fast_path_misses_no_flag(text):
     # No '=', ':', '%', URL or key shape: only a flag can hold a credential.
     assert redaction._redact_text(text) == redaction._redact_text_fully(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "masked"),
+    [
+        (
+            "k:\n-----BEGIN RSA PRIVATE KEY-----\nMIIEpA\n-----END RSA PRIVATE KEY-----\nbye",
+            "k:\n-----BEGIN RSA PRIVATE KEY-----***-----END RSA PRIVATE KEY-----\nbye",
+        ),
+        ("-----BEGIN OPENSSH PRIVATE KEY-----\nb3Blbn cut", "-----BEGIN OPENSSH PRIVATE KEY-----***"),
+        (
+            "-----BEGIN PGP PRIVATE KEY BLOCK-----\nlQ\n-----END PGP PRIVATE KEY BLOCK-----",
+            "-----BEGIN PGP PRIVATE KEY BLOCK-----***-----END PGP PRIVATE KEY BLOCK-----",
+        ),
+        (
+            '{"k": "-----BEGIN PRIVATE KEY-----\\nMIIE\\n-----END PRIVATE KEY-----"}',
+            '{"k": "-----BEGIN PRIVATE KEY-----***-----END PRIVATE KEY-----"}',
+        ),
+        (
+            "-----BEGIN PUBLIC KEY-----\nMIIB\n-----END PUBLIC KEY-----",
+            "-----BEGIN PUBLIC KEY-----\nMIIB\n-----END PUBLIC KEY-----",
+        ),
+        ("the PRIVATE KEY of x", "the PRIVATE KEY of x"),
+    ],
+)
+def test_a_private_keys_block_is_masked_between_its_armour_lines(text, masked):
+    assert redact(text) == masked
 
 
 def test_a_key_after_characters_whose_lowering_is_longer_is_masked():

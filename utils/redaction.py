@@ -9,6 +9,7 @@ gives back the same form with each credential replaced by ``***``. A credential 
   command-line flag (``--api-key abc``); an auth header's value is its scheme and the credentials after it;
 - inside URLs: ``?key=...``, ``&api_key=...``, ``?code=...`` (Azure Functions), ``?sig=...`` (SAS tokens),
   the password of ``user:pass@host``; names may be percent-encoded (``api%5Fkey``);
+- between the armour lines of a private key (``-----BEGIN RSA PRIVATE KEY-----`` ... ``-----END ...``);
 - after ``Bearer`` (and ``Basic`` with a base64 token), and by the shape of well-known key
   formats (``sk-...``, ``hf_...``, ``ghp_...``, ``AKIA...``) wherever a word may begin, and glued to the end of a
   word in their issuers' exact form.
@@ -36,7 +37,13 @@ from typing import Any
 from urllib.parse import quote, unquote
 
 from .secret_names import QUERY_SECRET_NAMES, SECRET_NAME_PART, UNSET_VALUES, WORD, is_secret_key
-from .secret_triggers import FLAG_BEFORE_VALUE, holds_auth_scheme, holds_key_prefix, may_hold_secret
+from .secret_triggers import (
+    FLAG_BEFORE_VALUE,
+    PRIVATE_KEY_MARK,
+    holds_auth_scheme,
+    holds_key_prefix,
+    may_hold_secret,
+)
 
 MASK = "***"
 
@@ -313,10 +320,30 @@ def _secret_spans(text: str) -> Iterator[Span]:
                 yield match.span(2)
     if "-" in text:
         yield from _flag_value_spans(text)
+    if PRIVATE_KEY_MARK in text:
+        yield from _private_key_spans(text)
     if holds_key_prefix(text):
         for shapes in (_KEY_SHAPES, _GLUED_KEY_SHAPES):
             for match in shapes.finditer(text):
                 yield match.span()
+
+
+# The armour lines around a private key (PEM, OpenSSH, PGP): what stands between them is the key. The words before
+# "PRIVATE KEY" are bounded, so a search is linear.
+_PRIVATE_KEY_BEGIN = re.compile(r"-----BEGIN [A-Z0-9 ]{0,40}?PRIVATE KEY(?: BLOCK)?-----")
+_PRIVATE_KEY_END = re.compile(r"-----END [A-Z0-9 ]{0,40}?PRIVATE KEY(?: BLOCK)?-----")
+
+
+def _private_key_spans(text: str) -> Iterator[Span]:
+    """The body of each private key block: from its BEGIN line to its END line, or to the end of the text when the
+    block is cut. The search resumes after each block, so the scan is linear."""
+    position = 0
+    while begin := _PRIVATE_KEY_BEGIN.search(text, position):
+        end = _PRIVATE_KEY_END.search(text, begin.end())
+        body_end = len(text) if end is None else end.start()
+        if body_end > begin.end():
+            yield begin.end(), body_end
+        position = len(text) if end is None else end.end()
 
 
 # A flag's value in quotes: up to the same quote on the same line (or the line's end when none closes it).

@@ -70,6 +70,11 @@ def holds_secret_flag(text: str) -> bool:
     )
 
 
+# - the armour line a private key's block begins with ("-----BEGIN RSA PRIVATE KEY-----", "-----BEGIN OPENSSH
+#   PRIVATE KEY-----", "-----BEGIN PGP PRIVATE KEY BLOCK-----"), as written: a literal.
+PRIVATE_KEY_MARK = "PRIVATE KEY"
+
+
 def holds_auth_scheme(lowered: str) -> bool:
     """Whether ``lowered`` (a lowered text) holds a word an auth scheme begins with: "bearer" or "basic"."""
     return _AUTH_SCHEME_WORD.search(lowered) is not None
@@ -120,6 +125,7 @@ def _as_written(text: str) -> bool:
         or ("%" in text and _PERCENT_ESCAPE.search(text))
         or ("=" in text and key_word_before_equals(text))
         or holds_secret_flag(text)
+        or PRIVATE_KEY_MARK in text
     ):
         return True
     if ":" not in text:
