@@ -15,7 +15,8 @@ again would only repeat that run), so the blocks after it find their runs.
 
 Nothing is installed into the environment the tests run in: the copy's ``.venv`` is that environment, where
 examples/install.sh finds its stamp and installs nothing, and ``pip install`` is wrapped to resolve each command
-against it without installing (``--dry-run``: every requirement must be met or installable).
+against it without installing or downloading anything (``--dry-run --no-index --no-build-isolation``: every
+requirement must be met there, and the package's metadata is built with its build backend there).
 """
 
 from __future__ import annotations
@@ -59,7 +60,8 @@ lm_eval() {
 }
 export -f lm_eval
 pip() {
-  if [ "${1:-}" = install ]; then shift; command python -m pip install --dry-run -q "$@"; else command python -m pip "$@"; fi
+  if [ "${1:-}" = install ]; then shift; command python -m pip install --dry-run --no-index --no-build-isolation -q "$@"
+  else command python -m pip "$@"; fi
 }
 export -f pip
 export LIMIT=2
