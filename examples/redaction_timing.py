@@ -33,6 +33,10 @@ SHAPES = {
     "keyAKIA repeated": "keyAKIA",
     "ahf_ then letters repeated": "ahf_abcdefghij",
     "xoxb-1- repeated": "xoxb-1-",
+    # a flag's quote never closed, an auth header's scheme before auth-params, armour lines never ended
+    "--token ' repeated": "--token 'a ",
+    "auth: a x=y, repeated": "auth: a x=y, ",
+    "BEGIN ... PRIVATE KEY repeated": "-----BEGIN RSA PRIVATE KEY-----x",
 }
 
 
