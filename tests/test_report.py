@@ -485,3 +485,29 @@ def test_a_report_of_a_folder_says_which_run_it_found(run_dir, tmp_path, capsys)
     assert printed[1].startswith(str(run_dir / "report") + "/")
     assert cli(["report", str(find_results(run_dir)), "--out", str(tmp_path / "again")]) == 0
     assert not capsys.readouterr().out.startswith("run: ")  # a results file names itself
+
+
+def test_sections_that_generate_are_scored_last_and_the_others_figures_sent_to_be_drawn_first(
+    demo_data_dir, tmp_path, monkeypatch
+):
+    # MedFact-Bench generates (its reply lengths may first load a tokenizer, seconds): PubMedQA's section is scored
+    # first, and its figures are drawn meanwhile. The sections keep the order of the benchmarks.
+    from lm_eval_tasks.utils import lengths, plots, scorecard
+
+    from tests.runs import evaluated_run
+
+    folder = evaluated_run(tmp_path / "run", demo_data_dir, ["medfact_bench_scifact", "pubmedqa_atlas_n100"], limit=3)
+    events = []
+    counter = lengths.counter
+    monkeypatch.setattr(lengths, "counter", lambda *args: events.append("counter") or counter(*args))
+    monkeypatch.setattr(plots, "usable_cores", lambda: 2)
+    monkeypatch.setattr(plots.Drawer, "draw", lambda self, figures: events.append(sorted(figures)))  # drawn here
+    scored, _ = report_mod.write_report(folder, tmp_path / "report")
+    assert list(scored.sections) == ["medfact_bench", "pubmedqa_atlas_n100"]
+    report = scored.report()
+    pubmedqa = sorted(
+        scorecard.figures({"benchmarks": {"pubmedqa_atlas_n100": report["benchmarks"]["pubmedqa_atlas_n100"]}})
+    )
+    medfact = sorted(scorecard.figures({"benchmarks": {"medfact_bench": report["benchmarks"]["medfact_bench"]}}))
+    assert pubmedqa and medfact
+    assert events[:3] == [pubmedqa, "counter", medfact]

@@ -204,8 +204,12 @@ class Drawer:
             self._pool = None
 
     def draw(self, figures: Mapping[str, Figure]) -> None:
-        """Send ``figures`` (by name) to be drawn."""
+        """Send ``figures`` (by name) to be drawn, those not sent before."""
         if self._pool is None:
+            return
+        sent_before = {name for names, _ in self._pending for name in names}
+        figures = {name: figure for name, figure in figures.items() if name not in sent_before}
+        if not figures:
             return
         try:
             sent = [(figure.draw, figure.args) for figure in figures.values()]

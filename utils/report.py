@@ -127,7 +127,13 @@ def write_report(
     drawer = plots.Drawer()  # started first: it imports matplotlib while the run is scored
     try:
         with collector_paused():
-            scored = score_path(path, tokenizer)
+            # Each section's figures are sent to be drawn as soon as it is scored (scorecard.figures: a section's
+            # own numbers make them), while the other sections are scored.
+            scored = score_path(
+                path,
+                tokenizer,
+                lambda name, section: drawer.draw(scorecard.figures({"benchmarks": {name: section.numbers}})),
+            )
             stats.forget_resamples()  # every interval is computed: the page and files only format them
             with tempfile.TemporaryDirectory(prefix="report-") as scratch, ExitStack() as stack:
                 files = render(scored, drawer, Path(scratch), stack)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from functools import cache
 from pathlib import Path
@@ -25,7 +25,7 @@ from .benchmarks import discover, report_specs
 from .runs import Run, load_run, run_info
 from .samples import choice_probabilities
 from .scoring import ScoredItem
-from .section import Section, score_section
+from .section import Section, generates_text, score_section
 from .walk import masked, walk_samples
 
 # report.json's schema; its changes, version by version, are in CHANGELOG.md.
@@ -121,10 +121,16 @@ def item_record(item: ScoredItem) -> dict[str, Any]:
     return record | dict(item.details)
 
 
-def score(run: Run, tokenizer: str | None = None) -> ScoredRun:
-    """Every section of ``run``, scored once; reply lengths counted as ``--tokenizer`` asks (:func:`.lengths.counter`)."""
+def score(
+    run: Run, tokenizer: str | None = None, on_section: Callable[[str, Section], object] | None = None
+) -> ScoredRun:
+    """Every section of ``run``, scored once; reply lengths counted as ``--tokenizer`` asks (:func:`.lengths.counter`).
+
+    ``on_section(name, section)`` is called with each section as soon as it is scored: those whose tasks generate
+    text are scored last, as they may have to load the tokenizer first (seconds), so that a caller can go on with
+    the others meanwhile (the report sends their figures to be drawn). The sections keep their order."""
     provenance = run_info(run)
-    sections, settings = {}, {}
+    sections = {}
     config = run.results.get("config")
     model_args = config.get("model_args") if isinstance(config, Mapping) else None
     # Made when a section first needs it (a generative one), once for all the run's sections.
@@ -140,13 +146,13 @@ def score(run: Run, tokenizer: str | None = None) -> ScoredRun:
     # section does. The logged samples (most of a run's memory) are let go here when the caller does not hold them.
     if not any(spec.extra_section is not None and walk.items for spec, walk in walks):
         run = replace(run, samples={})
-    for spec, walk in walks:
-        if not walk.items:
-            continue
-        section = score_section(walk.items, spec, run, provenance, counter, walk)
-        sections[spec.name] = section
-        if spec.settings_of is not None:
-            settings[spec.name] = list(section.settings)
+    scored = [(spec, walk) for spec, walk in walks if walk.items]
+    for spec, walk in sorted(scored, key=lambda pair: generates_text(run, {item.task for item in pair[1].items})):
+        sections[spec.name] = score_section(walk.items, spec, run, provenance, counter, walk)
+        if on_section is not None:
+            on_section(spec.name, sections[spec.name])
+    sections = {spec.name: sections[spec.name] for spec, _ in scored}
+    settings = {name: list(s.settings) for name, s in sections.items() if s.spec.settings_of is not None}
     provenance["benchmark_settings"] = settings
     provenance["declared_settings"] = declared_settings(sections)
     return ScoredRun(
@@ -177,5 +183,7 @@ def declared_settings(sections: Mapping[str, Section]) -> dict[str, list[dict[st
     return out
 
 
-def score_path(path: str | os.PathLike, tokenizer: str | None = None) -> ScoredRun:
-    return score(load_run(path), tokenizer)
+def score_path(
+    path: str | os.PathLike, tokenizer: str | None = None, on_section: Callable[[str, Section], object] | None = None
+) -> ScoredRun:
+    return score(load_run(path), tokenizer, on_section)

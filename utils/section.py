@@ -24,7 +24,7 @@ import json
 import os
 import tempfile
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from functools import cached_property
 from pathlib import Path
@@ -402,7 +402,8 @@ def _detectable(numbers: Mapping[str, Any], spec: BenchmarkSpec) -> dict[str, An
     return power.detectable_against_equal(numbers["n_items"], numbers[metric.value]["value"])
 
 
-def _generative(run: Run, tasks: Sequence[str]) -> bool:
+def generates_text(run: Run, tasks: Iterable[str]) -> bool:
+    """Whether any of ``tasks`` generates text (lm-eval's output_type generate_until in the run's configs)."""
     configs = run.results.get("configs") or {}
     return any(isinstance(configs.get(t), Mapping) and configs[t].get("output_type") == "generate_until" for t in tasks)
 
@@ -426,7 +427,7 @@ def score_section(
     tasks = sorted({item.task for item in items})
     # Settings come from the logged docs (a MillerQA model label, a FActBench source): masked like every text.
     settings = tuple(masked(run, values) for values in walk.settings.values())
-    generative = _generative(run, tasks)
+    generative = generates_text(run, tasks)
     # First, beside the section's accuracy: these draw on the resample set of all its items, which the components'
     # own sets may then displace (stats keeps a bounded number of bytes of sets).
     compared = compared_bootstrap(items, spec)
