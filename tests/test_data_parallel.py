@@ -9,6 +9,8 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
+import shutil
 import subprocess
 import sys
 from collections import Counter
@@ -73,8 +75,19 @@ def run_cli(launcher: list[str], out: Path, data_dir: Path) -> None:
         str(out),
     ]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
-    result = subprocess.run(command, check=False, cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
+    for attempt in range(LAUNCHES):
+        result = subprocess.run(command, check=False, cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
+        if result.returncode == 0 or not RANK_KILLED_BY_SIGNAL.search(result.stderr) or attempt == LAUNCHES - 1:
+            break
+        shutil.rmtree(out, ignore_errors=True)  # the next launch starts from nothing
     assert result.returncode == 0, f"{' '.join(launcher)} failed:\n{result.stdout[-3000:]}\n{result.stderr[-6000:]}"
+
+
+# gloo itself aborted a rank once in CI on a loaded machine (SIGABRT, "terminate called without an active exception",
+# as a request began): a launch whose rank died by a signal is made once more, from nothing. A rank that dies again,
+# or fails any other way, fails the test; the scores are compared only from a launch that finished.
+LAUNCHES = 2
+RANK_KILLED_BY_SIGNAL = re.compile(r"failed \(exitcode: -\d+\)")
 
 
 def run_report(run_dir: Path, out: Path) -> dict:
