@@ -36,7 +36,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 from urllib.parse import quote, unquote
 
-from .secret_names import QUERY_SECRET_NAMES, SECRET_NAME_PART, UNSET_VALUES, WORD, is_secret_key
+from .secret_names import QUERY_SECRET_NAMES, SECRET_NAME_PART, UNSET_VALUES, is_secret_key, key_words
 from .secret_triggers import (
     FLAG_BEFORE_VALUE,
     PRIVATE_KEY_MARK,
@@ -499,8 +499,8 @@ def _keyed_value_spans(text: str) -> Iterator[Span]:
 def _names_scheme_header(key: str) -> bool:
     """Whether ``key`` names a header whose value is an auth scheme and the credentials after it: its last word is
     one of :data:`_SCHEME_HEADER_WORDS`."""
-    words = WORD.findall(unquote(key))
-    return bool(words) and words[-1].lower() in _SCHEME_HEADER_WORDS
+    words = key_words(key)
+    return bool(words) and words[-1] in _SCHEME_HEADER_WORDS
 
 
 _SECRET_NAME_PART_OR_ESCAPE = re.compile(SECRET_NAME_PART.pattern + "|%")

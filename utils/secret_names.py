@@ -79,12 +79,18 @@ WORD = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+")
 SECRET_NAME_PART = re.compile("key|token|auth|cookie|credential|pass|pwd|secret|sig|bearer|header")
 
 
+def key_words(name: str) -> list[str]:
+    """The words of a key's name, lowered: split at ``-``/``_``, case changes (camelCase) and digits, after its
+    percent escapes are decoded (``api%5Fkey`` is ``api_key``)."""
+    return [word.lower() for word in WORD.findall(unquote(name))]
+
+
 def is_secret_key(name: str) -> bool:
     """Whether a field called ``name`` holds a credential (case, ``-``/``_``, camelCase and percent-encoding
     insensitive: ``api%5Fkey`` is ``api_key``)."""
     if "%" not in name and not SECRET_NAME_PART.search(name.lower()):  # most names: one scan says no
         return False
-    words = [word.lower() for word in WORD.findall(unquote(name))]
+    words = key_words(name)
     if not words:
         return False
     if any(word in SECRET_WORDS for word in words):
