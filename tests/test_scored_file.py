@@ -1,7 +1,6 @@
 """scored_run.json: a report's scored run, read back by leaderboard and compare only when it is the scoring of the
 same files by the same code; anything else is scored afresh."""
 
-import contextlib
 import hashlib
 import json
 from pathlib import Path
@@ -294,9 +293,9 @@ def test_a_shared_cache_folder_is_not_trusted_and_a_new_one_is_private_whatever_
     assert own_secret.parent.stat().st_mode & 0o777 == 0o700 and own_secret.stat().st_mode & 0o777 == 0o600
 
 
-@contextlib.contextmanager
-def patched_read():
-    """The bytes each read gave of a file scored_file opens as a run's files are opened (data.open_regular)."""
+@pytest.fixture
+def read_sizes(monkeypatch):
+    """The bytes each read of a file through data.open_regular gave, in order."""
     from lm_eval_tasks.utils import data
 
     sizes, real = [], data.open_regular
@@ -305,32 +304,24 @@ def patched_read():
         def __init__(self, handle):
             self.handle = handle
 
+        def __getattr__(self, name):
+            return getattr(self.handle, name)
+
         def __enter__(self):
             return self
 
         def __exit__(self, *exc):
             self.handle.close()
 
-        def fileno(self):
-            return self.handle.fileno()
-
         def read(self, size=-1):
-            data = self.handle.read(size)
-            sizes.append(len(data))
-            return data
+            sizes.append(len(chunk := self.handle.read(size)))
+            return chunk
 
-        def readline(self, size=-1):
-            return self.handle.readline(size)
-
-    original = scored_file.open_regular
-    scored_file.open_regular = lambda path: Reader(real(path))
-    try:
-        yield sizes
-    finally:
-        scored_file.open_regular = original
+    monkeypatch.setattr(data, "open_regular", lambda path: Reader(real(path)))
+    return sizes
 
 
-def test_a_fifo_samples_file_and_a_huge_scored_file_are_refused_at_once(reported, tmp_path):
+def test_a_fifo_samples_file_and_a_huge_scored_file_are_refused_at_once(reported, tmp_path, read_sizes):
     import os
     import shutil
 
@@ -346,12 +337,11 @@ def test_a_fifo_samples_file_and_a_huge_scored_file_are_refused_at_once(reported
     assert scored_file.read(copied, report) is not None
     with open(items, "r+b") as handle:
         handle.truncate(8 << 30)
-    with patched_read() as read_sizes:
-        assert scored_file.read(copied, report) is None
-    assert max(read_sizes) < 1 << 30
+    assert scored_file.read(copied, report) is None
     with open(report / scored_file.FILE, "r+b") as handle:
         handle.truncate(8 << 30)
     assert scored_file.read(copied, report) is None
+    assert max(read_sizes) < 1 << 30
     samples.unlink()
     os.mkfifo(samples)
     (report / scored_file.FILE).write_bytes(b"{}\n")

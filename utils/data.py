@@ -380,20 +380,28 @@ def _json_problem(exc: BaseException) -> str:
     return f"invalid JSON ({str(exc).split(';')[0][:200]})"  # e.g. an integer of more than 4,300 digits
 
 
+def read_bytes(path: str | os.PathLike) -> bytes:
+    """The bytes of a regular file (:func:`open_regular`), at most MAX_FILE_BYTES: a larger one is a DataError naming
+    it, refused by its size before anything is read (a sparse file of many GiB costs nothing)."""
+    path = Path(path)
+    with open_regular(path) as handle:
+        if os.fstat(handle.fileno()).st_size <= MAX_FILE_BYTES:
+            raw = handle.read(MAX_FILE_BYTES + 1)  # one more byte: a file that grew is refused too
+            if len(raw) <= MAX_FILE_BYTES:
+                return raw
+    raise DataError(f"{path}: larger than {MAX_FILE_BYTES:,} bytes; not read")
+
+
 def read_text(path: str | os.PathLike, digest: Any = None) -> str:
     """A UTF-8 text file, without a leading byte-order mark; a non-UTF-8 byte is a DataError naming its line.
 
-    Only a regular file is read, and at most MAX_FILE_BYTES of it. ``digest`` (a :mod:`hashlib` object) is
-    updated with the bytes read, so a file is hashed from the same read that parses it.
+    Only a regular file is read, and at most MAX_FILE_BYTES of it (:func:`read_bytes`). ``digest`` (a :mod:`hashlib`
+    object) is updated with the bytes read, so a file is hashed from the same read that parses it.
     """
-    path = Path(path)
-    with open_regular(path) as handle:
-        raw = handle.read(MAX_FILE_BYTES + 1)
+    raw = read_bytes(path)
     if digest is not None:
         digest.update(raw)
-    if len(raw) > MAX_FILE_BYTES:
-        raise DataError(f"{path}: larger than {MAX_FILE_BYTES:,} bytes; not read")
-    return _decode(raw[len(codecs.BOM_UTF8) :] if raw.startswith(codecs.BOM_UTF8) else raw, path)
+    return _decode(raw[len(codecs.BOM_UTF8) :] if raw.startswith(codecs.BOM_UTF8) else raw, Path(path))
 
 
 def _lone_surrogate(value: Any) -> tuple[tuple[Any, ...], str] | None:

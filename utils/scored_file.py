@@ -40,7 +40,7 @@ import numpy as np
 from . import lengths, stats
 from .benchmarks import report_specs
 from .calibration import Forecast
-from .data import MAX_FILE_BYTES, DataError, open_regular, read_json
+from .data import MAX_FILE_BYTES, DataError, open_regular, read_bytes, read_json
 from .files import UntrustedFile, cache_dir, open_own_file, own_folder, utf8, warn_untrusted
 from .machine import collector_paused
 from .redaction import redact_path, secret_values
@@ -270,14 +270,13 @@ def read(results_path: Path, folder: Path, tokenizer: str | None = None, spool: 
     if not path.is_file():
         return None
     try:
-        with open_regular(path) as handle:
-            if os.fstat(handle.fileno()).st_size > MAX_FILE_BYTES:
-                return None
-            key = json.loads(handle.readline(1 << 16))
-            expected_key = run_key(results_path, tokenizer)
-            if not isinstance(key, dict) or {k: v for k, v in key.items() if k != "signature"} != expected_key:
-                return None
-            rest = handle.read(MAX_FILE_BYTES)
+        data = read_bytes(path)
+        key_end = data.find(b"\n", 0, 1 << 16) + 1 or 1 << 16  # the key line: at most 64 KiB, its line break with it
+        key = json.loads(data[:key_end])
+        expected_key = run_key(results_path, tokenizer)
+        if not isinstance(key, dict) or {k: v for k, v in key.items() if k != "signature"} != expected_key:
+            return None
+        rest = data[key_end:]
         expected = signature(_signed_bytes(expected_key, rest))
         if (
             expected is None
@@ -316,11 +315,8 @@ def _items_files(folder: Path, entries: Mapping[str, Any], texts: Mapping[str, A
         listed = texts[name]
         if listed["file"] != items_file(name):
             raise ValueError("not the section's items file")
-        with open_regular(folder / listed["file"]) as handle:
-            if os.fstat(handle.fileno()).st_size > MAX_FILE_BYTES:
-                raise ValueError("the items file is larger than any the report writes")
-            data = handle.read(MAX_FILE_BYTES + 1)
-        if len(data) > MAX_FILE_BYTES or not hmac.compare_digest(hashlib.sha256(data).hexdigest(), listed["sha256"]):
+        data = read_bytes(folder / listed["file"])
+        if not hmac.compare_digest(hashlib.sha256(data).hexdigest(), listed["sha256"]):
             raise ValueError("the items file is not the one written with the scored run")
         found[name] = data
     return found
