@@ -25,7 +25,7 @@ from pathlib import Path
 import pytest
 from hypothesis import settings
 
-from tests import out_guard
+from tests import out_guard, schedule
 
 # No property test is timed: on a loaded 2-core machine a first example can take seconds (timing goals live in
 # scripts under examples/, never in tests). Two profiles: "full" (CI, the default) runs every test's own count of
@@ -295,3 +295,18 @@ def pytest_itemcollected(item):
     # As each test is collected: pytest-xdist reads the groups in its own pytest_collection_modifyitems.
     if not any(mark.name == "xdist_group" for mark in item.iter_markers()):
         item.add_marker(pytest.mark.xdist_group(xdist_group(item)))
+
+
+def group_of(item: pytest.Item) -> str:
+    """The item's group as pytest-xdist names it (its xdist_group marks' names, sorted, joined by "_")."""
+    names = {
+        str(mark.args[0] if mark.args else mark.kwargs.get("name", "default"))
+        for mark in item.iter_markers("xdist_group")
+    }
+    return "_".join(sorted(names))
+
+
+def pytest_collection_modifyitems(config, items):
+    # The longest groups first (tests/schedule.py); tests/run.sh keeps this order (--no-loadscope-reorder).
+    order = schedule.longest_first((group_of(item) for item in items), schedule.read_durations())
+    items[:] = [items[index] for index in order]

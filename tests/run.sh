@@ -172,6 +172,8 @@ smoke_oldest() {
   (
     # shellcheck disable=SC1091
     . .venv-oldest/bin/activate
+    # pytest-xdist 3.6.1, the oldest declared, hands out the groups with the most tests first whatever their
+    # order (--no-loadscope-reorder came in 3.8)
     python -m pytest -n "${MEDEVAL_TEST_WORKERS:-auto}" --dist loadgroup --durations=10 \
       --junitxml=.cache/tests/junit-oldest.xml --timeout=1800 -m oldest "${pytest_args[@]}"
   )
@@ -209,8 +211,10 @@ if [ "$fast" = 1 ]; then
   tier=(-m "not slow and not browser")
   export MEDEVAL_HYPOTHESIS_PROFILE=fast
 fi
-# One worker per usable core; tests that must not overlap share an xdist group (tests/conftest.py). The slowest
-# tests are listed and a JUnit XML written, so that growth shows in every log; a hung test fails with its name.
-python -m pytest -n "${MEDEVAL_TEST_WORKERS:-auto}" --dist loadgroup --durations=25 \
+# One worker per usable core; tests that must not overlap share an xdist group (tests/conftest.py), handed out the
+# longest first (tests/schedule.py; refresh tests/durations.json with `python -m tests.schedule` after a full run).
+# The slowest tests are listed and a JUnit XML written, so that growth shows in every log; a hung test fails with
+# its name.
+python -m pytest -n "${MEDEVAL_TEST_WORKERS:-auto}" --dist loadgroup --no-loadscope-reorder --durations=25 \
   --junitxml=.cache/tests/junit.xml --timeout=1800 "${tier[@]}" "${pytest_args[@]}"
 if [ "$fast" = 0 ]; then smoke_oldest; fi
