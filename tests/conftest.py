@@ -271,12 +271,13 @@ def report_cli(output_path, out_dir) -> dict:
 # engines, and the runs of the real SmolLM2 model (each takes both cores) have a group each; every other test is
 # grouped with its module, so that a module-scoped fixture is built once.
 SHARED_RESOURCES = (("llama_server", "llama_server"), ("smollm2_dir", "real_model"), ("tiny_model_dir", "real_model"))
+VLLM_GROUP = "vllm"  # tests/test_vllm_backend.py's engines and server
 
 
 def xdist_group(item: pytest.Item) -> str:
     fixtures = getattr(item, "fixturenames", ())
     if item.module.__name__ == "tests.test_vllm_backend":
-        return "vllm"
+        return VLLM_GROUP
     for fixture, group in SHARED_RESOURCES:
         if fixture in fixtures:
             return group

@@ -6,7 +6,7 @@ import sys
 import pytest
 
 from tests import schedule
-from tests.conftest import REPO, SHARED_RESOURCES
+from tests.conftest import REPO, SHARED_RESOURCES, VLLM_GROUP
 
 JUNIT = """<?xml version="1.0" encoding="utf-8"?>
 <testsuites><testsuite name="pytest">
@@ -40,14 +40,15 @@ def test_durations_other_than_names_to_seconds_are_refused(tmp_path, text):
 
 def test_every_group_the_durations_name_is_one_of_the_suite():
     seconds = schedule.read_durations()
-    resources = {group for _, group in SHARED_RESOURCES} | {"vllm"}
+    resources = {group for _, group in SHARED_RESOURCES} | {VLLM_GROUP}
     for group in seconds:
         assert group in resources or (REPO / (group.replace(".", "/") + ".py")).is_file(), group
 
 
 def test_the_suite_is_collected_longest_group_first():
     # test_package sorts before test_readme by name; the README test is the longer group (tests/durations.json)
-    assert schedule.read_durations()["tests.test_readme"] > schedule.read_durations()["tests.test_package"]
+    seconds = schedule.read_durations()
+    assert seconds["tests.test_readme"] > seconds["tests.test_package"]
     listed = subprocess.run(
         [sys.executable, "-m", "pytest", "--collect-only", "-q", "tests/test_package.py", "tests/test_readme.py"],
         cwd=REPO,
