@@ -1,5 +1,5 @@
-"""The second process of a long map (:func:`machine.map_changes`): the same results as one process gives, and the
-same errors."""
+"""The second process of a long map (:class:`machine.MapMeanwhile`): the same results as one process gives, and the
+same errors; the work shared as each process is free."""
 
 import os
 import time
@@ -20,18 +20,56 @@ def _changed_where_divisible_by_three(value):
     return f"{value}!" if value % 3 == 0 else value
 
 
+def map_changes(function, values):
+    with machine.MapMeanwhile(function, values) as mapping:
+        return mapping.result()
+
+
 def test_the_split_gives_what_one_process_gives_changed_and_unchanged(two_cores):
     values = list(range(1001, 1011))  # unchanged values are given back as themselves
-    got = machine.map_changes(_changed_where_divisible_by_three, values)
+    got = map_changes(_changed_where_divisible_by_three, values)
     assert got == [1001, "1002!", 1003, 1004, "1005!", 1006, 1007, "1008!", 1009, 1010]
     assert all(got[i] is values[i] for i in (0, 2, 3, 5, 6, 8, 9))
 
 
-def test_the_second_half_is_done_in_another_process(two_cores):
+def test_the_other_process_maps_from_the_end_while_this_one_is_busy(two_cores):
     parent = os.getpid()
-    got = machine.map_changes(lambda value: (value, os.getpid()), [0, 1, 2, 3])
-    assert [pid == parent for _, pid in got] == [True, True, False, False]
-    assert [value for value, _ in got] == [0, 1, 2, 3]
+    with machine.MapMeanwhile(lambda value: (value, os.getpid()), list(range(6))) as mapping:
+        time.sleep(1.0)  # this process's other work: the forked one maps every value meanwhile
+        got = mapping.result()
+    assert [value for value, _ in got] == list(range(6))
+    assert all(pid != parent for _, pid in got)
+
+
+def test_the_two_processes_meet_and_each_value_is_mapped_once_in_order(two_cores):
+    # Each value takes 10 ms; this process starts at once: the two share the values and meet between them.
+    parent = os.getpid()
+
+    def slow(value):
+        time.sleep(0.01)
+        return (value, os.getpid())
+
+    got = map_changes(slow, list(range(60)))
+    assert [value for value, _ in got] == list(range(60))
+    here = [pid == parent for _, pid in got]
+    assert here[0] and not here[-1] and here == sorted(here, reverse=True)  # this process's from the first on
+
+
+def test_values_neither_process_mapped_are_mapped_here(two_cores, monkeypatch):
+    # As a stale read of the shared marks could: the other process takes index 1 on, then sends back from index 3 on
+    # only (as unchanged); this process stops at index 1 and maps 1 and 2 after all.
+    def takes_one_maps_three(function, values, marks):
+        marks[1] = 1
+        return 3, {}
+
+    parent = os.getpid()
+
+    def slow_first(value):
+        time.sleep(0.5 if value == 0 else 0)  # the other process takes index 1 meanwhile
+        return (value, os.getpid())
+
+    monkeypatch.setattr(machine, "_from_the_end", takes_one_maps_three)
+    assert map_changes(slow_first, [0, 1, 2, 3]) == [(0, parent), (1, parent), (2, parent), 3]
 
 
 def test_an_error_in_the_second_half_is_raised_here_as_without_the_split(two_cores):
@@ -41,8 +79,8 @@ def test_an_error_in_the_second_half_is_raised_here_as_without_the_split(two_cor
         return value
 
     with pytest.raises(ValueError, match="three"):
-        machine.map_changes(fails_on_three, [0, 1, 2, 3])
-    assert machine.map_changes(fails_on_three, [0, 1, 2, 4]) == [0, 1, 2, 4]
+        map_changes(fails_on_three, [0, 1, 2, 3])
+    assert map_changes(fails_on_three, [0, 1, 2, 4]) == [0, 1, 2, 4]
 
 
 def test_with_one_core_or_a_short_list_no_process_starts(monkeypatch):
@@ -51,11 +89,18 @@ def test_with_one_core_or_a_short_list_no_process_starts(monkeypatch):
 
     monkeypatch.setattr(machine.multiprocessing, "get_context", no_process)
     monkeypatch.setattr(machine, "usable_cores", lambda: 1)
-    assert machine.map_changes(_changed_where_divisible_by_three, list(range(2000))) == [
+    assert map_changes(_changed_where_divisible_by_three, list(range(2000))) == [
         _changed_where_divisible_by_three(v) for v in range(2000)
     ]
     monkeypatch.setattr(machine, "usable_cores", lambda: 2)
-    assert machine.map_changes(_changed_where_divisible_by_three, [3, 4]) == ["3!", 4]
+    assert map_changes(_changed_where_divisible_by_three, [3, 4]) == ["3!", 4]
+
+
+def test_a_map_whose_result_is_not_asked_for_ends_its_process(two_cores):
+    with machine.MapMeanwhile(time.sleep, [60, 60]) as mapping:
+        child = mapping._second._child
+        assert child.is_alive()
+    assert not child.is_alive()
 
 
 def test_a_result_that_cannot_be_sent_back_is_computed_here(two_cores):

@@ -741,16 +741,25 @@ def test_a_credential_in_a_reply_is_masked_in_every_field_that_quotes_it(demo_da
 
 def test_nested_details_are_masked_and_an_item_without_credentials_is_returned_as_it_is():
     from lm_eval_tasks.utils.scoring import ScoredItem
-    from lm_eval_tasks.utils.walk import _Masker, _redacted
+    from lm_eval_tasks.utils.walk import _LABELS, _TEXTS, _Masker, _redacted
+
+    def both(item):  # as a report masks: the labels and details while walking, then the prompt and reply
+        masker = _Masker({RUN_KEY})
+        return _redacted(_redacted(item, masker, _LABELS, details=True), masker, _TEXTS, details=False)
 
     details = {"id": "q1", "trace": [{"call": ("ok", f"Bearer {BEARER_TOKEN}")}], "n": 1}
-    item = ScoredItem("t", 0, "h", "c", "A", f"x {RUN_KEY}", 0.0, details=details, parse_step=f"step {RUN_KEY}")
-    masked = _redacted(item, _Masker({RUN_KEY}))
+    item = ScoredItem(
+        "t", 0, "h", "c", "A", f"x {RUN_KEY}", 0.0, details=details, parse_step=f"step {RUN_KEY}", prompt=f"p {RUN_KEY}"
+    )
+    masked = both(item)
     assert masked.details == {"id": "q1", "trace": [{"call": ("ok", "Bearer ***")}], "n": 1}
     assert masked.pred == "x ***" and masked.parse_step == "step ***" and masked.gold == "A"
-    assert masked.redacted == ("pred", "parse_step", "details.trace")
+    assert masked.prompt == "p ***" and masked.reply is None
+    assert masked.redacted == ("prompt", "pred", "parse_step", "details.trace")  # the fields' own order
+    labels_only = _redacted(item, _Masker({RUN_KEY}), _LABELS, details=True)
+    assert labels_only.prompt == f"p {RUN_KEY}" and labels_only.redacted == ("pred", "parse_step", "details.trace")
     plain = ScoredItem("t", 0, "h", "c", "A", "B", 0.0, details={"id": "q1", "trace": [{"call": ("ok",)}]}, reply="B")
-    assert _redacted(plain, _Masker({RUN_KEY})) is plain
+    assert both(plain) is plain
 
 
 def test_mask_strings_masks_every_string_and_key_at_any_depth():

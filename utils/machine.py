@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import mmap
 import multiprocessing
 import os
 from collections.abc import Callable, Iterator, Sequence
@@ -139,25 +140,61 @@ def _send_result(function: Callable[..., Any], args: tuple[Any, ...], sender: Co
 SPLIT_MIN = 1000
 
 
-def map_changes(function: Callable[[T], T], values: Sequence[T]) -> list[T]:
-    """``[function(v) for v in values]``, where ``function`` gives back the value itself when it leaves it as it is.
+class MapMeanwhile(Generic[T]):
+    """``[function(v) for v in values]``, where ``function`` gives back the value itself when it leaves it as it is,
+    begun at once by a forked process (:class:`Forked`) from the last value down while this one goes on with other
+    work; :meth:`result` maps from the first value up until the two meet, and that process sends back only the
+    results that are not their value. So the process that is free sooner maps more: the split needs no estimate of
+    the other work. Where no process starts (:class:`Forked`; fewer than :data:`SPLIT_MIN` values), :meth:`result`
+    maps every value here. Used as a context manager, so that the process is ended when no result is asked for."""
 
-    With two usable cores and fork, the second half runs in a forked process (:class:`Forked`) that sends back only
-    the results that are not their value, while this process does the first half."""
-    if len(values) < SPLIT_MIN:
-        return [function(value) for value in values]
-    half = len(values) // 2
-    with Forked(_changes, function, values, half) as second:
-        first = [function(value) for value in values[:half]]
-        changes = second.result()
-    return first + [changes.get(index, value) for index, value in enumerate(values[half:], start=half)]
+    def __init__(self, function: Callable[[T], T], values: Sequence[T]) -> None:
+        self._function, self._values = function, values
+        # Shared with the forked process: [0] how many values from the first this process has mapped, [1] the lowest
+        # index that process has taken (it maps each it takes). A stale read of either makes both map a value, never
+        # neither: :meth:`result` maps here any value the two left between them.
+        self._shared = mmap.mmap(-1, 16)
+        self._marks = memoryview(self._shared).cast("q")
+        self._marks[0], self._marks[1] = 0, len(values)
+        self._second = Forked(_from_the_end, function, values, self._marks) if len(values) >= SPLIT_MIN else None
+
+    def result(self) -> list[T]:
+        function, values, marks = self._function, self._values, self._marks
+        try:
+            mapped = []
+            while len(mapped) < marks[1]:
+                mapped.append(function(values[len(mapped)]))
+                marks[0] = len(mapped)
+            start, changes = (len(values), {}) if self._second is None else self._second.result()
+        finally:
+            self._end()
+        mapped += [function(values[index]) for index in range(len(mapped), start)]
+        return mapped + [changes.get(index, values[index]) for index in range(len(mapped), len(values))]
+
+    def _end(self) -> None:
+        if self._second is not None:
+            self._second._end()
+        self._marks.release()
+        self._shared.close()
+
+    def __enter__(self) -> MapMeanwhile[T]:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if not self._shared.closed:
+            self._end()
 
 
-def _changes(function: Callable[[T], T], values: Sequence[T], start: int) -> dict[int, T]:
-    """``function`` of each value from ``start`` on: the results that are not their value, by index."""
+def _from_the_end(function: Callable[[T], T], values: Sequence[T], marks: memoryview) -> tuple[int, dict[int, T]]:
+    """``function`` of each value from the last down to where the other process has mapped (``marks``,
+    :class:`MapMeanwhile`): the index of the lowest value mapped, and the results that are not their value, by
+    index."""
     changes = {}
-    for index in range(start, len(values)):
+    index = len(values) - 1
+    while index >= marks[0]:
+        marks[1] = index
         result = function(values[index])
         if result is not values[index]:
             changes[index] = result
-    return changes
+        index -= 1
+    return index + 1, changes

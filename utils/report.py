@@ -132,7 +132,7 @@ def write_report(
             scored = score_path(
                 path,
                 tokenizer,
-                lambda name, section: drawer.draw(scorecard.figures({"benchmarks": {name: section.numbers}})),
+                lambda name, numbers: drawer.draw(scorecard.figures({"benchmarks": {name: numbers}})),
             )
             stats.forget_resamples()  # every interval is computed: the page and files only format them
             with tempfile.TemporaryDirectory(prefix="report-") as scratch, ExitStack() as stack:

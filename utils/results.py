@@ -17,6 +17,7 @@ import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from functools import cache
+from itertools import islice
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +27,7 @@ from .runs import Run, load_run, run_info
 from .samples import choice_probabilities
 from .scoring import ScoredItem
 from .section import Section, generates_text, score_section
-from .walk import masked, walk_samples
+from .walk import masked, texts_masked, walk_samples
 
 # report.json's schema; its changes, version by version, are in CHANGELOG.md.
 SCHEMA_VERSION = "2.6"
@@ -122,13 +123,13 @@ def item_record(item: ScoredItem) -> dict[str, Any]:
 
 
 def score(
-    run: Run, tokenizer: str | None = None, on_section: Callable[[str, Section], object] | None = None
+    run: Run, tokenizer: str | None = None, on_numbers: Callable[[str, dict[str, Any]], object] | None = None
 ) -> ScoredRun:
     """Every section of ``run``, scored once; reply lengths counted as ``--tokenizer`` asks (:func:`.lengths.counter`).
 
-    ``on_section(name, section)`` is called with each section as soon as it is scored: those whose tasks generate
-    text are scored last, as they may have to load the tokenizer first (seconds), so that a caller can go on with
-    the others meanwhile (the report sends their figures to be drawn). The sections keep their order."""
+    ``on_numbers(name, numbers)`` is called with each section's numbers as soon as they are computed: those whose
+    tasks generate text are scored last, as they may have to load the tokenizer first (seconds), so that a caller can
+    go on with the others meanwhile (the report sends their figures to be drawn). The sections keep their order."""
     provenance = run_info(run)
     sections = {}
     config = run.results.get("config")
@@ -147,11 +148,16 @@ def score(
     if not any(spec.extra_section is not None and walk.items for spec, walk in walks):
         run = replace(run, samples={})
     scored = [(spec, walk) for spec, walk in walks if walk.items]
-    for spec, walk in sorted(scored, key=lambda pair: generates_text(run, {item.task for item in pair[1].items})):
-        sections[spec.name] = score_section(walk.items, spec, run, provenance, counter, walk)
-        if on_section is not None:
-            on_section(spec.name, sections[spec.name])
-    sections = {spec.name: sections[spec.name] for spec, _ in scored}
+    # The prompts and replies are masked while the numbers, which never read them, are computed.
+    with texts_masked(run, [item for _, walk in scored for item in walk.items]) as masking:
+        for spec, walk in sorted(scored, key=lambda pair: generates_text(run, {item.task for item in pair[1].items})):
+            sections[spec.name] = score_section(walk.items, spec, run, provenance, counter, walk)
+            if on_numbers is not None:
+                on_numbers(spec.name, sections[spec.name].numbers)
+        items = iter(masking.result())
+    sections = {
+        spec.name: replace(sections[spec.name], items=tuple(islice(items, len(walk.items)))) for spec, walk in scored
+    }
     settings = {name: list(s.settings) for name, s in sections.items() if s.spec.settings_of is not None}
     provenance["benchmark_settings"] = settings
     provenance["declared_settings"] = declared_settings(sections)
@@ -184,6 +190,8 @@ def declared_settings(sections: Mapping[str, Section]) -> dict[str, list[dict[st
 
 
 def score_path(
-    path: str | os.PathLike, tokenizer: str | None = None, on_section: Callable[[str, Section], object] | None = None
+    path: str | os.PathLike,
+    tokenizer: str | None = None,
+    on_numbers: Callable[[str, dict[str, Any]], object] | None = None,
 ) -> ScoredRun:
-    return score(load_run(path), tokenizer, on_section)
+    return score(load_run(path), tokenizer, on_numbers)

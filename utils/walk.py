@@ -1,6 +1,9 @@
 """One pass over a spec's logged samples of a run (:func:`walk_samples`): each scored by its benchmark's parser
 and masked of the run's credentials (and anything shaped like one) before anything else reads it, with the settings,
-caveats, replies and token budgets a section's numbers need (:mod:`.section`)."""
+caveats, replies and token budgets a section's numbers need (:mod:`.section`).
+
+A section's numbers never read an item's prompt or reply, the largest texts by far: those are masked meanwhile
+(:func:`texts_masked`), in another process where the machine has the cores."""
 
 from __future__ import annotations
 
@@ -11,14 +14,16 @@ from functools import partial
 from typing import Any
 
 from .data import DataError
-from .machine import map_changes
+from .machine import MapMeanwhile
 from .redaction import MASK, mask, mask_strings, secret_values
 from .runs import Run
 from .samples import logged_generation_kwargs, logged_reply
 from .scoring import BenchmarkSpec, ScoredItem
 
-# The item's own fields that hold text, in the order ``redacted`` names them (then details.<key>, in details order).
-_TEXT_FIELDS = ("prompt", "reply", "choices", "gold", "pred", "parse_step", "invalid_reason", "item_id")
+# The item's own fields that hold text, in the order ``redacted`` names them (then details.<key>, in details order):
+# its prompt and reply (masked by :func:`texts_masked`), then the others (masked by :func:`walk_samples`).
+_TEXTS = ("prompt", "reply")
+_LABELS = ("choices", "gold", "pred", "parse_step", "invalid_reason", "item_id")
 
 
 class _Masker:
@@ -40,26 +45,26 @@ class _Masker:
         return found
 
 
-def _redacted(item: ScoredItem, masker: _Masker) -> ScoredItem:
-    """``item`` with every text it holds (its prompt, reply, choices, labels, parse step, invalid reason and any
-    string in its details) masked of the run's credentials and anything shaped like one; ``item`` itself when
-    nothing was masked. ``redacted`` names the fields a credential was masked in."""
+def _redacted(item: ScoredItem, masker: _Masker, fields: tuple[str, ...], details: bool) -> ScoredItem:
+    """``item`` with the texts of ``fields`` (and any string in its ``details``) masked of the run's credentials and
+    anything shaped like one; ``item`` itself when nothing was masked. ``redacted`` names the fields a credential was
+    masked in: these, before those named already (the prompt and reply are masked last and named first)."""
     changed = {}
-    for name in _TEXT_FIELDS:
+    for name in fields:
         value = getattr(item, name)
         masked = _masked_texts(value, masker)
         if masked is not value:
             changed[name] = masked
-    details = {}
-    for key, value in item.details.items():
+    masked_details = {}
+    for key, value in item.details.items() if details else ():
         masked = _masked_texts(value, masker)
         if masked is not value:
-            details[key] = masked
-    if not changed and not details:
+            masked_details[key] = masked
+    if not changed and not masked_details:
         return item
-    names = (*changed, *(f"details.{key}" for key in details))
-    if details:
-        changed["details"] = {key: details.get(key, value) for key, value in item.details.items()}
+    names = (*changed, *(f"details.{key}" for key in masked_details), *item.redacted)
+    if masked_details:
+        changed["details"] = {key: masked_details.get(key, value) for key, value in item.details.items()}
     return replace(item, **changed, redacted=names)
 
 
@@ -91,8 +96,9 @@ def _mask_strings(value: Any, masker: _Masker) -> Any:
 
 @dataclass
 class Walk:
-    """What one pass over a spec's samples gathers: the scored items (sorted by task and doc_id), the distinct
-    settings and caveats (unmasked), and each reply with its token budget (in file order)."""
+    """What one pass over a spec's samples gathers: the scored items (sorted by task and doc_id; every text masked
+    but their prompts and replies, :func:`texts_masked`), the distinct settings and caveats (unmasked), and each reply
+    with its token budget (in file order)."""
 
     items: list[ScoredItem] = field(default_factory=list)
     settings: dict[str, dict[str, Any]] = field(default_factory=dict)
@@ -112,8 +118,9 @@ def _scored(spec: BenchmarkSpec, task: str, sample: Mapping[str, Any]) -> Scored
 
 
 def walk_samples(run: Run, spec: BenchmarkSpec, score: bool = True) -> Walk:
-    """One pass over the spec's samples of ``run``: each scored (``score``) from its logged reply, its texts masked
-    of the run's credentials and anything shaped like a credential; its settings, caveat, reply and token budget."""
+    """One pass over the spec's samples of ``run``: each scored (``score``) from its logged reply, its texts but its
+    prompt and reply masked of the run's credentials and anything shaped like a credential; its settings, caveat,
+    reply and token budget."""
     walk = Walk()
     for task in sorted(t for t in run.samples if spec.owns(t)):
         for number, sample in enumerate(run.samples[task], start=1):
@@ -136,10 +143,16 @@ def walk_samples(run: Run, spec: BenchmarkSpec, score: bool = True) -> Walk:
             walk.replies.append(reply if isinstance(reply, str) else "")
             budget = (logged_generation_kwargs(sample) or {}).get("max_gen_toks")
             walk.budgets.append(budget if isinstance(budget, int) and not isinstance(budget, bool) else None)
-    # Masked only once every sample is scored: then in two processes where the machine has the cores.
-    walk.items = map_changes(partial(_redacted, masker=_Masker(_secrets(run))), walk.items)
+    masker = _Masker(_secrets(run))
+    walk.items = [_redacted(item, masker, _LABELS, details=True) for item in walk.items]
     walk.items.sort(key=lambda item: (item.task, item.doc_id))
     return walk
+
+
+def texts_masked(run: Run, items: list[ScoredItem]) -> MapMeanwhile[ScoredItem]:
+    """``items`` (of :func:`walk_samples`) with their prompts and replies masked too, begun at once in another process
+    where the machine has the cores (:class:`.machine.MapMeanwhile`: its ``result()``, in the items' order)."""
+    return MapMeanwhile(partial(_redacted, masker=_Masker(_secrets(run)), fields=_TEXTS, details=False), items)
 
 
 def masked(run: Run, value: Any) -> Any:
