@@ -161,3 +161,17 @@ def test_a_pool_worker_runs_its_setup_once_started():
     with machine.worker_pool(1, setup) as pool:
         assert pool.submit(os.getenv, "MEDEVAL_TEST_WORKER_SETUP").result() == "done"
     assert "MEDEVAL_TEST_WORKER_SETUP" not in os.environ  # it ran there, not here
+
+
+def test_blas_runs_on_one_thread_in_the_block_and_as_before_after():
+    import numpy  # noqa: F401  (loads its BLAS)
+    from threadpoolctl import threadpool_info
+
+    def blas_threads():
+        return {info["filepath"]: info["num_threads"] for info in threadpool_info() if info["user_api"] == "blas"}
+
+    before = blas_threads()
+    assert before, "numpy's BLAS is loaded"
+    with machine.one_blas_thread():
+        assert set(blas_threads().values()) == {1}
+    assert blas_threads() == before

@@ -53,6 +53,16 @@ def collector_paused() -> Iterator[None]:
             gc.enable()
 
 
+@contextmanager
+def one_blas_thread() -> Iterator[None]:
+    """numpy's BLAS on one thread for the block (and in processes forked in it): the command's own processes keep the
+    cores busy (:class:`MapMeanwhile`), and BLAS's threads would take turns with them, spinning while they wait."""
+    from threadpoolctl import threadpool_limits
+
+    with threadpool_limits(limits=1, user_api="blas"):
+        yield
+
+
 def worker_pool(workers: int, setup: Callable[[], object] | None = None) -> ProcessPoolExecutor:
     """``workers`` processes (:func:`process_context`), each given its share of the usable cores (then ``setup()``
     run in it): a worker starts no process of its own (:class:`Forked`) unless its share is two cores or more."""
