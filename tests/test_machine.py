@@ -1,5 +1,5 @@
-"""The second process of a long map (:class:`machine.MapMeanwhile`): the same results as one process gives, and the
-same errors; the work shared as each process is free."""
+"""The second process of a long search for changes (:class:`machine.ChangesMeanwhile`): the same results as one
+process gives, and the same errors; the work shared as each process is free."""
 
 import os
 import time
@@ -16,89 +16,90 @@ def two_cores(monkeypatch):
     monkeypatch.setattr(machine, "SPLIT_MIN", 2)
 
 
+def changes_of(function, n, there=None):
+    """The changes ``function`` finds for range(n) (None: none), here and in the forked process."""
+    with machine.ChangesMeanwhile(n, there or function) as changes:
+        return changes.result(function)
+
+
 def _changed_where_divisible_by_three(value):
-    return f"{value}!" if value % 3 == 0 else value
+    return f"{value}!" if value % 3 == 0 else None
 
 
-def map_changes(function, values):
-    with machine.MapMeanwhile(function, values) as mapping:
-        return mapping.result()
+def test_the_split_gives_what_one_process_gives(two_cores):
+    assert changes_of(_changed_where_divisible_by_three, 10) == {0: "0!", 3: "3!", 6: "6!", 9: "9!"}
+    assert changes_of(lambda index: None, 10) == {}
 
 
-def test_the_split_gives_what_one_process_gives_changed_and_unchanged(two_cores):
-    values = list(range(1001, 1011))  # unchanged values are given back as themselves
-    got = map_changes(_changed_where_divisible_by_three, values)
-    assert got == [1001, "1002!", 1003, 1004, "1005!", 1006, 1007, "1008!", 1009, 1010]
-    assert all(got[i] is values[i] for i in (0, 2, 3, 5, 6, 8, 9))
-
-
-def test_the_other_process_maps_from_the_end_while_this_one_is_busy(two_cores):
+def test_the_other_process_works_from_the_end_while_this_one_is_busy(two_cores):
     parent = os.getpid()
-    with machine.MapMeanwhile(lambda value: (value, os.getpid()), list(range(6))) as mapping:
-        time.sleep(1.0)  # this process's other work: the forked one maps every value meanwhile
-        got = mapping.result()
-    assert [value for value, _ in got] == list(range(6))
-    assert all(pid != parent for _, pid in got)
+    with machine.ChangesMeanwhile(6, lambda index: ("there", os.getpid())) as changes:
+        time.sleep(1.0)  # this process's other work: the forked one does every index meanwhile
+        got = changes.result(lambda index: ("here", os.getpid()))
+    assert sorted(got) == list(range(6))
+    assert all(where == "there" and pid != parent for where, pid in got.values())
 
 
-def test_the_two_processes_meet_and_each_value_is_mapped_once_in_order(two_cores):
-    # Each value takes 10 ms; this process starts at once: the two share the values and meet between them.
-    parent = os.getpid()
+def test_the_two_processes_meet_and_each_does_its_end(two_cores):
+    # Each index takes 10 ms; this process starts at once: the two share the indices and meet between them.
+    def slow(where):
+        def change(index):
+            time.sleep(0.01)
+            return where
 
-    def slow(value):
-        time.sleep(0.01)
-        return (value, os.getpid())
+        return change
 
-    got = map_changes(slow, list(range(60)))
-    assert [value for value, _ in got] == list(range(60))
-    here = [pid == parent for _, pid in got]
-    assert here[0] and not here[-1] and here == sorted(here, reverse=True)  # this process's from the first on
+    got = changes_of(slow("here"), 60, there=slow("there"))
+    assert sorted(got) == list(range(60))
+    found = [got[index] for index in range(60)]
+    assert found[0] == "here" and found[-1] == "there" and found == sorted(found)  # "here" from the first on
 
 
-def test_values_neither_process_mapped_are_mapped_here(two_cores, monkeypatch):
+def test_indices_neither_process_did_are_done_here(two_cores, monkeypatch):
     # As a stale read of the shared marks could: the other process takes index 1 on, then sends back from index 3 on
-    # only (as unchanged); this process stops at index 1 and maps 1 and 2 after all.
-    def takes_one_maps_three(function, values, marks):
+    # only; this process stops at index 1 and does 1 and 2 after all.
+    def takes_one_does_three(there, n, marks):
         marks[1] = 1
-        return 3, {}
+        return 3, {3: "there"}
 
-    parent = os.getpid()
+    def slow_first(index):
+        time.sleep(0.5 if index == 0 else 0)  # the other process takes index 1 meanwhile
+        return "here"
 
-    def slow_first(value):
-        time.sleep(0.5 if value == 0 else 0)  # the other process takes index 1 meanwhile
-        return (value, os.getpid())
-
-    monkeypatch.setattr(machine, "_from_the_end", takes_one_maps_three)
-    assert map_changes(slow_first, [0, 1, 2, 3]) == [(0, parent), (1, parent), (2, parent), 3]
+    monkeypatch.setattr(machine, "_from_the_end", takes_one_does_three)
+    assert changes_of(slow_first, 4) == {0: "here", 1: "here", 2: "here", 3: "there"}
 
 
-def test_an_error_in_the_second_half_is_raised_here_as_without_the_split(two_cores):
-    def fails_on_three(value):
-        if value == 3:
+def test_an_error_in_the_other_process_is_raised_here_as_without_the_split(two_cores):
+    def fails_on_three(index):
+        if index == 3:
             raise ValueError("three")
-        return value
+        return None
 
     with pytest.raises(ValueError, match="three"):
-        map_changes(fails_on_three, [0, 1, 2, 3])
-    assert map_changes(fails_on_three, [0, 1, 2, 4]) == [0, 1, 2, 4]
+        changes_of(fails_on_three, 4)
+    assert changes_of(fails_on_three, 3) == {}
 
 
-def test_with_one_core_or_a_short_list_no_process_starts(monkeypatch):
+def test_with_one_core_or_few_values_no_process_starts(monkeypatch):
     def no_process(*args, **kwargs):
         raise AssertionError("a process was started")
 
+    def nowhere(index):
+        raise AssertionError("the other process's function is used only there")
+
     monkeypatch.setattr(machine.multiprocessing, "get_context", no_process)
     monkeypatch.setattr(machine, "usable_cores", lambda: 1)
-    assert map_changes(_changed_where_divisible_by_three, list(range(2000))) == [
-        _changed_where_divisible_by_three(v) for v in range(2000)
-    ]
+    expected = {index: f"{index}!" for index in range(0, 2000, 3)}
+    assert changes_of(_changed_where_divisible_by_three, 2000, there=nowhere) == expected
     monkeypatch.setattr(machine, "usable_cores", lambda: 2)
-    assert map_changes(_changed_where_divisible_by_three, [3, 4]) == ["3!", 4]
+    monkeypatch.setattr(machine, "SPLIT_MIN", 1000)
+    assert changes_of(_changed_where_divisible_by_three, 4, there=nowhere) == {0: "0!", 3: "3!"}
 
 
-def test_a_map_whose_result_is_not_asked_for_ends_its_process(two_cores):
-    with machine.MapMeanwhile(time.sleep, [60, 60]) as mapping:
-        child = mapping._second._child
+def test_changes_whose_result_is_not_asked_for_end_their_process(two_cores):
+    with machine.ChangesMeanwhile(2, lambda index: time.sleep(60)) as changes:
+        child = changes._second._child
         assert child.is_alive()
     assert not child.is_alive()
 

@@ -6,7 +6,7 @@ import gc
 import mmap
 import multiprocessing
 import os
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from contextlib import contextmanager
 from multiprocessing.connection import Connection
@@ -56,7 +56,7 @@ def collector_paused() -> Iterator[None]:
 @contextmanager
 def one_blas_thread() -> Iterator[None]:
     """numpy's BLAS on one thread for the block (and in processes forked in it): the command's own processes keep the
-    cores busy (:class:`MapMeanwhile`), and BLAS's threads would take turns with them, spinning while they wait."""
+    cores busy (:class:`ChangesMeanwhile`), and BLAS's threads would take turns with them, spinning while they wait."""
     from threadpoolctl import threadpool_limits
 
     with threadpool_limits(limits=1, user_api="blas"):
@@ -150,36 +150,42 @@ def _send_result(function: Callable[..., Any], args: tuple[Any, ...], sender: Co
 SPLIT_MIN = 1000
 
 
-class MapMeanwhile(Generic[T]):
-    """``[function(v) for v in values]``, where ``function`` gives back the value itself when it leaves it as it is,
-    begun at once by a forked process (:class:`Forked`) from the last value down while this one goes on with other
-    work; :meth:`result` maps from the first value up until the two meet, and that process sends back only the
-    results that are not their value. So the process that is free sooner maps more: the split needs no estimate of
-    the other work. Where no process starts (:class:`Forked`; fewer than :data:`SPLIT_MIN` values), :meth:`result`
-    maps every value here. Used as a context manager, so that the process is ended when no result is asked for."""
+class ChangesMeanwhile(Generic[T]):
+    """The changes to ``n`` values, by index: begun at once by a forked process (:class:`Forked`) from the last index
+    down, with ``there(index)`` (the change from what that process holds: None where there is none), while this one
+    goes on with other work; :meth:`result` finds them from the first index up, with ``here(index)``, until the two
+    meet. ``there`` and ``here`` must find the same change for an index. The process that is free sooner does more,
+    so the split needs no estimate of the other work; only the changes are sent back. Where no process starts
+    (:class:`Forked`; fewer than :data:`SPLIT_MIN` values), :meth:`result` finds every change here. Used as a context
+    manager, so that the process is ended when no result is asked for."""
 
-    def __init__(self, function: Callable[[T], T], values: Sequence[T]) -> None:
-        self._function, self._values = function, values
-        # Shared with the forked process: [0] how many values from the first this process has mapped, [1] the lowest
-        # index that process has taken (it maps each it takes). A stale read of either makes both map a value, never
-        # neither: :meth:`result` maps here any value the two left between them.
+    def __init__(self, n: int, there: Callable[[int], T | None]) -> None:
+        self._n = n
+        # Shared with the forked process: [0] how many indices from the first this process has done, [1] the lowest
+        # index that process has taken (it does each it takes). A stale read of either makes both do an index, never
+        # neither: :meth:`result` does here any index the two left between them.
         self._shared = mmap.mmap(-1, 16)
         self._marks = memoryview(self._shared).cast("q")
-        self._marks[0], self._marks[1] = 0, len(values)
-        self._second = Forked(_from_the_end, function, values, self._marks) if len(values) >= SPLIT_MIN else None
+        self._marks[0], self._marks[1] = 0, n
+        self._second = Forked(_from_the_end, there, n, self._marks) if n >= SPLIT_MIN else None
 
-    def result(self) -> list[T]:
-        function, values, marks = self._function, self._values, self._marks
+    def result(self, here: Callable[[int], T | None]) -> dict[int, T]:
+        marks, changes = self._marks, {}
         try:
-            mapped = []
-            while len(mapped) < marks[1]:
-                mapped.append(function(values[len(mapped)]))
-                marks[0] = len(mapped)
-            start, changes = (len(values), {}) if self._second is None else self._second.result()
+            index = 0
+            while index < marks[1]:
+                if (change := here(index)) is not None:
+                    changes[index] = change
+                index += 1
+                marks[0] = index
+            start, theirs = (self._n, {}) if self._second is None else self._second.result()
         finally:
             self._end()
-        mapped += [function(values[index]) for index in range(len(mapped), start)]
-        return mapped + [changes.get(index, values[index]) for index in range(len(mapped), len(values))]
+        for between in range(index, start):
+            if (change := here(between)) is not None:
+                changes[between] = change
+        changes.update((position, change) for position, change in theirs.items() if position >= index)
+        return changes
 
     def _end(self) -> None:
         if self._second is not None:
@@ -187,7 +193,7 @@ class MapMeanwhile(Generic[T]):
         self._marks.release()
         self._shared.close()
 
-    def __enter__(self) -> MapMeanwhile[T]:
+    def __enter__(self) -> ChangesMeanwhile[T]:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -195,16 +201,14 @@ class MapMeanwhile(Generic[T]):
             self._end()
 
 
-def _from_the_end(function: Callable[[T], T], values: Sequence[T], marks: memoryview) -> tuple[int, dict[int, T]]:
-    """``function`` of each value from the last down to where the other process has mapped (``marks``,
-    :class:`MapMeanwhile`): the index of the lowest value mapped, and the results that are not their value, by
-    index."""
+def _from_the_end(there: Callable[[int], T | None], n: int, marks: memoryview) -> tuple[int, dict[int, T]]:
+    """``there(index)`` from the last index down to where the other process has come (``marks``,
+    :class:`ChangesMeanwhile`): the lowest index done, and the changes found, by index."""
     changes = {}
-    index = len(values) - 1
+    index = n - 1
     while index >= marks[0]:
         marks[1] = index
-        result = function(values[index])
-        if result is not values[index]:
-            changes[index] = result
+        if (change := there(index)) is not None:
+            changes[index] = change
         index -= 1
     return index + 1, changes

@@ -17,7 +17,6 @@ import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from functools import cache
-from itertools import islice
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +26,7 @@ from .runs import Run, load_run, run_info
 from .samples import choice_probabilities
 from .scoring import ScoredItem
 from .section import Section, generates_text, score_section
-from .walk import masked, texts_masked, walk_samples
+from .walk import TextsMasking, masked, walk_samples
 
 # report.json's schema; its changes, version by version, are in CHANGELOG.md.
 SCHEMA_VERSION = "2.6"
@@ -136,27 +135,30 @@ def score(
     model_args = config.get("model_args") if isinstance(config, Mapping) else None
     # Made when a section first needs it (a generative one), once for all the run's sections.
     counter = cache(lambda: lengths.counter(tokenizer, model_args))
-    walks = [(spec, walk_samples(run, spec)) for spec in report_specs()]
-    owned = {item.task for _, walk in walks for item in walk.items}
-    # Task names are the results file's: any run's, masked like every text it holds.
-    empty_tasks = tuple(sorted(masked(run, task) for task, samples in run.samples.items() if not samples))
-    unreported_tasks = tuple(
-        sorted(masked(run, task) for task, samples in run.samples.items() if samples and task not in owned)
-    )
-    # Every sample is walked: the sections read the run's results file, and its samples only where a spec's extra
-    # section does. The logged samples (most of a run's memory) are let go here when the caller does not hold them.
-    if not any(spec.extra_section is not None and walk.items for spec, walk in walks):
-        run = replace(run, samples={})
-    scored = [(spec, walk) for spec, walk in walks if walk.items]
-    # The prompts and replies are masked while the numbers, which never read them, are computed.
-    with texts_masked(run, [item for _, walk in scored for item in walk.items]) as masking:
+    specs = report_specs()
+    # The prompts and replies are masked meanwhile: the numbers never read them.
+    with TextsMasking(run, specs) as masking:
+        walks = [(spec, walk_samples(run, spec)) for spec in specs]
+        owned = {item.task for _, walk in walks for item in walk.items}
+        # Task names are the results file's: any run's, masked like every text it holds.
+        empty_tasks = tuple(sorted(masked(run, task) for task, samples in run.samples.items() if not samples))
+        unreported_tasks = tuple(
+            sorted(masked(run, task) for task, samples in run.samples.items() if samples and task not in owned)
+        )
+        # Every sample is walked: the sections read the run's results file, and its samples only where a spec's extra
+        # section does. The logged samples (most of a run's memory) are let go here when the caller does not hold
+        # them.
+        if not any(spec.extra_section is not None and walk.items for spec, walk in walks):
+            run = replace(run, samples={})
+        scored = [(spec, walk) for spec, walk in walks if walk.items]
         for spec, walk in sorted(scored, key=lambda pair: generates_text(run, {item.task for item in pair[1].items})):
             sections[spec.name] = score_section(walk.items, spec, run, provenance, counter, walk)
             if on_numbers is not None:
                 on_numbers(spec.name, sections[spec.name].numbers)
-        items = iter(masking.result())
+        items = masking.items([walk for _, walk in scored])
     sections = {
-        spec.name: replace(sections[spec.name], items=tuple(islice(items, len(walk.items)))) for spec, walk in scored
+        spec.name: replace(sections[spec.name], items=tuple(masked_items))
+        for (spec, _), masked_items in zip(scored, items)
     }
     settings = {name: list(s.settings) for name, s in sections.items() if s.spec.settings_of is not None}
     provenance["benchmark_settings"] = settings

@@ -3,25 +3,24 @@ and masked of the run's credentials (and anything shaped like one) before anythi
 caveats, replies and token budgets a section's numbers need (:mod:`.section`).
 
 A section's numbers never read an item's prompt or reply, the largest texts by far: those are masked meanwhile
-(:func:`texts_masked`), in another process where the machine has the cores."""
+(:class:`TextsMasking`), in another process where the machine has the cores."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from functools import partial
 from typing import Any
 
 from .data import DataError
-from .machine import MapMeanwhile
+from .machine import ChangesMeanwhile
 from .redaction import MASK, mask, mask_strings, secret_values
 from .runs import Run
 from .samples import logged_generation_kwargs, logged_reply
 from .scoring import BenchmarkSpec, ScoredItem
 
 # The item's own fields that hold text, in the order ``redacted`` names them (then details.<key>, in details order):
-# its prompt and reply (masked by :func:`texts_masked`), then the others (masked by :func:`walk_samples`).
+# its prompt and reply (masked by :class:`TextsMasking`), then the others (masked by :func:`walk_samples`).
 _TEXTS = ("prompt", "reply")
 _LABELS = ("choices", "gold", "pred", "parse_step", "invalid_reason", "item_id")
 
@@ -97,10 +96,11 @@ def _mask_strings(value: Any, masker: _Masker) -> Any:
 @dataclass
 class Walk:
     """What one pass over a spec's samples gathers: the scored items (sorted by task and doc_id; every text masked
-    but their prompts and replies, :func:`texts_masked`), the distinct settings and caveats (unmasked), and each reply
-    with its token budget (in file order)."""
+    but their prompts and replies, :class:`TextsMasking`) with each one's place in the pass (``order``), the distinct
+    settings and caveats (unmasked), and each reply with its token budget (in file order)."""
 
     items: list[ScoredItem] = field(default_factory=list)
+    order: list[int] = field(default_factory=list)  # each item's place among the samples as walked (tasks sorted)
     settings: dict[str, dict[str, Any]] = field(default_factory=dict)
     caveats: dict[str, None] = field(default_factory=dict)
     replies: list[str] = field(default_factory=list)
@@ -110,6 +110,14 @@ class Walk:
 def _secrets(run: Run) -> set[str]:
     config = run.results.get("config")
     return secret_values(config.get("model_args")) if isinstance(config, Mapping) else set()
+
+
+def _owned(run: Run, spec: BenchmarkSpec) -> Iterator[tuple[str, int, Mapping[str, Any]]]:
+    """The spec's samples of ``run`` in the order they are walked (tasks sorted, then file order): task, line number
+    and sample."""
+    for task in sorted(t for t in run.samples if spec.owns(t)):
+        for number, sample in enumerate(run.samples[task], start=1):
+            yield task, number, sample
 
 
 def _scored(spec: BenchmarkSpec, task: str, sample: Mapping[str, Any]) -> ScoredItem:
@@ -122,37 +130,77 @@ def walk_samples(run: Run, spec: BenchmarkSpec, score: bool = True) -> Walk:
     prompt and reply masked of the run's credentials and anything shaped like a credential; its settings, caveat,
     reply and token budget."""
     walk = Walk()
-    for task in sorted(t for t in run.samples if spec.owns(t)):
-        for number, sample in enumerate(run.samples[task], start=1):
-            if score:
-                try:
-                    item = _scored(spec, task, sample)
-                except (KeyError, TypeError, ValueError, IndexError) as exc:
-                    raise DataError(
-                        f"{run.sample_files[task]}, line {number}: cannot score this sample ({exc!r})"
-                    ) from exc
-                walk.items.append(item)
-            if spec.settings_of is not None:
-                values = dict(spec.settings_of(sample))
-                walk.settings.setdefault(json.dumps(values, sort_keys=True, default=str), values)
-            if spec.protocol.caveat_of is not None and isinstance(sample.get("doc"), Mapping):
-                caveat = spec.protocol.caveat_of(sample["doc"])
-                if caveat:
-                    walk.caveats.setdefault(caveat)
-            reply = logged_reply(sample) if "filtered_resps" in sample else None
-            walk.replies.append(reply if isinstance(reply, str) else "")
-            budget = (logged_generation_kwargs(sample) or {}).get("max_gen_toks")
-            walk.budgets.append(budget if isinstance(budget, int) and not isinstance(budget, bool) else None)
     masker = _Masker(_secrets(run))
-    walk.items = [_redacted(item, masker, _LABELS, details=True) for item in walk.items]
-    walk.items.sort(key=lambda item: (item.task, item.doc_id))
+    for task, number, sample in _owned(run, spec):
+        if score:
+            try:
+                item = _scored(spec, task, sample)
+            except (KeyError, TypeError, ValueError, IndexError) as exc:
+                raise DataError(f"{run.sample_files[task]}, line {number}: cannot score this sample ({exc!r})") from exc
+            walk.items.append(_redacted(item, masker, _LABELS, details=True))
+        if spec.settings_of is not None:
+            values = dict(spec.settings_of(sample))
+            walk.settings.setdefault(json.dumps(values, sort_keys=True, default=str), values)
+        if spec.protocol.caveat_of is not None and isinstance(sample.get("doc"), Mapping):
+            caveat = spec.protocol.caveat_of(sample["doc"])
+            if caveat:
+                walk.caveats.setdefault(caveat)
+        reply = logged_reply(sample) if "filtered_resps" in sample else None
+        walk.replies.append(reply if isinstance(reply, str) else "")
+        budget = (logged_generation_kwargs(sample) or {}).get("max_gen_toks")
+        walk.budgets.append(budget if isinstance(budget, int) and not isinstance(budget, bool) else None)
+    walk.order = sorted(range(len(walk.items)), key=lambda place: (walk.items[place].task, walk.items[place].doc_id))
+    walk.items = [walk.items[place] for place in walk.order]
     return walk
 
 
-def texts_masked(run: Run, items: list[ScoredItem]) -> MapMeanwhile[ScoredItem]:
-    """``items`` (of :func:`walk_samples`) with their prompts and replies masked too, begun at once in another process
-    where the machine has the cores (:class:`.machine.MapMeanwhile`: its ``result()``, in the items' order)."""
-    return MapMeanwhile(partial(_redacted, masker=_Masker(_secrets(run)), fields=_TEXTS, details=False), items)
+def _texts_change(item: ScoredItem, masker: _Masker) -> ScoredItem | None:
+    """``item`` with its prompt and reply masked too; None when neither held anything to mask."""
+    masked = _redacted(item, masker, _TEXTS, details=False)
+    return None if masked is item else masked
+
+
+class TextsMasking:
+    """The prompts and replies of the items the ``specs`` score in ``run``, masked (the items' other texts are masked
+    as they are walked, :func:`walk_samples`): begun at once by another process where the machine has the cores,
+    which scores and masks the samples itself from the last one walked, while this one walks them and computes the
+    sections' numbers, which never read a prompt or reply; :meth:`items` masks the rest here, from the first
+    (:class:`.machine.ChangesMeanwhile`)."""
+
+    def __init__(self, run: Run, specs: Sequence[BenchmarkSpec]) -> None:
+        self._masker = masker = _Masker(_secrets(run))
+        owned = [(spec, task, sample) for spec in specs for task, _, sample in _owned(run, spec)]
+        self._n = len(owned)
+
+        def there(place: int) -> ScoredItem | None:  # holds no reference to self: no cycle keeps the samples
+            spec, task, sample = owned[place]
+            return _texts_change(_redacted(_scored(spec, task, sample), masker, _LABELS, details=True), masker)
+
+        self._changes = ChangesMeanwhile(len(owned), there)
+
+    def items(self, walks: Sequence[Walk]) -> list[list[ScoredItem]]:
+        """Each walk's items (the walks of the ``specs``, in their order) with their prompts and replies masked."""
+        walked: list[ScoredItem] = []  # every item in the order the samples were walked, all specs
+        places: list[list[int]] = []  # each walk's items' places in ``walked``
+        for walk in walks:
+            start = len(walked)
+            walked += walk.items  # then each at its place
+            for place, item in zip(walk.order, walk.items):
+                walked[start + place] = item
+            places.append([start + place for place in walk.order])
+        if len(walked) != self._n:
+            raise ValueError(f"{len(walked)} items walked, but the specs own {self._n} samples")
+        changes = self._changes.result(lambda place: _texts_change(walked[place], self._masker))
+        return [
+            [changes.get(place, item) for place, item in zip(walk_places, walk.items)]
+            for walk_places, walk in zip(places, walks)
+        ]
+
+    def __enter__(self) -> TextsMasking:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._changes.__exit__(*exc)
 
 
 def masked(run: Run, value: Any) -> Any:
