@@ -1146,7 +1146,8 @@ def test_a_key_after_characters_whose_lowering_is_longer_is_masked():
 
 
 def test_items_masked_in_two_processes_are_those_one_process_masks(demo_data_dir, tmp_path, monkeypatch):
-    # The report masks the second half of a run's items in a forked process: every file it writes is the same.
+    # The report masks the items from the last one in a forked process while it computes the numbers: every file it
+    # writes is the same.
     from lm_eval_tasks.utils import machine
     from lm_eval_tasks.utils.report import write_report
 

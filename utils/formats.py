@@ -24,7 +24,7 @@ from urllib.request import pathname2url
 from . import explorer, pages, paper_tables, plots
 from .files import jsonl_lines, utf8, write_atomically
 from .leaderboard import DISCORDANT_FILE, Disagreements, build, discordant_lines
-from .machine import collector_paused
+from .machine import collector_paused, one_blas_thread
 from .pages import Html, estimate_attrs, interval
 from .results import item_record
 from .runs import model_name
@@ -513,7 +513,8 @@ def render(
 def write_leaderboard(
     run_paths: Sequence[str | os.PathLike], out_dir: str | os.PathLike, tokenizer: str | None = None
 ) -> list[Path]:
-    # The runs' texts are kept on disk while the board is built and its pages read the rows they show.
-    with tempfile.TemporaryDirectory(prefix="leaderboard-texts-") as spool, collector_paused():
+    # The runs' texts are kept on disk while the board is built and its pages read the rows they show. The runs and
+    # pairs are scored in worker processes, one per core.
+    with tempfile.TemporaryDirectory(prefix="leaderboard-texts-") as spool, collector_paused(), one_blas_thread():
         board, disagreements = build(run_paths, tokenizer, Path(spool))
         return write_atomically(out_dir, render(board, disagreements, Path(out_dir).resolve()))

@@ -56,7 +56,8 @@ def collector_paused() -> Iterator[None]:
 @contextmanager
 def one_blas_thread() -> Iterator[None]:
     """numpy's BLAS on one thread for the block (and in processes forked in it): the command's own processes keep the
-    cores busy (:class:`ChangesMeanwhile`), and BLAS's threads would take turns with them, spinning while they wait."""
+    cores busy (:class:`ChangesMeanwhile`, :func:`worker_pool`), and BLAS's threads would take turns with them,
+    spinning while they wait."""
     from threadpoolctl import threadpool_limits
 
     with threadpool_limits(limits=1, user_api="blas"):

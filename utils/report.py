@@ -21,7 +21,7 @@ from pathlib import Path
 from . import plots, scorecard, scored_file, stats
 from .data import DataError, read_json
 from .files import Hashed, jsonl_lines, utf8, write_atomically
-from .machine import Forked, collector_paused, one_blas_thread
+from .machine import Forked, collector_paused
 from .report_md import to_markdown
 from .results import ScoredRun, score_path
 from .runs import find_results
@@ -126,7 +126,7 @@ def write_report(
     before = _files_written_before(target)
     drawer = plots.Drawer()  # started first: it imports matplotlib while the run is scored
     try:
-        with collector_paused(), one_blas_thread():
+        with collector_paused():
             # Each section's figures are sent to be drawn as soon as it is scored (scorecard.figures: a section's
             # own numbers make them), while the other sections are scored.
             scored = score_path(

@@ -22,6 +22,7 @@ from typing import Any
 
 from . import lengths, overlap, stats
 from .benchmarks import discover, report_specs
+from .machine import one_blas_thread
 from .runs import Run, load_run, run_info
 from .samples import choice_probabilities
 from .scoring import ScoredItem
@@ -136,8 +137,8 @@ def score(
     # Made when a section first needs it (a generative one), once for all the run's sections.
     counter = cache(lambda: lengths.counter(tokenizer, model_args))
     specs = report_specs()
-    # The prompts and replies are masked meanwhile: the numbers never read them.
-    with TextsMasking(run, specs) as masking:
+    # The prompts and replies are masked meanwhile, in another process: the numbers never read them.
+    with TextsMasking(run, specs) as masking, one_blas_thread():
         walks = [(spec, walk_samples(run, spec)) for spec in specs]
         owned = {item.task for _, walk in walks for item in walk.items}
         # Task names are the results file's: any run's, masked like every text it holds.
