@@ -1187,3 +1187,24 @@ def test_masking_meanwhile_leaves_no_cycle_holding_the_samples(demo_data_dir, tm
         gc.garbage.clear()
         gc.enable()
     assert not samples, f"{len(samples)} logged samples were kept in reference cycles"
+
+
+def test_masking_meanwhile_refuses_walks_that_are_not_of_its_specs(demo_data_dir, tmp_path):
+    # The two processes index the items by their place among the specs' samples: a walk left out would shift them.
+    from lm_eval_tasks.utils.benchmarks import report_specs
+    from lm_eval_tasks.utils.runs import load_run
+    from lm_eval_tasks.utils.walk import TextsMasking, walk_samples
+
+    run = load_run(planted_run(tmp_path / "run", demo_data_dir))
+    specs = report_specs()
+    with TextsMasking(run, specs) as masking:
+        walks = [walk for walk in (walk_samples(run, spec) for spec in specs) if walk.items]
+        assert len(walks) == 2  # MedFact-Bench's and MillerQA's
+        with pytest.raises(ValueError, match="3 items walked, but the specs own 6 samples"):
+            masking.items(walks[1:])
+    with TextsMasking(run, specs) as masking:
+        masked = masking.items(walks)
+    assert [len(items) for items in masked] == [3, 3]
+    replies = sorted(item.reply for item in masked[0])  # MedFact-Bench's, each holding a credential as walked
+    assert sorted(item.reply for item in walks[0].items) == sorted(MEDFACT_REPLIES)
+    assert replies == ["<score>***</score>", "<score>***</score>", "<score>Authorization: ***</score>"]
