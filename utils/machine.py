@@ -191,6 +191,7 @@ class ChangesMeanwhile(Generic[T]):
     def _end(self) -> None:
         if self._second is not None:
             self._second._end()
+            self._second = None  # let go of ``there`` and what it holds (a report's logged samples)
         self._marks.release()
         self._shared.close()
 

@@ -148,7 +148,7 @@ def score(
         )
         # Every sample is walked: the sections read the run's results file, and its samples only where a spec's extra
         # section does. The logged samples (most of a run's memory) are let go here when the caller does not hold
-        # them.
+        # them, and by the masking once its other process is done with them.
         if not any(spec.extra_section is not None and walk.items for spec, walk in walks):
             run = replace(run, samples={})
         scored = [(spec, walk) for spec, walk in walks if walk.items]
