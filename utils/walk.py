@@ -137,7 +137,7 @@ def walk_samples(run: Run, spec: BenchmarkSpec, score: bool = True) -> Walk:
                 item = _scored(spec, task, sample)
             except (KeyError, TypeError, ValueError, IndexError) as exc:
                 raise DataError(f"{run.sample_files[task]}, line {number}: cannot score this sample ({exc!r})") from exc
-            walk.items.append(_redacted(item, masker, _LABELS, details=True))
+            walk.items.append(_labels_masked(item, masker))
         if spec.settings_of is not None:
             values = dict(spec.settings_of(sample))
             walk.settings.setdefault(json.dumps(values, sort_keys=True, default=str), values)
@@ -152,6 +152,12 @@ def walk_samples(run: Run, spec: BenchmarkSpec, score: bool = True) -> Walk:
     walk.order = sorted(range(len(walk.items)), key=lambda place: (walk.items[place].task, walk.items[place].doc_id))
     walk.items = [walk.items[place] for place in walk.order]
     return walk
+
+
+def _labels_masked(item: ScoredItem, masker: _Masker) -> ScoredItem:
+    """``item`` as the walk holds it: every text masked but its prompt and reply (both processes of
+    :class:`TextsMasking` start from it)."""
+    return _redacted(item, masker, _LABELS, details=True)
 
 
 def _texts_change(item: ScoredItem, masker: _Masker) -> ScoredItem | None:
@@ -174,7 +180,7 @@ class TextsMasking:
 
         def there(place: int) -> ScoredItem | None:  # holds no reference to self: no cycle keeps the samples
             spec, task, sample = owned[place]
-            return _texts_change(_redacted(_scored(spec, task, sample), masker, _LABELS, details=True), masker)
+            return _texts_change(_labels_masked(_scored(spec, task, sample), masker), masker)
 
         self._changes = ChangesMeanwhile(len(owned), there)
 
