@@ -83,6 +83,23 @@ def shared_runs(tmp_path_factory) -> Path:
     return folder
 
 
+LM_EVAL_INDEX_HOOK = Path(__file__).parent / "lm_eval_index"
+
+
+@pytest.fixture(scope="session", autouse=True)
+def lm_eval_index(tmp_path_factory) -> Path:
+    """lm-eval's index of its built-in tasks made once per test run, in this worker and in every process it starts
+    (tests/lm_eval_index/sitecustomize.py); our tasks are indexed afresh by each."""
+    from tests.lm_eval_index import sitecustomize as index_hook
+
+    folder = shared_root(tmp_path_factory) / "lm_eval_index"
+    folder.mkdir(exist_ok=True)
+    os.environ[index_hook.FOLDER_VARIABLE] = str(folder)
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(LM_EVAL_INDEX_HOOK), os.environ.get("PYTHONPATH")]))
+    index_hook.install()
+    return folder
+
+
 @pytest.fixture(scope="session")
 def demo_data_dir(shared_data, tmp_path_factory) -> Path:
     """The demo data directory, built once per test run (read-only: a test that changes it copies it)."""
