@@ -110,13 +110,13 @@ build_main() {
   )
 }
 
-# examples/install.sh in the thin environment: the package, and a stamp that makes a later install.sh (the
-# quickstart's) a no-op.
+# examples/install.sh in the thin environment: the package alone (the cached environment holds its dependencies),
+# and a stamp that makes a later install.sh (the quickstart's) a no-op.
 layer_main() {
   (
     # shellcheck disable=SC1091
     . "$1/bin/activate"
-    bash examples/install.sh
+    bash examples/install.sh --package-only
   )
 }
 
