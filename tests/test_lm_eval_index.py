@@ -1,6 +1,6 @@
 """lm-eval's built-in task index, made once per test run (tests/lm_eval_index/sitecustomize.py), is the index a
-fresh ``TaskIndex.build`` makes: the same entries in the same order, with a later path's entry replacing a built-in
-one as lm-eval replaces it, warning alike; every process the tests start reads it."""
+fresh ``TaskIndex.build`` makes: the built-in entries read back are those built, the later paths' entries are merged
+over them as lm-eval merges them (warning alike), and every process the tests start reads the test run's index."""
 
 from __future__ import annotations
 
@@ -10,31 +10,54 @@ import subprocess
 import sys
 from pathlib import Path
 
-import lm_eval.tasks
+import lm_eval.tasks._index as index_module
 from lm_eval.tasks._index import TaskIndex
 
 from lm_eval_tasks import tasks_dir
 from tests.lm_eval_index import sitecustomize as index_hook
 
 
-def test_the_reused_index_is_a_fresh_build_and_a_later_path_still_overrides(tmp_path, caplog):
-    override = tmp_path / "override"
-    override.mkdir()
-    # A built-in task's name given again by a later path: lm-eval keeps the later entry and warns.
-    (override / "arc_easy.yaml").write_text("task: arc_easy\ndataset_path: nowhere\n", encoding="utf-8")
-    paths = [Path(lm_eval.tasks.__file__).parent, Path(tasks_dir()), override]
-    with caplog.at_level(logging.WARNING, logger="lm_eval.tasks._index"):
-        fresh = TaskIndex.build.__wrapped__(paths)
+def fresh_build(paths):
+    """lm-eval's own build (tests/conftest.py's fixture wrapped it in this worker)."""
+    return TaskIndex.build.__wrapped__(paths)
+
+
+def test_the_built_in_entries_read_back_are_those_built_in_their_order(tmp_path):
+    builtin = Path(index_module.__file__).parent
+    calls = []
+
+    def counted(roots):
+        calls.append(list(roots))
+        return fresh_build(roots)
+
+    built = index_hook.builtin_entries(index_module, counted, builtin, str(tmp_path))
+    read = index_hook.builtin_entries(index_module, counted, builtin, str(tmp_path))
+    assert calls == [[builtin]]  # built once, then read back
+    assert len(built) > 10_000 and "arc_easy" in built and "medfact_bench" not in built
+    assert list(read) == list(built) and read == built
+
+
+def task_folder(folder: Path, *names: str) -> Path:
+    folder.mkdir()
+    for name in names:
+        (folder / f"{name}.yaml").write_text(f"task: {name}\ndataset_path: nowhere\n", encoding="utf-8")
+    return folder
+
+
+def test_later_paths_are_merged_over_the_first_as_lm_eval_merges_them(tmp_path, caplog):
+    first = task_folder(tmp_path / "first", "arc_easy", "kept")
+    # A name given again by a later path: lm-eval keeps the later entry, where the first stood, and warns.
+    later = task_folder(tmp_path / "later", "arc_easy", "added")
+    paths = [first, Path(tasks_dir()), later]
+    with caplog.at_level(logging.WARNING, logger=index_module.log.name):
+        fresh = fresh_build(paths)
         fresh_warnings = [r.getMessage() for r in caplog.records]
         caplog.clear()
-        for _ in range(2):  # the first may build it (another process may have); the second reads it back
-            reused = TaskIndex.build(paths)
-            assert [r.getMessage() for r in caplog.records] == fresh_warnings
-            caplog.clear()
-    assert len(fresh) > 10_000 and "medfact_bench" in fresh and fresh["arc_easy"].yaml_path.parent == override
+        merged = index_hook.merged(index_module, fresh_build(paths[:1]), fresh_build(paths[1:]))
+        assert [r.getMessage() for r in caplog.records] == fresh_warnings
     assert any("'arc_easy'" in message for message in fresh_warnings)
-    assert list(reused) == list(fresh) and reused == fresh
-    assert list(Path(os.environ[index_hook.FOLDER_VARIABLE]).glob("*.marshal"))
+    assert fresh["arc_easy"].yaml_path.parent == later and "medfact_bench" in fresh
+    assert list(merged) == list(fresh) and merged == fresh
 
 
 def test_a_process_the_tests_start_reads_the_index_of_the_test_run():

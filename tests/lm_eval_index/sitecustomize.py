@@ -20,7 +20,7 @@ FOLDER_VARIABLE = "MEDEVAL_LM_EVAL_INDEX"
 MODULE = "lm_eval.tasks._index"
 
 
-def _builtin_entries(module, build, root, folder: str) -> dict:
+def builtin_entries(module, build, root, folder: str) -> dict:
     """``build([root])``: read from ``folder`` when an earlier process wrote it, else built and written there.
 
     Written with :mod:`marshal` (the entries' YAML values, paths as text): read back in 0.2 s, where a pickle of the
@@ -58,6 +58,18 @@ def _builtin_entries(module, build, root, folder: str) -> dict:
         return entries
 
 
+def merged(module, index: dict, later: dict) -> dict:
+    """``index`` with ``later``'s entries over it, as ``TaskIndex.build`` merges a path's entries over the earlier
+    paths' (a name given again replaces the earlier entry where it stands, with lm-eval's warning)."""
+    for name, entry in later.items():
+        if name in index:
+            module.log.warning(
+                "Task '%s' from %s overrides existing task from %s", name, entry.yaml_path, index[name].yaml_path
+            )
+        index[name] = entry
+    return index
+
+
 def _reuse_builtin_entries(module) -> None:
     from pathlib import Path
 
@@ -69,14 +81,7 @@ def _reuse_builtin_entries(module) -> None:
         paths = [Path(p) for p in paths]
         if not resolve_includes or not paths or paths[0] != builtin:
             return build(paths, resolve_includes=resolve_includes)
-        index = _builtin_entries(module, build, builtin, folder)
-        for name, entry in (build(paths[1:]) if paths[1:] else {}).items():
-            if name in index:
-                module.log.warning(
-                    "Task '%s' from %s overrides existing task from %s", name, entry.yaml_path, index[name].yaml_path
-                )
-            index[name] = entry
-        return index
+        return merged(module, builtin_entries(module, build, builtin, folder), build(paths[1:]) if paths[1:] else {})
 
     reusing_build.__wrapped__ = build  # a fresh build, for the test that compares the two
     module.TaskIndex.build = staticmethod(reusing_build)

@@ -51,15 +51,25 @@ FRAGMENTS = [
     "9" * 5000,  # int() of a long digit run raises; the parser never converts
 ]
 
+# A repeated piece's length at most (the 5,000-digit piece repeated 200,000 times would be a 1 GB reply, drawn or
+# not by chance: the test took 9 to 27 s from run to run).
+REPEATED_CHARS = 400_000
+
+
+def repeated(piece: str, times: int) -> str:
+    """``piece`` ``times`` over, or as often as REPEATED_CHARS allows (at least once)."""
+    return piece * max(1, min(times, REPEATED_CHARS // len(piece)))
+
+
 hostile_replies = st.one_of(
     st.text(),
     st.lists(st.sampled_from(FRAGMENTS), max_size=60).map("".join),
     # Few pieces repeated thousands of times: long runs of "answer is", separators or think tags.
     st.tuples(st.lists(st.sampled_from(FRAGMENTS), min_size=1, max_size=4), st.integers(1, 20_000)).map(
-        lambda parts: "".join(parts[0]) * parts[1]
+        lambda parts: repeated("".join(parts[0]), parts[1])
     ),
     st.tuples(st.text(max_size=20), st.sampled_from(FRAGMENTS), st.integers(1, 200_000)).map(
-        lambda parts: parts[0] + parts[1] * parts[2]
+        lambda parts: parts[0] + repeated(parts[1], parts[2])
     ),
 )
 
