@@ -37,6 +37,44 @@ def test_the_built_in_entries_read_back_are_those_built_in_their_order(tmp_path)
     assert list(read) == list(built) and read == built
 
 
+def small_build(calls: list):
+    def build(roots):
+        calls.append(list(roots))
+        return {"t": index_module.Entry("t", index_module.Kind.TASK, Path("/tasks/t.yaml"), {"task": "t"}, {"a"})}
+
+    return build
+
+
+def test_only_a_folder_and_file_of_this_users_own_are_read_or_written(tmp_path):
+    root = Path("/tasks")
+    shared = tmp_path / "shared"
+    shared.mkdir(mode=0o777)
+    shared.chmod(0o777)  # writable by others: built every time, nothing written there
+    calls = []
+    for _ in range(2):
+        assert index_hook.builtin_entries(index_module, small_build(calls), root, str(shared))["t"].tags == {"a"}
+    assert len(calls) == 2 and not any(shared.iterdir())
+
+    own = tmp_path / "own"
+    own.mkdir(mode=0o700)
+    calls = []
+    index_hook.builtin_entries(index_module, small_build(calls), root, str(own))
+    (written,) = own.glob("*.marshal")
+    # The file replaced by a link to a copy of itself, then made writable by others: neither is read.
+    copy = tmp_path / "copy.marshal"
+    copy.write_bytes(written.read_bytes())
+    written.unlink()
+    written.symlink_to(copy)
+    assert index_hook.builtin_entries(index_module, small_build(calls), root, str(own))["t"].tags == {"a"}
+    written.unlink()
+    written.write_bytes(copy.read_bytes())
+    written.chmod(0o666)
+    assert index_hook.builtin_entries(index_module, small_build(calls), root, str(own))["t"].tags == {"a"}
+    written.chmod(0o600)
+    assert index_hook.builtin_entries(index_module, small_build(calls), root, str(own))["t"].tags == {"a"}
+    assert len(calls) == 3  # built first, for the link and for the file writable by others; read back at last
+
+
 def task_folder(folder: Path, *names: str) -> Path:
     folder.mkdir()
     for name in names:

@@ -14,14 +14,21 @@ tests/test_lm_eval_index.py checks that the index read back equals a fresh build
 from __future__ import annotations
 
 import os
+import stat
 import sys
 
 FOLDER_VARIABLE = "MEDEVAL_LM_EVAL_INDEX"
 MODULE = "lm_eval.tasks._index"
 
 
+def _own(info: os.stat_result, kind) -> bool:
+    """Whether a file's ``stat`` is of ``kind`` (not a link), owned by this user and writable by nobody else."""
+    return kind(info.st_mode) and info.st_uid == os.getuid() and not info.st_mode & 0o022
+
+
 def builtin_entries(module, build, root, folder: str) -> dict:
-    """``build([root])``: read from ``folder`` when an earlier process wrote it, else built and written there.
+    """``build([root])``: read from ``folder`` when an earlier process wrote it, else built and written there; only
+    a folder and file of this user's own, writable by nobody else, are used (a link is not followed).
 
     Written with :mod:`marshal` (the entries' YAML values, paths as text): read back in 0.2 s, where a pickle of the
     same entries takes 1 s."""
@@ -32,12 +39,20 @@ def builtin_entries(module, build, root, folder: str) -> dict:
     import tempfile
     from pathlib import Path
 
+    if not _own(os.lstat(folder), stat.S_ISDIR):
+        return build([root])  # not a folder of this user's own: nothing read from it or written into it
     key = f"{root}\0{importlib.metadata.version('lm_eval')}\0{sys.version}"
     path = os.path.join(folder, hashlib.sha256(key.encode()).hexdigest()[:20] + ".marshal")
     with open(path + ".lock", "a") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # the processes started together (torchrun's ranks) wait for the first
-        if os.path.isfile(path):
-            with open(path, "rb") as handle:
+        if os.path.lexists(path):
+            try:
+                descriptor = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+            except OSError:  # a link: never followed
+                return build([root])
+            with open(descriptor, "rb") as handle:
+                if not _own(os.fstat(handle.fileno()), stat.S_ISREG):
+                    return build([root])
                 rows = marshal.load(handle)
             return {
                 name: module.Entry(name, module.Kind[kind], None if where is None else Path(where), cfg, set(tags))
