@@ -93,7 +93,7 @@ def lm_eval_index(tmp_path_factory) -> Path:
     from tests.lm_eval_index import sitecustomize as index_hook
 
     folder = shared_root(tmp_path_factory) / "lm_eval_index"
-    folder.mkdir(exist_ok=True)
+    folder.mkdir(mode=0o700, exist_ok=True)  # the hook uses only a folder writable by nobody else, whatever the umask
     os.environ[index_hook.FOLDER_VARIABLE] = str(folder)
     os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(LM_EVAL_INDEX_HOOK), os.environ.get("PYTHONPATH")]))
     index_hook.install()
