@@ -14,16 +14,12 @@ tests/test_lm_eval_index.py checks that the index read back equals a fresh build
 from __future__ import annotations
 
 import os
-import stat
 import sys
 
 FOLDER_VARIABLE = "MEDEVAL_LM_EVAL_INDEX"
 MODULE = "lm_eval.tasks._index"
-
-
-def _own(info: os.stat_result, kind) -> bool:
-    """Whether a file's ``stat`` is of ``kind`` (not a link), owned by this user and writable by nobody else."""
-    return kind(info.st_mode) and info.st_uid == os.getuid() and not info.st_mode & 0o022
+# Far more than lm-eval's entries take: a larger file is not one this hook wrote.
+MAX_BYTES = 1 << 30
 
 
 def builtin_entries(module, build, root, folder: str) -> dict:
@@ -40,7 +36,11 @@ def builtin_entries(module, build, root, folder: str) -> dict:
     import tempfile
     from pathlib import Path
 
-    if not _own(os.lstat(folder), stat.S_ISDIR):
+    from lm_eval_tasks.utils.files import UntrustedFile, open_own_file, own_folder
+
+    try:
+        own_folder(Path(folder))
+    except UntrustedFile:
         return build([root])  # not a folder of this user's own: nothing read from it or written into it
     key = f"{root}\0{importlib.metadata.version('lm_eval')}\0{sys.version}"
     path = os.path.join(folder, hashlib.sha256(key.encode()).hexdigest()[:20] + ".marshal")
@@ -48,12 +48,10 @@ def builtin_entries(module, build, root, folder: str) -> dict:
         fcntl.flock(lock, fcntl.LOCK_EX)  # the processes started together (torchrun's ranks) wait for the first
         if os.path.lexists(path):
             try:
-                descriptor = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
-            except OSError:  # a link: never followed
+                descriptor = open_own_file(Path(path), MAX_BYTES)
+            except UntrustedFile:  # a link (never followed), or a file another user could have written
                 return build([root])
             with open(descriptor, "rb") as handle:
-                if not _own(os.fstat(handle.fileno()), stat.S_ISREG):
-                    return build([root])
                 # Without the collector, which would scan the whole heap (torch's, transformers') again and again
                 # while some 100,000 containers are made: 0.15 s instead of 0.4 to 0.8 s.
                 collecting = gc.isenabled()
