@@ -83,20 +83,21 @@ def shared_runs(tmp_path_factory) -> Path:
     return folder
 
 
-LM_EVAL_INDEX_HOOK = Path(__file__).parent / "lm_eval_index"
+LM_EVAL_ONCE_HOOK = Path(__file__).parent / "lm_eval_once"
 
 
 @pytest.fixture(scope="session", autouse=True)
-def lm_eval_index(tmp_path_factory) -> Path:
-    """lm-eval's index of its built-in tasks made once per test run, in this worker and in every process it starts
-    (tests/lm_eval_index/sitecustomize.py); our tasks are indexed afresh by each."""
-    from tests.lm_eval_index import sitecustomize as index_hook
+def lm_eval_once(tmp_path_factory) -> Path:
+    """lm-eval's index of its built-in tasks and the environment's description it writes into each results file,
+    made once per test run, in this worker and in every process it starts (tests/lm_eval_once/sitecustomize.py); our
+    tasks are indexed afresh by each."""
+    from tests.lm_eval_once import sitecustomize as once_hook
 
-    folder = shared_root(tmp_path_factory) / "lm_eval_index"
+    folder = shared_root(tmp_path_factory) / "lm_eval_once"
     folder.mkdir(mode=0o700, exist_ok=True)  # the hook uses only a folder writable by nobody else, whatever the umask
-    os.environ[index_hook.FOLDER_VARIABLE] = str(folder)
-    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(LM_EVAL_INDEX_HOOK), os.environ.get("PYTHONPATH")]))
-    index_hook.install()
+    os.environ[once_hook.FOLDER_VARIABLE] = str(folder)
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(LM_EVAL_ONCE_HOOK), os.environ.get("PYTHONPATH")]))
+    once_hook.install()
     return folder
 
 

@@ -1,6 +1,7 @@
-"""lm-eval's built-in task index, made once per test run (tests/lm_eval_index/sitecustomize.py), is the index a
-fresh ``TaskIndex.build`` makes: the built-in entries read back are those built, the later paths' entries are merged
-over them as lm-eval merges them (warning alike), and every process the tests start reads the test run's index."""
+"""What lm-eval makes once per test run (tests/lm_eval_once/sitecustomize.py) is what it makes afresh: the built-in
+task entries read back are those ``TaskIndex.build`` makes, the later paths' entries are merged over them as lm-eval
+merges them (warning alike), the environment's description is torch's, and every process the tests start reads the
+test run's."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ import lm_eval.tasks._index as index_module
 from lm_eval.tasks._index import TaskIndex
 
 from lm_eval_tasks import tasks_dir
-from tests.lm_eval_index import sitecustomize as index_hook
+from tests.lm_eval_once import sitecustomize as once_hook
 
 
 def fresh_build(paths):
@@ -26,16 +27,16 @@ def test_the_built_in_entries_read_back_are_those_built_in_their_order():
     # In the test run's own folder: where no process has written them yet, they are built here and left for the
     # tests after this one (one build of the built-in tasks, not two); else they are read and built afresh here.
     builtin = Path(index_module.__file__).parent
-    folder = os.environ[index_hook.FOLDER_VARIABLE]
+    folder = os.environ[once_hook.FOLDER_VARIABLE]
     calls = []
 
     def counted(roots):
         calls.append(list(roots))
         return fresh_build(roots)
 
-    first = index_hook.builtin_entries(index_module, counted, builtin, folder)
+    first = once_hook.builtin_entries(index_module, counted, builtin, folder)
     built = first if calls else fresh_build([builtin])
-    read = index_hook.builtin_entries(index_module, counted, builtin, folder)
+    read = once_hook.builtin_entries(index_module, counted, builtin, folder)
     assert calls in ([], [[builtin]])  # built at most once: the second call reads them back
     assert len(built) > 10_000 and "arc_easy" in built and "medfact_bench" not in built
     assert list(read) == list(built) and read == built
@@ -57,26 +58,26 @@ def test_only_a_folder_and_file_of_this_users_own_are_read_or_written(tmp_path):
     shared.chmod(0o777)  # writable by others: built every time, nothing written there
     calls = []
     for _ in range(2):
-        assert index_hook.builtin_entries(index_module, small_build(calls), root, str(shared))["t"].tags == {"a"}
+        assert once_hook.builtin_entries(index_module, small_build(calls), root, str(shared))["t"].tags == {"a"}
     assert len(calls) == 2 and not any(shared.iterdir())
 
     own = tmp_path / "own"
     own.mkdir(mode=0o700)
     calls = []
-    index_hook.builtin_entries(index_module, small_build(calls), root, str(own))
-    (written,) = own.glob("*.marshal")
+    once_hook.builtin_entries(index_module, small_build(calls), root, str(own))
+    (written,) = (path for path in own.iterdir() if path.suffix != ".lock")
     # The file replaced by a link to a copy of itself, then made writable by others: neither is read.
-    copy = tmp_path / "copy.marshal"
+    copy = tmp_path / "copy"
     copy.write_bytes(written.read_bytes())
     written.unlink()
     written.symlink_to(copy)
-    assert index_hook.builtin_entries(index_module, small_build(calls), root, str(own))["t"].tags == {"a"}
+    assert once_hook.builtin_entries(index_module, small_build(calls), root, str(own))["t"].tags == {"a"}
     written.unlink()
     written.write_bytes(copy.read_bytes())
     written.chmod(0o666)
-    assert index_hook.builtin_entries(index_module, small_build(calls), root, str(own))["t"].tags == {"a"}
+    assert once_hook.builtin_entries(index_module, small_build(calls), root, str(own))["t"].tags == {"a"}
     written.chmod(0o600)
-    assert index_hook.builtin_entries(index_module, small_build(calls), root, str(own))["t"].tags == {"a"}
+    assert once_hook.builtin_entries(index_module, small_build(calls), root, str(own))["t"].tags == {"a"}
     assert len(calls) == 3  # built first, for the link and for the file writable by others; read back at last
 
 
@@ -96,18 +97,40 @@ def test_later_paths_are_merged_over_the_first_as_lm_eval_merges_them(tmp_path, 
         fresh = fresh_build(paths)
         fresh_warnings = [r.getMessage() for r in caplog.records]
         caplog.clear()
-        merged = index_hook.merged(index_module, fresh_build(paths[:1]), fresh_build(paths[1:]))
+        merged = once_hook.merged(index_module, fresh_build(paths[:1]), fresh_build(paths[1:]))
         assert [r.getMessage() for r in caplog.records] == fresh_warnings
     assert any("'arc_easy'" in message for message in fresh_warnings)
     assert fresh["arc_easy"].yaml_path.parent == later and "medfact_bench" in fresh
     assert list(merged) == list(fresh) and merged == fresh
 
 
-def test_a_process_the_tests_start_reads_the_index_of_the_test_run():
-    code = "import lm_eval.tasks._index as m; print(m.TaskIndex.build.__name__)"
+def test_the_environment_is_described_once_per_environment_as_torch_describes_it(tmp_path):
+    from torch.utils import collect_env
+
+    folder = tmp_path / "once"
+    folder.mkdir(mode=0o700)
+    calls = []
+
+    def described():
+        calls.append(1)
+        return collect_env.get_pretty_env_info.__wrapped__()
+
+    first = once_hook.env_info(described, str(folder))
+    again = once_hook.env_info(described, str(folder))
+    assert len(calls) == 1 and again == first
+    assert "PyTorch version:" in first and sys.version.split()[0] in first
+    # lm-eval reads it from the module at each call: in this worker, the module's is the one made once.
+    assert collect_env.get_pretty_env_info.__name__ == "reusing_env_info"
+
+
+def test_a_process_the_tests_start_reads_what_the_test_run_made():
+    code = (
+        "import lm_eval.tasks._index as m, torch.utils.collect_env as c; "
+        "print(m.TaskIndex.build.__name__, c.get_pretty_env_info.__name__)"
+    )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert done.stdout.strip() == "reusing_build"
-    # Without the test run's folder, lm-eval is left as it is.
-    env = {k: v for k, v in os.environ.items() if k != index_hook.FOLDER_VARIABLE}
+    assert done.stdout.split() == ["reusing_build", "reusing_env_info"]
+    # Without the test run's folder, lm-eval and torch are left as they are.
+    env = {k: v for k, v in os.environ.items() if k != once_hook.FOLDER_VARIABLE}
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env)
-    assert done.stdout.strip() == "build"
+    assert done.stdout.split() == ["build", "get_pretty_env_info"]
