@@ -105,7 +105,7 @@ def lm_eval_args(
     tasks: Sequence[str],
     data_dir: Path,
     output_path: Path,
-    limit: int,
+    items: int | Mapping[str, Sequence[int]],
     *,
     device: str | None = None,
     batch_size: int | str | None = None,
@@ -113,12 +113,14 @@ def lm_eval_args(
     chat: bool = False,
     metadata: Mapping[str, str] | None = None,
 ) -> list[str]:
-    """The arguments of an ``lm_eval run`` of our tasks over ``data_dir`` that logs its samples to ``output_path``;
-    ``metadata`` adds to the data directory, ``chat`` applies the model's chat template."""
+    """The arguments of an ``lm_eval run`` of our tasks over ``data_dir`` that logs its samples to ``output_path``: on
+    each task's first ``items``, or the items a mapping names per task (``--samples``); ``metadata`` adds to the data
+    directory, ``chat`` applies the model's chat template."""
+    chosen = ("--samples", json.dumps(dict(items))) if isinstance(items, Mapping) else ("--limit", str(items))
     return [
         *("--model", model, "--model_args", model_args),
         *(("--device", device) if device is not None else ()),
-        *("--tasks", ",".join(tasks), "--limit", str(limit)),
+        *("--tasks", ",".join(tasks), *chosen),
         *("--metadata", json.dumps({"data_dir": str(data_dir), **(metadata or {})})),
         *(("--batch_size", str(batch_size)) if batch_size is not None else ()),
         *(("--gen_kwargs", f"max_gen_toks={max_gen_toks}") if max_gen_toks is not None else ()),

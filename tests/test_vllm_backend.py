@@ -1,6 +1,7 @@
 """lm-eval's vLLM backends against ``hf``, item by item: SmolLM2-135M-Instruct in float32, one log-likelihood
-and one generative task of every benchmark where its output type allows: tasks with short prompts, on their first
-LIMIT items (on a CPU the time goes to prompt tokens; every benchmark's prompt and reading is still compared).
+and one generative task of every benchmark where its output type allows: tasks with short prompts, on the ITEMS of each
+whose prompts are the shortest (on a CPU the time goes to prompt tokens; every benchmark's prompt and reading is still
+compared).
 
 Three runs of the same items, each started once for the whole module: ``--model hf`` (this environment),
 ``--model vllm`` (``.venv-vllm``, built by ``examples/install_vllm.sh``; ``tests/run.sh`` builds it) and
@@ -44,7 +45,18 @@ GENERATE_TASKS = (
     "millerqa_ofp_legalbench",
     "factbench_gen",
 )
-LIMIT = 2
+# The two items of each task whose prompts are the shortest in the demo data (in characters, without the chat
+# template): half the prompt tokens of the first two.
+ITEMS = {
+    "medexqa_logit_be": [7, 52],
+    "pubmedqa_atlas_n100": [52, 80],
+    "millerqa_ll_ofp_legalbench": [7, 99],
+    "medfact_bench_healthver": [187, 196],
+    "medexqa_cp": [45, 46],
+    "pubmedqa_atlas_gen": [80, 144],
+    "millerqa_ofp_legalbench": [7, 99],
+    "factbench_gen": [20, 26],
+}
 # Replies are compared token for token; the first 32 tokens of each keep the module within CI's time.
 MAX_GEN_TOKS = 32
 # SmolLM2's context, which hf reads from the model's config: both backends see the same prompts.
@@ -66,7 +78,7 @@ VLLM_ENV = {
 SERVER_START_TIMEOUT_S = 600
 # Requests an API run keeps in flight (lm-eval's num_concurrent): all of them, batched by the server as the
 # in-process engine batches them; one at a time, every reply token of every request is an engine step of its own.
-SERVER_CONCURRENCY = LIMIT * len(GENERATE_TASKS)
+SERVER_CONCURRENCY = sum(len(ITEMS[task]) for task in GENERATE_TASKS)
 
 
 @pytest.fixture(scope="module")
@@ -84,7 +96,8 @@ def backend_args(
 ) -> list[str]:
     """Every backend's run: the same items, generation budget, chat template and model label."""
     shared = {"max_gen_toks": MAX_GEN_TOKS, "chat": True, "metadata": {"millerqa_model_label": MODEL_LABEL}}
-    return lm_eval_args(model, model_args, tasks, data_dir, out, LIMIT, **shared, **options)
+    items = {task: ITEMS[task] for task in tasks}
+    return lm_eval_args(model, model_args, tasks, data_dir, out, items, **shared, **options)
 
 
 class Runs:
@@ -260,7 +273,7 @@ def compare_loglikelihoods(reference: Path, other: Path, task: str, backend: str
     """Items asked otherwise or whose prediction differs (each with both backends' log-likelihoods), and the largest
     |Δ log-likelihood|."""
     ref, oth = samples_by_doc(reference, task), samples_by_doc(other, task)
-    assert sorted(ref) == sorted(oth) and len(ref) == LIMIT
+    assert sorted(ref) == sorted(oth) and sorted(ref) == ITEMS[task]
     ref_pred, oth_pred = predictions(task, ref), predictions(task, oth)
     differences, largest = [], 0.0
     for doc_id in sorted(ref):
@@ -277,7 +290,7 @@ def compare_loglikelihoods(reference: Path, other: Path, task: str, backend: str
 def compare_replies(reference: Path, other: Path, task: str, backend: str) -> list[str]:
     """Items asked otherwise or whose reply or prediction differs, each with both replies."""
     ref, oth = samples_by_doc(reference, task), samples_by_doc(other, task)
-    assert sorted(ref) == sorted(oth) and len(ref) == LIMIT
+    assert sorted(ref) == sorted(oth) and sorted(ref) == ITEMS[task]
     ref_pred, oth_pred = predictions(task, ref), predictions(task, oth)
     differences = []
     for doc_id in sorted(ref):
@@ -293,7 +306,9 @@ def compare_replies(reference: Path, other: Path, task: str, backend: str) -> li
 @pytest.mark.parametrize("backend", ["vllm", "completions"])
 def test_loglikelihood_tasks_agree_with_hf_item_by_item(runs, task, backend):
     differences, largest = compare_loglikelihoods(runs.out["hf"], runs.out[backend], task, backend)
-    print(f"\n{task} {backend} vs hf: {LIMIT - len(differences)}/{LIMIT} same prediction, max |Δ ll| {largest:.2e}")
+    print(
+        f"\n{task} {backend} vs hf: {len(ITEMS[task]) - len(differences)}/{len(ITEMS[task])} same prediction, max |Δ ll| {largest:.2e}"
+    )
     assert not differences, "\n".join(differences)
     assert largest < LOGLIKELIHOOD_TOLERANCE
 
@@ -302,7 +317,7 @@ def test_loglikelihood_tasks_agree_with_hf_item_by_item(runs, task, backend):
 @pytest.mark.parametrize("backend", ["vllm", "chat"])
 def test_generative_tasks_agree_with_hf_item_by_item(runs, task, backend):
     differences = compare_replies(runs.out["hf"], runs.out[backend], task, backend)
-    print(f"\n{task} {backend} vs hf: {LIMIT - len(differences)}/{LIMIT} identical replies")
+    print(f"\n{task} {backend} vs hf: {len(ITEMS[task]) - len(differences)}/{len(ITEMS[task])} identical replies")
     assert not differences, "\n".join(differences)
 
 
@@ -317,7 +332,7 @@ def test_a_vllm_run_reports_as_completely_as_an_hf_run(runs, tmp_path):
     run = vllm["run"]
     assert run["model"] == "vllm" and run["dtype"] == "float32"
     assert run["model_args"]["max_model_len"] == MAX_MODEL_LEN and run["model_args"]["enforce_eager"] is True
-    assert run["chat_template_applied"] is True and run["limit"] == LIMIT
+    assert run["chat_template_applied"] is True and run["limit"] == hf["run"]["limit"]
     assert run["gen_kwargs"] == hf["run"]["gen_kwargs"] and run["task_versions"] == hf["run"]["task_versions"]
     assert run["benchmark_settings"] == hf["run"]["benchmark_settings"]
     # Every field an hf run's report fills, a vLLM run's fills too, but the model revision and sha, which only
