@@ -59,6 +59,8 @@ def made_once(folder: str, key: str, make, encode, decode):
             data = encode(made)
         except ValueError:
             return made
+        # Not utils/files.py's write_atomically: it leaves a file as readable as the umask allows (0664 under umask
+        # 002), which open_own_file would then refuse; a temporary file is made 0600.
         with tempfile.NamedTemporaryFile("wb", dir=folder, delete=False) as handle:
             handle.write(data)
         os.replace(handle.name, path)
