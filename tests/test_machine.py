@@ -1,4 +1,4 @@
-"""The second process of a long search for changes (:class:`machine.ChangesMeanwhile`): the same results as one
+"""The second process that finds values from the other end (:class:`machine.FromBothEnds`): the same results as one
 process gives, and the same errors; the work shared as each process is free."""
 
 import os
@@ -18,7 +18,7 @@ def two_cores(monkeypatch):
 
 def changes_of(function, n, there=None):
     """The changes ``function`` finds for range(n) (None: none), here and in the forked process."""
-    with machine.ChangesMeanwhile(n, there or function) as changes:
+    with machine.FromBothEnds(n, there or function) as changes:
         return changes.result(function)
 
 
@@ -33,7 +33,7 @@ def test_the_split_gives_what_one_process_gives(two_cores):
 
 def test_the_other_process_works_from_the_end_while_this_one_is_busy(two_cores):
     parent = os.getpid()
-    with machine.ChangesMeanwhile(6, lambda index: ("there", os.getpid())) as changes:
+    with machine.FromBothEnds(6, lambda index: ("there", os.getpid())) as changes:
         time.sleep(1.0)  # this process's other work: the forked one does every index meanwhile
         got = changes.result(lambda index: ("here", os.getpid()))
     assert sorted(got) == list(range(6))
@@ -81,6 +81,18 @@ def test_an_error_in_the_other_process_is_raised_here_as_without_the_split(two_c
     assert changes_of(fails_on_three, 3) == {}
 
 
+def test_of_two_errors_the_one_at_the_lower_index_is_raised_as_without_the_split(two_cores):
+    # The other process meets the error at 5 first; 3 comes first in index order, as in one process.
+    def fails_on_three_and_five(index):
+        if index in (3, 5):
+            raise ValueError(str(index))
+        return index
+
+    with pytest.raises(ValueError, match="3"):
+        changes_of(fails_on_three_and_five, 6)
+    assert changes_of(fails_on_three_and_five, 3) == {0: 0, 1: 1, 2: 2}
+
+
 def test_with_one_core_or_few_values_no_process_starts(monkeypatch):
     def no_process(*args, **kwargs):
         raise AssertionError("a process was started")
@@ -98,7 +110,7 @@ def test_with_one_core_or_few_values_no_process_starts(monkeypatch):
 
 
 def test_changes_whose_result_is_not_asked_for_end_their_process(two_cores):
-    with machine.ChangesMeanwhile(2, lambda index: time.sleep(60)) as changes:
+    with machine.FromBothEnds(2, lambda index: time.sleep(60)) as changes:
         child = changes._second._child
         assert child.is_alive()
     assert not child.is_alive()

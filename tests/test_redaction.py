@@ -741,25 +741,19 @@ def test_a_credential_in_a_reply_is_masked_in_every_field_that_quotes_it(demo_da
 
 def test_nested_details_are_masked_and_an_item_without_credentials_is_returned_as_it_is():
     from lm_eval_tasks.utils.scoring import ScoredItem
-    from lm_eval_tasks.utils.walk import _LABELS, _TEXTS, _Masker, _redacted
-
-    def both(item):  # as a report masks: the labels and details while walking, then the prompt and reply
-        masker = _Masker({RUN_KEY})
-        return _redacted(_redacted(item, masker, _LABELS, details=True), masker, _TEXTS, details=False)
+    from lm_eval_tasks.utils.walk import _Masker, _redacted
 
     details = {"id": "q1", "trace": [{"call": ("ok", f"Bearer {BEARER_TOKEN}")}], "n": 1}
     item = ScoredItem(
         "t", 0, "h", "c", "A", f"x {RUN_KEY}", 0.0, details=details, parse_step=f"step {RUN_KEY}", prompt=f"p {RUN_KEY}"
     )
-    masked = both(item)
+    masked = _redacted(item, _Masker({RUN_KEY}))
     assert masked.details == {"id": "q1", "trace": [{"call": ("ok", "Bearer ***")}], "n": 1}
     assert masked.pred == "x ***" and masked.parse_step == "step ***" and masked.gold == "A"
     assert masked.prompt == "p ***" and masked.reply is None
     assert masked.redacted == ("prompt", "pred", "parse_step", "details.trace")  # the fields' own order
-    labels_only = _redacted(item, _Masker({RUN_KEY}), _LABELS, details=True)
-    assert labels_only.prompt == f"p {RUN_KEY}" and labels_only.redacted == ("pred", "parse_step", "details.trace")
     plain = ScoredItem("t", 0, "h", "c", "A", "B", 0.0, details={"id": "q1", "trace": [{"call": ("ok",)}]}, reply="B")
-    assert both(plain) is plain
+    assert _redacted(plain, _Masker({RUN_KEY})) is plain
 
 
 def test_mask_strings_masks_every_string_and_key_at_any_depth():
@@ -1189,22 +1183,44 @@ def test_masking_meanwhile_leaves_no_cycle_holding_the_samples(demo_data_dir, tm
     assert not samples, f"{len(samples)} logged samples were kept in reference cycles"
 
 
-def test_masking_meanwhile_refuses_walks_that_are_not_of_its_specs(demo_data_dir, tmp_path):
-    # The two processes index the items by their place among the specs' samples: a walk left out would shift them.
+@pytest.mark.parametrize("cores", [1, 2])
+def test_the_walk_masks_every_text_alike_in_one_process_or_two(demo_data_dir, tmp_path, monkeypatch, cores):
+    # Two processes walk the samples from both ends (machine.FromBothEnds); each masks what it walks.
+    from lm_eval_tasks.utils import machine
     from lm_eval_tasks.utils.benchmarks import report_specs
     from lm_eval_tasks.utils.runs import load_run
-    from lm_eval_tasks.utils.walk import TextsMasking, walk_samples
+    from lm_eval_tasks.utils.walk import walk_run
 
     run = load_run(planted_run(tmp_path / "run", demo_data_dir))
     specs = report_specs()
-    with TextsMasking(run, specs) as masking:
-        walks = [walk for walk in (walk_samples(run, spec) for spec in specs) if walk.items]
-        assert len(walks) == 2  # MedFact-Bench's and MillerQA's
-        with pytest.raises(ValueError, match="3 items walked, but the specs own 6 samples"):
-            masking.items(walks[1:])
-    with TextsMasking(run, specs) as masking:
-        masked = masking.items(walks)
-    assert [len(items) for items in masked] == [3, 3]
-    replies = sorted(item.reply for item in masked[0])  # MedFact-Bench's, each holding a credential as walked
-    assert sorted(item.reply for item in walks[0].items) == sorted(MEDFACT_REPLIES)
+    monkeypatch.setattr(machine, "usable_cores", lambda: cores)
+    monkeypatch.setattr(machine, "SPLIT_MIN", 2)
+    walks = [walk for walk in walk_run(run, specs) if walk.items]
+    assert [len(walk.items) for walk in walks] == [3, 3]  # MedFact-Bench's and MillerQA's
+    assert sorted(walks[0].replies) == sorted(MEDFACT_REPLIES)  # as logged: the lengths count them
+    replies = sorted(item.reply for item in walks[0].items)  # each holding a credential as logged
     assert replies == ["<score>***</score>", "<score>***</score>", "<score>Authorization: ***</score>"]
+    assert all(item.redacted[0] == "reply" for walk in walks for item in walk.items)
+    monkeypatch.setattr(machine, "usable_cores", lambda: 1)
+    assert walks == [walk for walk in walk_run(run, specs) if walk.items]
+
+
+def test_the_first_sample_that_cannot_be_scored_is_named_however_the_walk_is_split(
+    demo_data_dir, tmp_path, monkeypatch
+):
+    from lm_eval_tasks.utils import machine
+    from lm_eval_tasks.utils.benchmarks import report_specs
+    from lm_eval_tasks.utils.data import DataError
+    from lm_eval_tasks.utils.runs import load_run
+    from lm_eval_tasks.utils.walk import walk_run
+
+    run = load_run(planted_run(tmp_path / "run", demo_data_dir))
+    task = next(task for task in sorted(run.samples) if task.startswith("medfact_bench"))
+    for sample in run.samples[task][1:]:  # lines 2 and 3: the second process, from the end, fails on line 3
+        del sample["doc_id"]
+    monkeypatch.setattr(machine, "usable_cores", lambda: 2)
+    monkeypatch.setattr(machine, "SPLIT_MIN", 2)
+    with pytest.raises(
+        DataError, match=rf"{task}_.*\.jsonl, line 2: cannot score this sample \(KeyError\('doc_id'\)\)"
+    ):
+        walk_run(run, report_specs())

@@ -56,7 +56,7 @@ def collector_paused() -> Iterator[None]:
 @contextmanager
 def one_blas_thread() -> Iterator[None]:
     """numpy's BLAS on one thread for the block (and in processes forked in it): the command's own processes keep the
-    cores busy (:class:`ChangesMeanwhile`, :func:`worker_pool`), and BLAS's threads would take turns with them,
+    cores busy (:class:`FromBothEnds`, :func:`worker_pool`), and BLAS's threads would take turns with them,
     spinning while they wait."""
     from threadpoolctl import threadpool_limits
 
@@ -151,13 +151,13 @@ def _send_result(function: Callable[..., Any], args: tuple[Any, ...], sender: Co
 SPLIT_MIN = 1000
 
 
-class ChangesMeanwhile(Generic[T]):
-    """The changes to ``n`` values, by index: begun at once by a forked process (:class:`Forked`) from the last index
-    down, with ``there(index)`` (the change from what that process holds: None where there is none), while this one
+class FromBothEnds(Generic[T]):
+    """The values of ``n`` indices (None: an index without one): begun at once by a forked process
+    (:class:`Forked`) from the last index down, with ``there(index)`` (from what that process holds), while this one
     goes on with other work; :meth:`result` finds them from the first index up, with ``here(index)``, until the two
-    meet. ``there`` and ``here`` must find the same change for an index. The process that is free sooner does more,
-    so the split needs no estimate of the other work; only the changes are sent back. Where no process starts
-    (:class:`Forked`; fewer than :data:`SPLIT_MIN` values), :meth:`result` finds every change here. Used as a context
+    meet. ``there`` and ``here`` must give the same value for an index. The process that is free sooner does more,
+    so the split needs no estimate of the work; only the values found there are sent back. Where no process starts
+    (:class:`Forked`; fewer than :data:`SPLIT_MIN` values), :meth:`result` finds every value here. Used as a context
     manager, so that the process is ended when no result is asked for."""
 
     def __init__(self, n: int, there: Callable[[int], T | None]) -> None:
@@ -171,22 +171,22 @@ class ChangesMeanwhile(Generic[T]):
         self._second = Forked(_from_the_end, there, n, self._marks) if n >= SPLIT_MIN else None
 
     def result(self, here: Callable[[int], T | None]) -> dict[int, T]:
-        marks, changes = self._marks, {}
+        marks, values = self._marks, {}
         try:
             index = 0
             while index < marks[1]:
-                if (change := here(index)) is not None:
-                    changes[index] = change
+                if (value := here(index)) is not None:
+                    values[index] = value
                 index += 1
                 marks[0] = index
             start, theirs = (self._n, {}) if self._second is None else self._second.result()
         finally:
             self._end()
         for between in range(index, start):
-            if (change := here(between)) is not None:
-                changes[between] = change
-        changes.update((position, change) for position, change in theirs.items() if position >= index)
-        return changes
+            if (value := here(between)) is not None:
+                values[between] = value
+        values.update((position, value) for position, value in theirs.items() if position >= index)
+        return values
 
     def _end(self) -> None:
         if self._second is not None:
@@ -195,7 +195,7 @@ class ChangesMeanwhile(Generic[T]):
         self._marks.release()
         self._shared.close()
 
-    def __enter__(self) -> ChangesMeanwhile[T]:
+    def __enter__(self) -> FromBothEnds[T]:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -205,12 +205,13 @@ class ChangesMeanwhile(Generic[T]):
 
 def _from_the_end(there: Callable[[int], T | None], n: int, marks: memoryview) -> tuple[int, dict[int, T]]:
     """``there(index)`` from the last index down to where the other process has come (``marks``,
-    :class:`ChangesMeanwhile`): the lowest index done, and the changes found, by index."""
-    changes = {}
+    :class:`FromBothEnds`): the lowest index done, and the values found, by index."""
+    values = {}
     index = n - 1
     while index >= marks[0]:
         marks[1] = index
-        if (change := there(index)) is not None:
-            changes[index] = change
+        value = there(index)
+        if value is not None:
+            values[index] = value
         index -= 1
-    return index + 1, changes
+    return index + 1, values

@@ -23,20 +23,26 @@ from .data import DataError, read_json
 from .files import Hashed, jsonl_lines, utf8, write_atomically
 from .machine import Forked, collector_paused
 from .report_md import to_markdown
-from .results import ScoredRun, score_path
+from .results import ScoredRun, item_record, score_path
 from .runs import find_results
+from .scoring import ScoredItem
 from .section import items_file
 
 
 def render(
-    scored: ScoredRun, drawer: plots.Drawer | None, scratch: Path, stack: ExitStack
+    scored: ScoredRun,
+    drawer: plots.Drawer | None,
+    items_written: Forked[dict[str, tuple[Path, str]]],
+    scratch: Path,
+    stack: ExitStack,
 ) -> dict[str, bytes | Iterator[bytes]]:
-    """The report's files, in the order they are best written (the items files before the scored run that reads its
-    texts from them); with a ``drawer``, its figures are drawn in another process while the rest is made.
+    """The report's files, in the order they are best written (the items files before the scored run that holds
+    their sha256); with a ``drawer``, its figures are drawn in another process while the rest is made.
 
-    The page and the scored run's body (megabytes each) are made by two more processes, each into a file in
-    ``scratch`` (a folder of ours), while this one makes the items files as they are written, and read back as they
-    are written in turn: ``stack`` ends those processes once the files are written (or on any error)."""
+    The items files are those ``items_written`` wrote into ``scratch`` (a folder of ours; :func:`_items_into`, begun
+    while the sections were scored). The page and the scored run's body (megabytes each) are made by two more
+    processes, each into a file in ``scratch``, and read back as they are written in turn: ``stack`` ends those
+    processes once the files are written (or on any error)."""
     report = scored.report()
     figures = scorecard.figures(report)
     if drawer is not None:
@@ -46,15 +52,30 @@ def render(
         "report.md": utf8(to_markdown(report)),
     }
     body = stack.enter_context(Forked(_body_into, scored, scratch)) if scored_file.reusable(scored) else None
-    items = scored.item_details()
     drawn = plots.drawn(figures, drawer)
-    page = stack.enter_context(Forked(_page_into, report, items, drawn, scratch))
+    page = stack.enter_context(Forked(_page_into, scored, report, drawn, scratch))
     files |= {name: png for name, png in drawn.items() if name.endswith(".png")}
-    # Each line made as it is written: the items files are the report's largest (tens of MB of texts).
-    lines = {name: Hashed(jsonl_lines(records)) for name, records in items.items()}
-    files |= {items_file(name): chunks for name, chunks in lines.items()}
-    files["report.html"] = _chunks(page)
-    return files if body is None else files | {scored_file.FILE: _saved(scored, body, lines)}
+    written = items_written.result()
+    files |= {items_file(name): _read_back(path) for name, (path, _) in written.items()}
+    files["report.html"] = _read_back(page.result())
+    if body is None:
+        return files
+    return files | {
+        scored_file.FILE: scored_file.saved_file(scored, body.result(), {n: h for n, (_, h) in written.items()})
+    }
+
+
+def _items_into(items: dict[str, tuple[ScoredItem, ...]], folder: Path) -> dict[str, tuple[Path, str]]:
+    """Each section's items file (one record per item, :func:`.results.item_record`) written into ``folder``: its
+    path and sha256, by section name."""
+    written = {}
+    for name, section_items in items.items():
+        path = folder / items_file(name)
+        lines = Hashed(jsonl_lines(item_record(item) for item in section_items))
+        with path.open("wb") as out:
+            out.writelines(lines)
+        written[name] = (path, lines.hexdigest())
+    return written
 
 
 def _body_into(scored: ScoredRun, folder: Path) -> Path:
@@ -64,20 +85,15 @@ def _body_into(scored: ScoredRun, folder: Path) -> Path:
     return path
 
 
-def _saved(scored: ScoredRun, body: Forked[Path], lines: dict[str, Hashed]) -> Iterator[bytes]:
-    """scored_run.json, made when it is written: after the items files, whose sha256 it holds."""
-    yield scored_file.saved_file(scored, body.result(), {name: hashed.hexdigest() for name, hashed in lines.items()})
-
-
-def _page_into(report: dict, items: dict, drawn: dict[str, bytes], folder: Path) -> Path:
+def _page_into(scored: ScoredRun, report: dict, drawn: dict[str, bytes], folder: Path) -> Path:
     path = folder / "report.html"
-    path.write_bytes(utf8(scorecard.render_html(report, items, drawn)))
+    path.write_bytes(utf8(scorecard.render_html(report, scored.item_details(), drawn)))
     return path
 
 
-def _chunks(made: Forked[Path], size: int = 1024**2) -> Iterator[bytes]:
-    """The file ``made`` writes, read once it is written."""
-    with made.result().open("rb") as handle:
+def _read_back(path: Path, size: int = 1024**2) -> Iterator[bytes]:
+    """The file at ``path``, read as it is written."""
+    with path.open("rb") as handle:
         while chunk := handle.read(size):
             yield chunk
 
@@ -126,18 +142,19 @@ def write_report(
     before = _files_written_before(target)
     drawer = plots.Drawer()  # started first: it imports matplotlib while the run is scored
     try:
-        with collector_paused():
-            # Each section's figures are sent to be drawn as soon as it is scored (scorecard.figures: a section's
-            # own numbers make them), while the other sections are scored.
+        with collector_paused(), tempfile.TemporaryDirectory(prefix="report-") as scratch, ExitStack() as stack:
+            # The items files are written by another process while the sections are scored; each section's figures
+            # are sent to be drawn as soon as it is scored (scorecard.figures: a section's own numbers make them).
+            items_written: list[Forked[dict[str, tuple[Path, str]]]] = []
             scored = score_path(
                 path,
                 tokenizer,
                 lambda name, numbers: drawer.draw(scorecard.figures({"benchmarks": {name: numbers}})),
+                lambda items: items_written.append(stack.enter_context(Forked(_items_into, items, Path(scratch)))),
             )
             stats.forget_resamples()  # every interval is computed: the page and files only format them
-            with tempfile.TemporaryDirectory(prefix="report-") as scratch, ExitStack() as stack:
-                files = render(scored, drawer, Path(scratch), stack)
-                written = write_atomically(target, {**files, MANIFEST: utf8(json.dumps(sorted(files)) + "\n")})
+            files = render(scored, drawer, items_written[0], Path(scratch), stack)
+            written = write_atomically(target, {**files, MANIFEST: utf8(json.dumps(sorted(files)) + "\n")})
     finally:
         drawer.wait()
     for name in sorted(before - set(files) - {MANIFEST}):

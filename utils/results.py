@@ -27,7 +27,7 @@ from .runs import Run, load_run, run_info
 from .samples import choice_probabilities
 from .scoring import ScoredItem
 from .section import Section, generates_text, score_section
-from .walk import TextsMasking, masked, walk_samples
+from .walk import masked, walk_run
 
 # report.json's schema; its changes, version by version, are in CHANGELOG.md.
 SCHEMA_VERSION = "2.6"
@@ -123,10 +123,15 @@ def item_record(item: ScoredItem) -> dict[str, Any]:
 
 
 def score(
-    run: Run, tokenizer: str | None = None, on_numbers: Callable[[str, dict[str, Any]], object] | None = None
+    run: Run,
+    tokenizer: str | None = None,
+    on_numbers: Callable[[str, dict[str, Any]], object] | None = None,
+    on_items: Callable[[dict[str, tuple[ScoredItem, ...]]], object] | None = None,
 ) -> ScoredRun:
     """Every section of ``run``, scored once; reply lengths counted as ``--tokenizer`` asks (:func:`.lengths.counter`).
 
+    ``on_items(items)`` is called with each section's items (by section name, as :class:`ScoredRun` will hold them)
+    once they are walked, before any section's numbers are computed (the report writes its items files meanwhile).
     ``on_numbers(name, numbers)`` is called with each section's numbers as soon as they are computed: those whose
     tasks generate text are scored last, as they may have to load the tokenizer first (seconds), so that a caller can
     go on with the others meanwhile (the report sends their figures to be drawn). The sections keep their order."""
@@ -137,9 +142,8 @@ def score(
     # Made when a section first needs it (a generative one), once for all the run's sections.
     counter = cache(lambda: lengths.counter(tokenizer, model_args))
     specs = report_specs()
-    # The prompts and replies are masked meanwhile, in another process: the numbers never read them.
-    with TextsMasking(run, specs) as masking, one_blas_thread():
-        walks = [(spec, walk_samples(run, spec)) for spec in specs]
+    with one_blas_thread():
+        walks = list(zip(specs, walk_run(run, specs)))
         owned = {item.task for _, walk in walks for item in walk.items}
         # Task names are the results file's: any run's, masked like every text it holds.
         empty_tasks = tuple(sorted(masked(run, task) for task, samples in run.samples.items() if not samples))
@@ -148,19 +152,17 @@ def score(
         )
         # Every sample is walked: the sections read the run's results file, and its samples only where a spec's extra
         # section does. The logged samples (most of a run's memory) are let go here when the caller does not hold
-        # them, and by the masking once its other process is done with them.
+        # them.
         if not any(spec.extra_section is not None and walk.items for spec, walk in walks):
             run = replace(run, samples={})
         scored = [(spec, walk) for spec, walk in walks if walk.items]
+        if on_items is not None:
+            on_items({spec.name: tuple(walk.items) for spec, walk in scored})
         for spec, walk in sorted(scored, key=lambda pair: generates_text(run, {item.task for item in pair[1].items})):
             sections[spec.name] = score_section(walk.items, spec, run, provenance, counter, walk)
             if on_numbers is not None:
                 on_numbers(spec.name, sections[spec.name].numbers)
-        items = masking.items([walk for _, walk in scored])
-    sections = {
-        spec.name: replace(sections[spec.name], items=tuple(masked_items))
-        for (spec, _), masked_items in zip(scored, items)
-    }
+    sections = {spec.name: sections[spec.name] for spec, _ in scored}
     settings = {name: list(s.settings) for name, s in sections.items() if s.spec.settings_of is not None}
     provenance["benchmark_settings"] = settings
     provenance["declared_settings"] = declared_settings(sections)
@@ -196,5 +198,6 @@ def score_path(
     path: str | os.PathLike,
     tokenizer: str | None = None,
     on_numbers: Callable[[str, dict[str, Any]], object] | None = None,
+    on_items: Callable[[dict[str, tuple[ScoredItem, ...]]], object] | None = None,
 ) -> ScoredRun:
-    return score(load_run(path), tokenizer, on_numbers)
+    return score(load_run(path), tokenizer, on_numbers, on_items)

@@ -1,9 +1,7 @@
-"""One pass over a spec's logged samples of a run (:func:`walk_samples`): each scored by its benchmark's parser
-and masked of the run's credentials (and anything shaped like one) before anything else reads it, with the settings,
-caveats, replies and token budgets a section's numbers need (:mod:`.section`).
-
-A section's numbers never read an item's prompt or reply, the largest texts by far: those are masked meanwhile
-(:class:`TextsMasking`), in another process where the machine has the cores."""
+"""One pass over a spec's logged samples of a run (:func:`walk_samples`, every spec's at once: :func:`walk_run`):
+each scored by its benchmark's parser and masked of the run's credentials (and anything shaped like one) before
+anything else reads it, with the settings, caveats, replies and token budgets a section's numbers need
+(:mod:`.section`). Two processes share the pass where the machine has the cores."""
 
 from __future__ import annotations
 
@@ -13,16 +11,14 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from .data import DataError
-from .machine import ChangesMeanwhile
+from .machine import FromBothEnds
 from .redaction import MASK, mask, mask_strings, secret_values
 from .runs import Run
 from .samples import logged_generation_kwargs, logged_reply
 from .scoring import BenchmarkSpec, ScoredItem
 
-# The item's own fields that hold text, in the order ``redacted`` names them (then details.<key>, in details order):
-# its prompt and reply (masked by :class:`TextsMasking`), then the others (masked by :func:`walk_samples`).
-_TEXTS = ("prompt", "reply")
-_LABELS = ("choices", "gold", "pred", "parse_step", "invalid_reason", "item_id")
+# The item's own fields that hold text, in the order ``redacted`` names them (then details.<key>, in details order).
+_TEXTS = ("prompt", "reply", "choices", "gold", "pred", "parse_step", "invalid_reason", "item_id")
 
 
 class _Masker:
@@ -44,18 +40,18 @@ class _Masker:
         return found
 
 
-def _redacted(item: ScoredItem, masker: _Masker, fields: tuple[str, ...], details: bool) -> ScoredItem:
-    """``item`` with the texts of ``fields`` (and any string in its ``details``) masked of the run's credentials and
-    anything shaped like one; ``item`` itself when nothing was masked. ``redacted`` names the fields a credential was
-    masked in: these, before those named already (the prompt and reply are masked last and named first)."""
+def _redacted(item: ScoredItem, masker: _Masker) -> ScoredItem:
+    """``item`` with every text (and any string in its ``details``) masked of the run's credentials and anything
+    shaped like one; ``item`` itself when nothing was masked. ``redacted`` names the fields a credential was masked
+    in, before any named already."""
     changed = {}
-    for name in fields:
+    for name in _TEXTS:
         value = getattr(item, name)
         masked = _masked_texts(value, masker)
         if masked is not value:
             changed[name] = masked
     masked_details = {}
-    for key, value in item.details.items() if details else ():
+    for key, value in item.details.items():
         masked = _masked_texts(value, masker)
         if masked is not value:
             masked_details[key] = masked
@@ -95,12 +91,10 @@ def _mask_strings(value: Any, masker: _Masker) -> Any:
 
 @dataclass
 class Walk:
-    """What one pass over a spec's samples gathers: the scored items (sorted by task and doc_id; every text masked
-    but their prompts and replies, :class:`TextsMasking`) with each one's place in the pass (``order``), the distinct
-    settings and caveats (unmasked), and each reply with its token budget (in file order)."""
+    """What one pass over a spec's samples gathers: the scored items (sorted by task and doc_id; every text masked),
+    the distinct settings and caveats (unmasked), and each reply with its token budget (in file order)."""
 
     items: list[ScoredItem] = field(default_factory=list)
-    order: list[int] = field(default_factory=list)  # each item's place among the samples as walked (tasks sorted)
     settings: dict[str, dict[str, Any]] = field(default_factory=dict)
     caveats: dict[str, None] = field(default_factory=dict)
     replies: list[str] = field(default_factory=list)
@@ -125,88 +119,86 @@ def _scored(spec: BenchmarkSpec, task: str, sample: Mapping[str, Any]) -> Scored
     return replace(spec.score_sample(task, sample), item_id=spec.item_id_of(sample))
 
 
-def walk_samples(run: Run, spec: BenchmarkSpec, score: bool = True) -> Walk:
-    """One pass over the spec's samples of ``run``: each scored (``score``) from its logged reply, its texts but its
-    prompt and reply masked of the run's credentials and anything shaped like a credential; its settings, caveat,
-    reply and token budget."""
+@dataclass(frozen=True)
+class _Walked:
+    """What the walk gathers from one sample (:class:`Walk`)."""
+
+    item: ScoredItem | None  # every text masked; None when not scored
+    settings: tuple[str, dict[str, Any]] | None  # the settings' key and values (unmasked)
+    caveat: str | None
+    reply: str  # unmasked, as logged
+    budget: int | None
+
+
+def _walked(
+    run: Run, spec: BenchmarkSpec, task: str, number: int, sample: Mapping[str, Any], masker: _Masker, score: bool
+) -> _Walked:
+    item = None
+    if score:
+        try:
+            scored = _scored(spec, task, sample)
+        except (KeyError, TypeError, ValueError, IndexError) as exc:
+            raise DataError(f"{run.sample_files[task]}, line {number}: cannot score this sample ({exc!r})") from exc
+        item = _redacted(scored, masker)
+    settings = None
+    if spec.settings_of is not None:
+        values = dict(spec.settings_of(sample))
+        settings = (json.dumps(values, sort_keys=True, default=str), values)
+    caveat = None
+    if spec.protocol.caveat_of is not None and isinstance(sample.get("doc"), Mapping):
+        caveat = spec.protocol.caveat_of(sample["doc"]) or None
+    reply = logged_reply(sample) if "filtered_resps" in sample else None
+    budget = (logged_generation_kwargs(sample) or {}).get("max_gen_toks")
+    return _Walked(
+        item,
+        settings,
+        caveat,
+        reply if isinstance(reply, str) else "",
+        budget if isinstance(budget, int) and not isinstance(budget, bool) else None,
+    )
+
+
+def _gathered(walked: Sequence[_Walked]) -> Walk:
     walk = Walk()
-    masker = _Masker(_secrets(run))
-    for task, number, sample in _owned(run, spec):
-        if score:
-            try:
-                item = _scored(spec, task, sample)
-            except (KeyError, TypeError, ValueError, IndexError) as exc:
-                raise DataError(f"{run.sample_files[task]}, line {number}: cannot score this sample ({exc!r})") from exc
-            walk.items.append(_labels_masked(item, masker))
-        if spec.settings_of is not None:
-            values = dict(spec.settings_of(sample))
-            walk.settings.setdefault(json.dumps(values, sort_keys=True, default=str), values)
-        if spec.protocol.caveat_of is not None and isinstance(sample.get("doc"), Mapping):
-            caveat = spec.protocol.caveat_of(sample["doc"])
-            if caveat:
-                walk.caveats.setdefault(caveat)
-        reply = logged_reply(sample) if "filtered_resps" in sample else None
-        walk.replies.append(reply if isinstance(reply, str) else "")
-        budget = (logged_generation_kwargs(sample) or {}).get("max_gen_toks")
-        walk.budgets.append(budget if isinstance(budget, int) and not isinstance(budget, bool) else None)
-    walk.order = sorted(range(len(walk.items)), key=lambda place: (walk.items[place].task, walk.items[place].doc_id))
-    walk.items = [walk.items[place] for place in walk.order]
+    for one in walked:
+        if one.item is not None:
+            walk.items.append(one.item)
+        if one.settings is not None:
+            walk.settings.setdefault(*one.settings)
+        if one.caveat is not None:
+            walk.caveats.setdefault(one.caveat)
+        walk.replies.append(one.reply)
+        walk.budgets.append(one.budget)
+    walk.items.sort(key=lambda item: (item.task, item.doc_id))
     return walk
 
 
-def _labels_masked(item: ScoredItem, masker: _Masker) -> ScoredItem:
-    """``item`` as the walk holds it: every text masked but its prompt and reply (both processes of
-    :class:`TextsMasking` start from it)."""
-    return _redacted(item, masker, _LABELS, details=True)
+def walk_run(run: Run, specs: Sequence[BenchmarkSpec], score: bool = True) -> list[Walk]:
+    """Each spec's pass over its samples of ``run``, in the specs' order: each sample scored (``score``) from its
+    logged reply, every text of its item masked of the run's credentials and anything shaped like a credential; its
+    settings, caveat, reply and token budget. Where the machine has the cores, two processes walk the samples from
+    both ends until they meet (:class:`.machine.FromBothEnds`); a sample that cannot be scored is named here,
+    the first in walking order that cannot."""
+    masker = _Masker(_secrets(run))
+    owned = [(spec, task, number, sample) for spec in specs for task, number, sample in _owned(run, spec)]
+
+    def walked(place: int) -> _Walked:  # holds no reference to a walk: only the samples and what scores them
+        return _walked(run, *owned[place], masker, score)
+
+    with FromBothEnds(len(owned), walked) as both:
+        found = both.result(walked)
+    walks, place = [], 0
+    for spec in specs:
+        start = place
+        while place < len(owned) and owned[place][0] is spec:
+            place += 1
+        walks.append(_gathered([found[index] for index in range(start, place)]))
+    return walks
 
 
-def _texts_change(item: ScoredItem, masker: _Masker) -> ScoredItem | None:
-    """``item`` with its prompt and reply masked too; None when neither held anything to mask."""
-    masked = _redacted(item, masker, _TEXTS, details=False)
-    return None if masked is item else masked
-
-
-class TextsMasking:
-    """The prompts and replies of the items the ``specs`` score in ``run``, masked (the items' other texts are masked
-    as they are walked, :func:`walk_samples`): begun at once by another process where the machine has the cores,
-    which scores and masks the samples itself from the last one walked, while this one walks them and computes the
-    sections' numbers, which never read a prompt or reply; :meth:`items` masks the rest here, from the first
-    (:class:`.machine.ChangesMeanwhile`)."""
-
-    def __init__(self, run: Run, specs: Sequence[BenchmarkSpec]) -> None:
-        self._masker = masker = _Masker(_secrets(run))
-        owned = [(spec, task, sample) for spec in specs for task, _, sample in _owned(run, spec)]
-        self._n = len(owned)
-
-        def there(place: int) -> ScoredItem | None:  # holds no reference to self: no cycle keeps the samples
-            spec, task, sample = owned[place]
-            return _texts_change(_labels_masked(_scored(spec, task, sample), masker), masker)
-
-        self._changes = ChangesMeanwhile(len(owned), there)
-
-    def items(self, walks: Sequence[Walk]) -> list[list[ScoredItem]]:
-        """Each walk's items (the walks of the ``specs``, in their order) with their prompts and replies masked."""
-        walked: list[ScoredItem] = []  # every item in the order the samples were walked, all specs
-        places: list[list[int]] = []  # each walk's items' places in ``walked``
-        for walk in walks:
-            start = len(walked)
-            walked += walk.items  # then each at its place
-            for place, item in zip(walk.order, walk.items):
-                walked[start + place] = item
-            places.append([start + place for place in walk.order])
-        if len(walked) != self._n:
-            raise ValueError(f"{len(walked)} items walked, but the specs own {self._n} samples")
-        changes = self._changes.result(lambda place: _texts_change(walked[place], self._masker))
-        return [
-            [changes.get(place, item) for place, item in zip(walk_places, walk.items)]
-            for walk_places, walk in zip(places, walks)
-        ]
-
-    def __enter__(self) -> TextsMasking:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._changes.__exit__(*exc)
+def walk_samples(run: Run, spec: BenchmarkSpec, score: bool = True) -> Walk:
+    """One spec's pass over its samples of ``run`` (:func:`walk_run`)."""
+    return walk_run(run, [spec], score)[0]
 
 
 def masked(run: Run, value: Any) -> Any:
