@@ -1,5 +1,5 @@
-"""The second process that finds values from the other end (:class:`machine.FromBothEnds`): the same results as one
-process gives, and the same errors; the work shared as each process is free."""
+"""What the machine offers the commands that work in parallel (:mod:`machine`): a forked process's result the same as
+one computed here, the cores shared among a pool's workers, the collector paused and BLAS on one thread."""
 
 import os
 import time
@@ -13,107 +13,6 @@ pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="the split needs
 @pytest.fixture
 def two_cores(monkeypatch):
     monkeypatch.setattr(machine, "usable_cores", lambda: 2)
-    monkeypatch.setattr(machine, "SPLIT_MIN", 2)
-
-
-def changes_of(function, n, there=None):
-    """The changes ``function`` finds for range(n) (None: none), here and in the forked process."""
-    with machine.FromBothEnds(n, there or function) as changes:
-        return changes.result(function)
-
-
-def _changed_where_divisible_by_three(value):
-    return f"{value}!" if value % 3 == 0 else None
-
-
-def test_the_split_gives_what_one_process_gives(two_cores):
-    assert changes_of(_changed_where_divisible_by_three, 10) == {0: "0!", 3: "3!", 6: "6!", 9: "9!"}
-    assert changes_of(lambda index: None, 10) == {}
-
-
-def test_the_other_process_works_from_the_end_while_this_one_is_busy(two_cores):
-    parent = os.getpid()
-    with machine.FromBothEnds(6, lambda index: ("there", os.getpid())) as changes:
-        time.sleep(1.0)  # this process's other work: the forked one does every index meanwhile
-        got = changes.result(lambda index: ("here", os.getpid()))
-    assert sorted(got) == list(range(6))
-    assert all(where == "there" and pid != parent for where, pid in got.values())
-
-
-def test_the_two_processes_meet_and_each_does_its_end(two_cores):
-    # Each index takes 10 ms; this process starts at once: the two share the indices and meet between them.
-    def slow(where):
-        def change(index):
-            time.sleep(0.01)
-            return where
-
-        return change
-
-    got = changes_of(slow("here"), 60, there=slow("there"))
-    assert sorted(got) == list(range(60))
-    found = [got[index] for index in range(60)]
-    assert found[0] == "here" and found[-1] == "there" and found == sorted(found)  # "here" from the first on
-
-
-def test_indices_neither_process_did_are_done_here(two_cores, monkeypatch):
-    # As a stale read of the shared marks could: the other process takes index 1 on, then sends back from index 3 on
-    # only; this process stops at index 1 and does 1 and 2 after all.
-    def takes_one_does_three(there, n, marks):
-        marks[1] = 1
-        return 3, {3: "there"}
-
-    def slow_first(index):
-        time.sleep(0.5 if index == 0 else 0)  # the other process takes index 1 meanwhile
-        return "here"
-
-    monkeypatch.setattr(machine, "_from_the_end", takes_one_does_three)
-    assert changes_of(slow_first, 4) == {0: "here", 1: "here", 2: "here", 3: "there"}
-
-
-def test_an_error_in_the_other_process_is_raised_here_as_without_the_split(two_cores):
-    def fails_on_three(index):
-        if index == 3:
-            raise ValueError("three")
-        return None
-
-    with pytest.raises(ValueError, match="three"):
-        changes_of(fails_on_three, 4)
-    assert changes_of(fails_on_three, 3) == {}
-
-
-def test_of_two_errors_the_one_at_the_lower_index_is_raised_as_without_the_split(two_cores):
-    # The other process meets the error at 5 first; 3 comes first in index order, as in one process.
-    def fails_on_three_and_five(index):
-        if index in (3, 5):
-            raise ValueError(str(index))
-        return index
-
-    with pytest.raises(ValueError, match="3"):
-        changes_of(fails_on_three_and_five, 6)
-    assert changes_of(fails_on_three_and_five, 3) == {0: 0, 1: 1, 2: 2}
-
-
-def test_with_one_core_or_few_values_no_process_starts(monkeypatch):
-    def no_process(*args, **kwargs):
-        raise AssertionError("a process was started")
-
-    def nowhere(index):
-        raise AssertionError("the other process's function is used only there")
-
-    monkeypatch.setattr(machine.multiprocessing, "get_context", no_process)
-    monkeypatch.setattr(machine, "usable_cores", lambda: 1)
-    expected = {index: f"{index}!" for index in range(0, 2000, 3)}
-    assert changes_of(_changed_where_divisible_by_three, 2000, there=nowhere) == expected
-    monkeypatch.setattr(machine, "usable_cores", lambda: 2)
-    monkeypatch.setattr(machine, "SPLIT_MIN", 1000)
-    assert changes_of(_changed_where_divisible_by_three, 4, there=nowhere) == {0: "0!", 3: "3!"}
-
-
-def test_changes_whose_result_is_not_asked_for_end_their_process(two_cores):
-    with machine.FromBothEnds(2, lambda index: time.sleep(60)) as changes:
-        child = changes._second._child
-        assert child.is_alive()
-    assert not child.is_alive()
 
 
 def test_a_result_that_cannot_be_sent_back_is_computed_here(two_cores):

@@ -1140,13 +1140,12 @@ def test_a_key_after_characters_whose_lowering_is_longer_is_masked():
 
 
 def test_items_masked_in_two_processes_are_those_one_process_masks(demo_data_dir, tmp_path, monkeypatch):
-    # The report masks the items from the last one in a forked process while it computes the numbers: every file it
-    # writes is the same.
+    # The report writes its items files in a forked process while it computes the numbers: every file it writes is
+    # the same.
     from lm_eval_tasks.utils import machine
     from lm_eval_tasks.utils.report import write_report
 
     run = planted_run(tmp_path / "run", demo_data_dir)
-    monkeypatch.setattr(machine, "SPLIT_MIN", 2)
     written = {}
     for cores in (1, 2):
         monkeypatch.setattr(machine, "usable_cores", lambda cores=cores: cores)
@@ -1156,17 +1155,14 @@ def test_items_masked_in_two_processes_are_those_one_process_masks(demo_data_dir
     assert b"***" in written[2]["items_medfact_bench.jsonl"] and b"***" in written[2]["items_millerqa.jsonl"]
 
 
-def test_masking_meanwhile_leaves_no_cycle_holding_the_samples(demo_data_dir, tmp_path, monkeypatch):
-    # The process that masks from the last sample is given the run's samples: nothing that holds them may be in a
-    # reference cycle, or they outlive the scoring until the collector runs (0.3 s of a realistic run's report).
+def test_the_walk_leaves_no_cycle_holding_the_samples(demo_data_dir, tmp_path):
+    # The scoring lets the run's samples go once they are walked: nothing that holds them may be in a reference
+    # cycle, or they outlive the scoring until the collector runs (0.3 s of a realistic run's report).
     import gc
 
-    from lm_eval_tasks.utils import machine
     from lm_eval_tasks.utils.results import score_path
 
     run = planted_run(tmp_path / "run", demo_data_dir)
-    monkeypatch.setattr(machine, "SPLIT_MIN", 2)
-    monkeypatch.setattr(machine, "usable_cores", lambda: 2)
     gc.collect()
     gc.disable()
     gc.set_debug(gc.DEBUG_SAVEALL)  # what a collection finds unreachable is kept in gc.garbage, to be looked at
@@ -1183,32 +1179,21 @@ def test_masking_meanwhile_leaves_no_cycle_holding_the_samples(demo_data_dir, tm
     assert not samples, f"{len(samples)} logged samples were kept in reference cycles"
 
 
-@pytest.mark.parametrize("cores", [1, 2])
-def test_the_walk_masks_every_text_alike_in_one_process_or_two(demo_data_dir, tmp_path, monkeypatch, cores):
-    # Two processes walk the samples from both ends (machine.FromBothEnds); each masks what it walks.
-    from lm_eval_tasks.utils import machine
+def test_the_walk_masks_every_text_of_the_items_and_keeps_the_replies_as_logged(demo_data_dir, tmp_path):
     from lm_eval_tasks.utils.benchmarks import report_specs
     from lm_eval_tasks.utils.runs import load_run
     from lm_eval_tasks.utils.walk import walk_run
 
     run = load_run(planted_run(tmp_path / "run", demo_data_dir))
-    specs = report_specs()
-    monkeypatch.setattr(machine, "usable_cores", lambda: cores)
-    monkeypatch.setattr(machine, "SPLIT_MIN", 2)
-    walks = [walk for walk in walk_run(run, specs) if walk.items]
+    walks = [walk for walk in walk_run(run, report_specs()) if walk.items]
     assert [len(walk.items) for walk in walks] == [3, 3]  # MedFact-Bench's and MillerQA's
     assert sorted(walks[0].replies) == sorted(MEDFACT_REPLIES)  # as logged: the lengths count them
     replies = sorted(item.reply for item in walks[0].items)  # each holding a credential as logged
     assert replies == ["<score>***</score>", "<score>***</score>", "<score>Authorization: ***</score>"]
     assert all(item.redacted[0] == "reply" for walk in walks for item in walk.items)
-    monkeypatch.setattr(machine, "usable_cores", lambda: 1)
-    assert walks == [walk for walk in walk_run(run, specs) if walk.items]
 
 
-def test_the_first_sample_that_cannot_be_scored_is_named_however_the_walk_is_split(
-    demo_data_dir, tmp_path, monkeypatch
-):
-    from lm_eval_tasks.utils import machine
+def test_the_first_sample_that_cannot_be_scored_is_named(demo_data_dir, tmp_path):
     from lm_eval_tasks.utils.benchmarks import report_specs
     from lm_eval_tasks.utils.data import DataError
     from lm_eval_tasks.utils.runs import load_run
@@ -1216,10 +1201,8 @@ def test_the_first_sample_that_cannot_be_scored_is_named_however_the_walk_is_spl
 
     run = load_run(planted_run(tmp_path / "run", demo_data_dir))
     task = next(task for task in sorted(run.samples) if task.startswith("medfact_bench"))
-    for sample in run.samples[task][1:]:  # lines 2 and 3: the second process, from the end, fails on line 3
+    for sample in run.samples[task][1:]:  # lines 2 and 3
         del sample["doc_id"]
-    monkeypatch.setattr(machine, "usable_cores", lambda: 2)
-    monkeypatch.setattr(machine, "SPLIT_MIN", 2)
     with pytest.raises(
         DataError, match=rf"{task}_.*\.jsonl, line 2: cannot score this sample \(KeyError\('doc_id'\)\)"
     ):

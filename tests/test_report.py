@@ -248,6 +248,51 @@ def test_two_different_samples_for_one_doc_are_an_error_naming_both_lines(run_di
         build_report(run_dir)
 
 
+def test_a_line_logged_twice_in_another_layout_is_the_same_sample_counted_once(run_dir):
+    # The same object with its keys in another order and other spacing: the earlier line is read again and compared.
+    samples = run_dir / f"samples_medfact_bench_healthver_{STAMP}.jsonl"
+    lines = samples.read_text(encoding="utf-8").splitlines(keepends=True)
+    again = json.dumps(dict(reversed(list(json.loads(lines[1]).items()))), indent=None, separators=(" ,", " : "))
+    samples.write_text("".join(lines) + again + "\n", encoding="utf-8")
+    report = build_report(run_dir)
+    assert report["benchmarks"]["medfact_bench"]["n_items"] == 7
+    assert report["run"]["repeated_sample_lines"] == {"medfact_bench_healthver": 1}
+
+
+def test_the_samples_of_another_filter_are_never_scored_nor_compared(run_dir):
+    # lm-eval logs one line per filter: the "none" filter's lines are read; another filter's lines, even ones that
+    # could not be scored or that contradict each other, change nothing.
+    samples = run_dir / f"samples_medfact_bench_healthver_{STAMP}.jsonl"
+    lines = samples.read_text(encoding="utf-8").splitlines(keepends=True)
+    before = build_report(run_dir)
+    other = [json.loads(line) | {"filter": "strict"} for line in lines]
+    unscorable = other[0] | {"doc": {}}  # no gold label: scoring it fails
+    contradicting = other[0] | {"filtered_resps": ["<score>2</score>"]}
+    samples.write_text(
+        "".join(lines) + "".join(json.dumps(row) + "\n" for row in (unscorable, contradicting, *other[1:])),
+        encoding="utf-8",
+    )
+    after = build_report(run_dir)
+    assert after["benchmarks"] == before["benchmarks"] and after["run"]["repeated_sample_lines"] == {}
+    samples.write_text("".join(json.dumps(row) + "\n" for row in (unscorable, *other[1:])), encoding="utf-8")
+    with pytest.raises(DataError, match=rf"samples_medfact_bench_healthver_{STAMP}.jsonl, line 1: cannot score"):
+        build_report(run_dir)  # the only filter left is read: its unscorable line is named
+
+
+def test_a_run_read_and_walked_in_one_pass_scores_as_the_run_held_in_memory(run_dir):
+    from lm_eval_tasks.utils.medfact_bench.report_spec import REPORT_SPECS
+
+    samples = run_dir / f"samples_medfact_bench_healthver_{STAMP}.jsonl"
+    lines = samples.read_text(encoding="utf-8").splitlines(keepends=True)
+    samples.write_text("".join(lines + lines[:1]), encoding="utf-8")
+    streamed = results.score_path(run_dir)
+    held = results.score(load_run(run_dir))
+    assert streamed.report() == held.report() and streamed.item_details() == held.item_details()
+    run, walks, counts = walk.read_walked(run_dir, REPORT_SPECS)
+    assert run.samples == {} and counts == {"medfact_bench_scifact": 4, "medfact_bench_healthver": 3}
+    assert [len(one.items) for one in walks] == [7] and len(walks[0].replies) == 7
+
+
 def test_a_folder_of_several_runs_is_refused_with_their_list_or_reported_each(tmp_path, capsys):
     tasks = {"medfact_bench_scifact": SCIFACT}
     first = write_run(tmp_path / "out" / "model_a", tasks)

@@ -314,6 +314,10 @@ def _object_without_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, An
     return out
 
 
+# One decoder for every read: json.loads with an object_pairs_hook builds a new one per call.
+_JSON = json.JSONDecoder(object_pairs_hook=_object_without_duplicate_keys)
+
+
 def _decode(raw: bytes, path: Path, line: int | None = None) -> str:
     try:
         return raw.decode("utf-8")
@@ -452,7 +456,7 @@ def read_json(path: str | os.PathLike, digest: Any = None) -> Any:
     ``digest``: as for :func:`read_text`."""
     text = read_text(path, digest)
     try:
-        return json.loads(text, object_pairs_hook=_object_without_duplicate_keys)
+        return _JSON.decode(text)
     except _DuplicateKey as exc:
         raise DataError(
             f"{path}: key {exc.key!r} appears twice in one object (the second would replace the first)"
@@ -467,31 +471,55 @@ def iter_jsonl(path: str | os.PathLike, digest: Any = None) -> Iterator[tuple[in
     Only a regular file is read, a line of at most MAX_LINE_BYTES at a time. ``digest`` (a :mod:`hashlib`
     object) is updated with every byte read: read to the end, it holds the file's hash.
     """
+    for number, _, row in jsonl_rows(path, digest):
+        yield number, row
+
+
+def jsonl_rows(path: str | os.PathLike, digest: Any = None) -> Iterator[tuple[int, int, dict[str, Any]]]:
+    """:func:`iter_jsonl`, with each line's offset in bytes: ``(line number, offset, object)``
+    (:func:`jsonl_row_at` reads that line again)."""
     path = Path(path)
     with open_regular(path) as handle:
-        number = 0
+        number = offset = 0
         while raw := handle.readline(MAX_LINE_BYTES + 1):
             number += 1
             if digest is not None:
                 digest.update(raw)
-            if len(raw) > MAX_LINE_BYTES:
-                raise DataError(f"{path}, line {number}: longer than {MAX_LINE_BYTES:,} bytes; not read")
-            line = _decode(
-                raw[len(codecs.BOM_UTF8) :] if number == 1 and raw.startswith(codecs.BOM_UTF8) else raw, path, number
-            )
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line, object_pairs_hook=_object_without_duplicate_keys)
-            except _DuplicateKey as exc:
-                raise DataError(f"{path}, line {number}: key {exc.key!r} appears twice in one object") from exc
-            except json.JSONDecodeError as exc:
-                raise DataError(f"{path}, line {number}: invalid JSON ({exc.msg})") from exc
-            except (ValueError, RecursionError) as exc:
-                raise DataError(f"{path}, line {number}: {_json_problem(exc)}") from exc
-            if not isinstance(row, dict):
-                raise DataError(f"{path}, line {number}: expected a JSON object, got {type(row).__name__}")
-            yield number, row
+            row = _jsonl_row(path, number, raw)
+            if row is not None:
+                yield number, offset, row
+            offset += len(raw)
+
+
+def jsonl_row_at(path: str | os.PathLike, number: int, offset: int) -> dict[str, Any] | None:
+    """The object on line ``number`` of a JSONL file, which starts ``offset`` bytes in (:func:`jsonl_rows`); None
+    where that line is blank now."""
+    path = Path(path)
+    with open_regular(path) as handle:
+        handle.seek(offset)
+        return _jsonl_row(path, number, handle.readline(MAX_LINE_BYTES + 1))
+
+
+def _jsonl_row(path: Path, number: int, raw: bytes) -> dict[str, Any] | None:
+    """One line of a JSONL file as its object; None for a blank line."""
+    if len(raw) > MAX_LINE_BYTES:
+        raise DataError(f"{path}, line {number}: longer than {MAX_LINE_BYTES:,} bytes; not read")
+    line = _decode(
+        raw[len(codecs.BOM_UTF8) :] if number == 1 and raw.startswith(codecs.BOM_UTF8) else raw, path, number
+    )
+    if not line.strip():
+        return None
+    try:
+        row = _JSON.decode(line)
+    except _DuplicateKey as exc:
+        raise DataError(f"{path}, line {number}: key {exc.key!r} appears twice in one object") from exc
+    except json.JSONDecodeError as exc:
+        raise DataError(f"{path}, line {number}: invalid JSON ({exc.msg})") from exc
+    except (ValueError, RecursionError) as exc:
+        raise DataError(f"{path}, line {number}: {_json_problem(exc)}") from exc
+    if not isinstance(row, dict):
+        raise DataError(f"{path}, line {number}: expected a JSON object, got {type(row).__name__}")
+    return row
 
 
 def cached_on_file(loader: Callable[..., Any]) -> Callable[..., Any]:

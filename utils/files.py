@@ -237,8 +237,9 @@ def jsonl_bytes(rows: Iterable[Mapping[str, Any]]) -> bytes:
 
 def jsonl_lines(rows: Iterable[Mapping[str, Any]]) -> Iterator[bytes]:
     """Each row as one line of JSON, made only when the writer asks for it (:func:`write_atomically`)."""
+    encode = json.JSONEncoder(ensure_ascii=False).encode  # json.dumps makes one per call
     for row in rows:
-        yield utf8(json.dumps(row, ensure_ascii=False) + "\n")
+        yield utf8(encode(row) + "\n")
 
 
 class Hashed:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import gc
-import mmap
 import multiprocessing
 import os
 from collections.abc import Callable, Iterator
@@ -56,7 +55,7 @@ def collector_paused() -> Iterator[None]:
 @contextmanager
 def one_blas_thread() -> Iterator[None]:
     """numpy's BLAS on one thread for the block (and in processes forked in it): the command's own processes keep the
-    cores busy (:class:`FromBothEnds`, :func:`worker_pool`), and BLAS's threads would take turns with them,
+    cores busy (:class:`Forked`, :func:`worker_pool`), and BLAS's threads would take turns with them,
     spinning while they wait."""
     from threadpoolctl import threadpool_limits
 
@@ -145,73 +144,3 @@ def _send_result(function: Callable[..., Any], args: tuple[Any, ...], sender: Co
             sender.send(("failed", None))
     finally:
         sender.close()
-
-
-# Below this many values a second process costs more than it saves.
-SPLIT_MIN = 1000
-
-
-class FromBothEnds(Generic[T]):
-    """The values of ``n`` indices (None: an index without one): begun at once by a forked process
-    (:class:`Forked`) from the last index down, with ``there(index)`` (from what that process holds), while this one
-    goes on with other work; :meth:`result` finds them from the first index up, with ``here(index)``, until the two
-    meet. ``there`` and ``here`` must give the same value for an index. The process that is free sooner does more,
-    so the split needs no estimate of the work; only the values found there are sent back. Where no process starts
-    (:class:`Forked`; fewer than :data:`SPLIT_MIN` values), :meth:`result` finds every value here. Used as a context
-    manager, so that the process is ended when no result is asked for."""
-
-    def __init__(self, n: int, there: Callable[[int], T | None]) -> None:
-        self._n = n
-        # Shared with the forked process: [0] how many indices from the first this process has done, [1] the lowest
-        # index that process has taken (it does each it takes). A stale read of either makes both do an index, never
-        # neither: :meth:`result` does here any index the two left between them.
-        self._shared = mmap.mmap(-1, 16)
-        self._marks = memoryview(self._shared).cast("q")
-        self._marks[0], self._marks[1] = 0, n
-        self._second = Forked(_from_the_end, there, n, self._marks) if n >= SPLIT_MIN else None
-
-    def result(self, here: Callable[[int], T | None]) -> dict[int, T]:
-        marks, values = self._marks, {}
-        try:
-            index = 0
-            while index < marks[1]:
-                if (value := here(index)) is not None:
-                    values[index] = value
-                index += 1
-                marks[0] = index
-            start, theirs = (self._n, {}) if self._second is None else self._second.result()
-        finally:
-            self._end()
-        for between in range(index, start):
-            if (value := here(between)) is not None:
-                values[between] = value
-        values.update((position, value) for position, value in theirs.items() if position >= index)
-        return values
-
-    def _end(self) -> None:
-        if self._second is not None:
-            self._second._end()
-            self._second = None  # let go of ``there`` and what it holds (a report's logged samples)
-        self._marks.release()
-        self._shared.close()
-
-    def __enter__(self) -> FromBothEnds[T]:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        if not self._shared.closed:
-            self._end()
-
-
-def _from_the_end(there: Callable[[int], T | None], n: int, marks: memoryview) -> tuple[int, dict[int, T]]:
-    """``there(index)`` from the last index down to where the other process has come (``marks``,
-    :class:`FromBothEnds`): the lowest index done, and the values found, by index."""
-    values = {}
-    index = n - 1
-    while index >= marks[0]:
-        marks[1] = index
-        value = there(index)
-        if value is not None:
-            values[index] = value
-        index -= 1
-    return index + 1, values

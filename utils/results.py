@@ -23,11 +23,11 @@ from typing import Any
 from . import lengths, overlap, stats
 from .benchmarks import discover, report_specs
 from .machine import one_blas_thread
-from .runs import Run, load_run, run_info
+from .runs import Run, run_info
 from .samples import choice_probabilities
-from .scoring import ScoredItem
+from .scoring import BenchmarkSpec, ScoredItem
 from .section import Section, generates_text, score_section
-from .walk import masked, walk_run
+from .walk import Walk, masked, read_walked, walk_run
 
 # report.json's schema; its changes, version by version, are in CHANGELOG.md.
 SCHEMA_VERSION = "2.6"
@@ -135,26 +135,38 @@ def score(
     ``on_numbers(name, numbers)`` is called with each section's numbers as soon as they are computed: those whose
     tasks generate text are scored last, as they may have to load the tokenizer first (seconds), so that a caller can
     go on with the others meanwhile (the report sends their figures to be drawn). The sections keep their order."""
+    specs = report_specs()
+    counts = {task: len(samples) for task, samples in run.samples.items()}
+    walks = walk_run(run, specs)
+    # The logged samples (most of a run's memory) are let go here when the caller does not hold them; the sections
+    # read them only where a spec's extra section does.
+    if not any(spec.extra_section is not None and walk.items for spec, walk in zip(specs, walks)):
+        run = replace(run, samples={})
+    return _scored(run, list(zip(specs, walks)), counts, tokenizer, on_numbers, on_items)
+
+
+def _scored(
+    run: Run,
+    walks: list[tuple[BenchmarkSpec, Walk]],
+    counts: Mapping[str, int],
+    tokenizer: str | None,
+    on_numbers: Callable[[str, dict[str, Any]], object] | None,
+    on_items: Callable[[dict[str, tuple[ScoredItem, ...]]], object] | None,
+) -> ScoredRun:
+    """:func:`score`, from each spec's walk of the run's samples and every task's number of samples."""
     provenance = run_info(run)
     sections = {}
     config = run.results.get("config")
     model_args = config.get("model_args") if isinstance(config, Mapping) else None
     # Made when a section first needs it (a generative one), once for all the run's sections.
     counter = cache(lambda: lengths.counter(tokenizer, model_args))
-    specs = report_specs()
     with one_blas_thread():
-        walks = list(zip(specs, walk_run(run, specs)))
         owned = {item.task for _, walk in walks for item in walk.items}
         # Task names are the results file's: any run's, masked like every text it holds.
-        empty_tasks = tuple(sorted(masked(run, task) for task, samples in run.samples.items() if not samples))
+        empty_tasks = tuple(sorted(masked(run, task) for task, count in counts.items() if not count))
         unreported_tasks = tuple(
-            sorted(masked(run, task) for task, samples in run.samples.items() if samples and task not in owned)
+            sorted(masked(run, task) for task, count in counts.items() if count and task not in owned)
         )
-        # Every sample is walked: the sections read the run's results file, and its samples only where a spec's extra
-        # section does. The logged samples (most of a run's memory) are let go here when the caller does not hold
-        # them.
-        if not any(spec.extra_section is not None and walk.items for spec, walk in walks):
-            run = replace(run, samples={})
         scored = [(spec, walk) for spec, walk in walks if walk.items]
         if on_items is not None:
             on_items({spec.name: tuple(walk.items) for spec, walk in scored})
@@ -200,4 +212,7 @@ def score_path(
     on_numbers: Callable[[str, dict[str, Any]], object] | None = None,
     on_items: Callable[[dict[str, tuple[ScoredItem, ...]]], object] | None = None,
 ) -> ScoredRun:
-    return score(load_run(path), tokenizer, on_numbers, on_items)
+    """:func:`score` of the run at ``path``, its samples walked as they are read (:func:`.walk.read_walked`)."""
+    specs = report_specs()
+    run, walks, counts = read_walked(path, specs)
+    return _scored(run, list(zip(specs, walks)), counts, tokenizer, on_numbers, on_items)

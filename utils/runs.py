@@ -7,13 +7,13 @@ import json
 import math
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from .data import DataError, iter_jsonl, read_json
+from .data import DataError, jsonl_row_at, jsonl_rows, read_json
 from .redaction import mask, mask_strings, model_args_value, redact, redact_path, secret_values
 from .samples import logged_arguments
 
@@ -22,7 +22,7 @@ from .samples import logged_arguments
 class Run:
     results_path: Path
     results: dict[str, Any]
-    samples: dict[str, list[dict[str, Any]]]  # task -> logged samples (one filter)
+    samples: dict[str, list[Any]]  # task -> logged samples (one filter), or what load_run's reader made of each
     sample_files: dict[str, Path]
     repeated_sample_lines: dict[str, int] = field(default_factory=dict)  # task -> identical lines read once
     # path -> sha256 of each file read (the results file, each samples file), hashed from the bytes that were
@@ -60,33 +60,41 @@ def find_results(path: str | os.PathLike) -> Path:
     return found[0]
 
 
-def _logged_samples(sample_path: Path, task: str, digest: Any = None) -> tuple[list[dict[str, Any]], int]:
-    """One task's logged samples (one filter), each (doc_id, doc_hash) once (``digest``: updated with the file's
-    bytes as they are read).
+def _logged_samples(
+    sample_path: Path, task: str, digest: Any = None, take: Callable[[int, dict[str, Any]], Any] | None = None
+) -> tuple[list[Any], int]:
+    """One task's logged samples (one filter: "none" where the file has it, else the first by name), each (doc_id,
+    doc_hash) once (``digest``: updated with the file's bytes as they are read); with ``take``, ``take(number,
+    sample)`` of each instead, made as the sample is read (``number``: its place among the samples kept), so that
+    the sample itself need not be held.
 
     A line repeated as it is (e.g. a file appended twice) is read once; two different lines for the
     same doc cannot both be right, so they are an error naming both.
     """
-    rows = list(iter_jsonl(sample_path, digest))
-    filters = sorted({row.get("filter", "none") for _, row in rows})
-    chosen = "none" if "none" in filters else filters[0] if filters else "none"
-    kept: dict[tuple[Any, Any], tuple[int, dict[str, Any]]] = {}
-    repeated = 0
-    for number, row in rows:
-        if row.get("filter", "none") != chosen:
-            continue
+    # Every filter's samples are kept until the file is read, which decides the filter.
+    kept: dict[Any, dict[tuple[Any, Any], tuple[int, int, Any]]] = {}
+    repeated: dict[Any, int] = {}
+    conflicts: dict[Any, str] = {}
+    for number, offset, row in jsonl_rows(sample_path, digest):
+        chosen = kept.setdefault(row.get("filter", "none"), {})
         key = (row.get("doc_id"), row.get("doc_hash"))
-        if key in kept:
-            first, earlier = kept[key]
-            if earlier != row:
-                raise DataError(
+        if key in chosen:
+            first, first_offset, _ = chosen[key]
+            if jsonl_row_at(sample_path, first, first_offset) != row:  # the earlier line, read again
+                conflicts.setdefault(
+                    row.get("filter", "none"),
                     f"{sample_path}, lines {first} and {number}: two different samples for task '{task}' doc_id "
-                    f"{key[0]} (doc_hash {key[1]}); the run cannot be scored until one is removed"
+                    f"{key[0]} (doc_hash {key[1]}); the run cannot be scored until one is removed",
                 )
-            repeated += 1
+            repeated[row.get("filter", "none")] = repeated.get(row.get("filter", "none"), 0) + 1
             continue
-        kept[key] = (number, row)
-    return [logged_sample(row) for _, row in kept.values()], repeated
+        sample = logged_sample(row)
+        chosen[key] = (number, offset, sample if take is None else take(len(chosen) + 1, sample))
+    filters = sorted(kept)
+    chosen_filter = "none" if "none" in kept else filters[0] if filters else "none"
+    if chosen_filter in conflicts:
+        raise DataError(conflicts[chosen_filter])
+    return [taken for _, _, taken in kept.get(chosen_filter, {}).values()], repeated.get(chosen_filter, 0)
 
 
 def logged_sample(row: dict[str, Any]) -> dict[str, Any]:
@@ -96,7 +104,14 @@ def logged_sample(row: dict[str, Any]) -> dict[str, Any]:
     return row
 
 
-def load_run(path: str | os.PathLike) -> Run:
+def load_run(
+    path: str | os.PathLike,
+    reader: Callable[[dict[str, Any]], Callable[[str, Path, int, dict[str, Any]], Any]] | None = None,
+) -> Run:
+    """The run at ``path``: its results file and each task's logged samples (:func:`_logged_samples`). With a
+    ``reader``, ``reader(results)`` is asked, once the results file is read, for the function ``take(task, samples
+    file, number, sample)`` that each sample is given to as it is read: the run then holds what ``take`` made of each
+    sample instead of the sample."""
     results_path = find_results(path)
     digests = {str(results_path): hashlib.sha256()}
     results = read_json(results_path, digests[str(results_path)])
@@ -106,6 +121,7 @@ def load_run(path: str | os.PathLike) -> Run:
         if not isinstance(results.get(key, {}), dict):
             raise DataError(f"{results_path}: '{key}' is {type(results[key]).__name__}, not an object")
     stamp = run_timestamp(results_path)
+    take = None if reader is None else reader(results)
     samples, files, repeated = {}, {}, {}
     for task in results["configs"]:
         sample_path = results_path.parent / f"samples_{task}_{stamp}.jsonl"
@@ -114,7 +130,14 @@ def load_run(path: str | os.PathLike) -> Run:
                 f"{sample_path}: missing; the report needs lm_eval's --log_samples output for task '{task}'"
             )
         digests[str(sample_path)] = hashlib.sha256()
-        samples[task], repeats = _logged_samples(sample_path, task, digests[str(sample_path)])
+        samples[task], repeats = _logged_samples(
+            sample_path,
+            task,
+            digests[str(sample_path)],
+            None
+            if take is None
+            else lambda number, sample, task=task, path=sample_path: take(task, path, number, sample),
+        )
         files[task] = sample_path
         if repeats:
             repeated[task] = repeats

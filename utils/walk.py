@@ -1,19 +1,20 @@
 """One pass over a spec's logged samples of a run (:func:`walk_samples`, every spec's at once: :func:`walk_run`):
 each scored by its benchmark's parser and masked of the run's credentials (and anything shaped like one) before
 anything else reads it, with the settings, caveats, replies and token budgets a section's numbers need
-(:mod:`.section`). Two processes share the pass where the machine has the cores."""
+(:mod:`.section`)."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping, Sequence
+import os
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any
 
 from .data import DataError
-from .machine import FromBothEnds
 from .redaction import MASK, mask, mask_strings, secret_values
-from .runs import Run
+from .runs import Run, load_run
 from .samples import logged_generation_kwargs, logged_reply
 from .scoring import BenchmarkSpec, ScoredItem
 
@@ -101,8 +102,9 @@ class Walk:
     budgets: list[int | None] = field(default_factory=list)
 
 
-def _secrets(run: Run) -> set[str]:
-    config = run.results.get("config")
+def _secrets(results: Mapping[str, Any]) -> set[str]:
+    """The credentials in a run's model arguments (its results file's)."""
+    config = results.get("config")
     return secret_values(config.get("model_args")) if isinstance(config, Mapping) else set()
 
 
@@ -131,14 +133,16 @@ class _Walked:
 
 
 def _walked(
-    run: Run, spec: BenchmarkSpec, task: str, number: int, sample: Mapping[str, Any], masker: _Masker, score: bool
+    path: Path, spec: BenchmarkSpec, task: str, number: int, sample: Mapping[str, Any], masker: _Masker, score: bool
 ) -> _Walked:
+    """What the walk gathers from a spec's sample number ``number`` of ``task`` (read from the samples file
+    ``path``)."""
     item = None
     if score:
         try:
             scored = _scored(spec, task, sample)
         except (KeyError, TypeError, ValueError, IndexError) as exc:
-            raise DataError(f"{run.sample_files[task]}, line {number}: cannot score this sample ({exc!r})") from exc
+            raise DataError(f"{path}, line {number}: cannot score this sample ({exc!r})") from exc
         item = _redacted(scored, masker)
     settings = None
     if spec.settings_of is not None:
@@ -176,24 +180,17 @@ def _gathered(walked: Sequence[_Walked]) -> Walk:
 def walk_run(run: Run, specs: Sequence[BenchmarkSpec], score: bool = True) -> list[Walk]:
     """Each spec's pass over its samples of ``run``, in the specs' order: each sample scored (``score``) from its
     logged reply, every text of its item masked of the run's credentials and anything shaped like a credential; its
-    settings, caveat, reply and token budget. Where the machine has the cores, two processes walk the samples from
-    both ends until they meet (:class:`.machine.FromBothEnds`); a sample that cannot be scored is named here,
-    the first in walking order that cannot."""
-    masker = _Masker(_secrets(run))
-    owned = [(spec, task, number, sample) for spec in specs for task, number, sample in _owned(run, spec)]
-
-    def walked(place: int) -> _Walked:  # holds no reference to a walk: only the samples and what scores them
-        return _walked(run, *owned[place], masker, score)
-
-    with FromBothEnds(len(owned), walked) as both:
-        found = both.result(walked)
-    walks, place = [], 0
-    for spec in specs:
-        start = place
-        while place < len(owned) and owned[place][0] is spec:
-            place += 1
-        walks.append(_gathered([found[index] for index in range(start, place)]))
-    return walks
+    settings, caveat, reply and token budget."""
+    masker = _Masker(_secrets(run.results))
+    return [
+        _gathered(
+            [
+                _walked(run.sample_files[task], spec, task, number, sample, masker, score)
+                for task, number, sample in _owned(run, spec)
+            ]
+        )
+        for spec in specs
+    ]
 
 
 def walk_samples(run: Run, spec: BenchmarkSpec, score: bool = True) -> Walk:
@@ -201,6 +198,55 @@ def walk_samples(run: Run, spec: BenchmarkSpec, score: bool = True) -> Walk:
     return walk_run(run, [spec], score)[0]
 
 
+def read_walked(path: str | os.PathLike, specs: Sequence[BenchmarkSpec]) -> tuple[Run, list[Walk], dict[str, int]]:
+    """The run at ``path`` (:func:`.runs.load_run`) and each spec's pass over its samples (:func:`walk_run`), in one
+    pass: each sample is walked as it is read, then let go, so that a run's samples are never all held. The run holds
+    the samples only of the tasks a spec's extra section reads; the counts are every task's number of samples."""
+
+    def reader(results: Mapping[str, Any]) -> Callable[[str, Path, int, dict[str, Any]], _Taken]:
+        masker = _Masker(_secrets(results))
+
+        def take(task: str, samples_file: Path, number: int, sample: dict[str, Any]) -> _Taken:
+            owners = [spec for spec in specs if spec.owns(task)]
+            walked: list[_Walked | DataError] = []
+            for spec in owners:
+                try:
+                    walked.append(_walked(samples_file, spec, task, number, sample, masker, True))
+                except DataError as exc:  # raised where the sample is one the run holds (its filter the one read)
+                    walked.append(exc)
+            kept = any(spec.extra_section is not None for spec in owners)
+            return _Taken(dict(zip((spec.name for spec in owners), walked)), sample if kept else None)
+
+        return take
+
+    run = load_run(path, reader)
+    walks = []
+    for spec in specs:
+        found = []
+        for task in sorted(t for t in run.samples if spec.owns(t)):
+            for taken in run.samples[task]:
+                walked = taken.walked[spec.name]
+                if isinstance(walked, DataError):
+                    raise walked
+                found.append(walked)
+        walks.append(_gathered(found))
+    counts = {task: len(taken) for task, taken in run.samples.items()}
+    held = {
+        task: [taken.sample for taken in samples]
+        for task, samples in run.samples.items()
+        if any(spec.owns(task) and spec.extra_section is not None for spec in specs)
+    }
+    return replace(run, samples=held), walks, counts
+
+
+@dataclass(frozen=True)
+class _Taken:
+    """What :func:`read_walked` keeps of a sample as it is read."""
+
+    walked: dict[str, _Walked | DataError]  # by the name of each spec that owns its task
+    sample: dict[str, Any] | None  # where a spec's extra section reads the run's samples
+
+
 def masked(run: Run, value: Any) -> Any:
     """``value`` (a string, or strings at any depth) masked of the run's credentials and anything shaped like one."""
-    return mask_strings(value, _secrets(run))
+    return mask_strings(value, _secrets(run.results))
