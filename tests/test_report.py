@@ -293,6 +293,57 @@ def test_a_run_read_and_walked_in_one_pass_scores_as_the_run_held_in_memory(run_
     assert [len(one.items) for one in walks] == [7] and len(walks[0].replies) == 7
 
 
+def test_a_run_is_split_at_half_its_bytes_at_a_line_start(tmp_path):
+    from lm_eval_tasks.utils.runs import _halves, _line_start
+
+    path = tmp_path / "s.jsonl"
+    path.write_bytes(b"aaaa\nbb\n\ncccccc\n")  # lines start at 0, 5, 8, 9; 16 bytes
+    assert [_line_start(path, offset) for offset in (0, 1, 5, 6, 8, 9, 10, 16)] == [
+        (0, 0),
+        (5, 1),
+        (5, 1),
+        (8, 2),
+        (8, 2),
+        (9, 3),
+        (16, 4),
+        (16, 4),
+    ]
+    other = tmp_path / "t.jsonl"
+    other.write_bytes(b"x\n" * 8)
+    files = {"s": path, "t": other}
+    assert _halves(files, {"s": 16, "t": 16}) == ([("s", None)], [("t", 0, 0)])
+    assert _halves(files, {"s": 16, "t": 48}) == ([("s", None), ("t", 16)], [("t", 16, 8)])
+    assert _halves(files, {"s": 16, "t": 4}) == ([("s", 16)], [("s", 16, 4), ("t", 0, 0)])
+
+
+@pytest.mark.parametrize("cores", [1, 2])
+def test_a_run_read_in_two_processes_scores_as_one_process_reads_it(run_dir, monkeypatch, cores):
+    # healthver's lines twice (one run read in halves: the repeats in the second) and a third, contradicting copy of
+    # its first line last: the error names its first line and that one, as one process does.
+    from lm_eval_tasks.utils import runs
+
+    monkeypatch.setattr(runs, "SPLIT_BYTES", 0)
+    monkeypatch.setattr(runs, "spare_cores", lambda: cores)
+    samples = run_dir / f"samples_medfact_bench_healthver_{STAMP}.jsonl"
+    lines = samples.read_text(encoding="utf-8").splitlines(keepends=True)
+    samples.write_text("".join(lines * 6), encoding="utf-8")
+    streamed = results.score_path(run_dir)
+    held = results.score(load_run(run_dir))  # read without a reader: by this process alone
+    assert streamed.report() == held.report() and streamed.item_details() == held.item_details()
+    assert streamed.report()["run"]["repeated_sample_lines"] == {"medfact_bench_healthver": 15}
+    changed = json.loads(lines[0]) | {"filtered_resps": ["<score>2</score>"]}
+    samples.write_text("".join(lines * 6) + json.dumps(changed) + "\n", encoding="utf-8")
+    with pytest.raises(DataError, match=r"lines 1 and 19: two different samples"):
+        results.score_path(run_dir)
+    samples.write_text("".join(lines * 6) + "{not json\n", encoding="utf-8")
+    with pytest.raises(DataError, match=rf"healthver_{STAMP}.jsonl, line 19: invalid JSON"):
+        results.score_path(run_dir)
+    unscorable = json.loads(lines[2]) | {"doc": {}}  # its third doc, logged last, without its gold label
+    samples.write_text("".join(lines[:2] * 6) + json.dumps(unscorable) + "\n", encoding="utf-8")
+    with pytest.raises(DataError, match=rf"healthver_{STAMP}.jsonl, line 13: cannot score this sample"):
+        results.score_path(run_dir)
+
+
 def test_a_folder_of_several_runs_is_refused_with_their_list_or_reported_each(tmp_path, capsys):
     tasks = {"medfact_bench_scifact": SCIFACT}
     first = write_run(tmp_path / "out" / "model_a", tasks)

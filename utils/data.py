@@ -475,13 +475,17 @@ def iter_jsonl(path: str | os.PathLike, digest: Any = None) -> Iterator[tuple[in
         yield number, row
 
 
-def jsonl_rows(path: str | os.PathLike, digest: Any = None) -> Iterator[tuple[int, int, dict[str, Any]]]:
+def jsonl_rows(
+    path: str | os.PathLike, digest: Any = None, start: int = 0, end: int | None = None, number: int = 0
+) -> Iterator[tuple[int, int, dict[str, Any]]]:
     """:func:`iter_jsonl`, with each line's offset in bytes: ``(line number, offset, object)``
-    (:func:`jsonl_row_at` reads that line again)."""
+    (:func:`jsonl_row_at` reads that line again); the lines from byte ``start`` (where line ``number`` + 1 begins)
+    up to byte ``end``."""
     path = Path(path)
     with open_regular(path) as handle:
-        number = offset = 0
-        while raw := handle.readline(MAX_LINE_BYTES + 1):
+        handle.seek(start)
+        offset = start
+        while (end is None or offset < end) and (raw := handle.readline(MAX_LINE_BYTES + 1)):
             number += 1
             if digest is not None:
                 digest.update(raw)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import math
@@ -13,9 +14,14 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from .data import DataError, jsonl_row_at, jsonl_rows, read_json
+from .data import MAX_LINE_BYTES, DataError, jsonl_row_at, jsonl_rows, open_regular, read_json
+from .machine import Forked, spare_cores
 from .redaction import mask, mask_strings, model_args_value, redact, redact_path, secret_values
 from .samples import logged_arguments
+
+# What a reader makes of each sample as it is read: take(number, sample), and take(task, samples file, number, sample).
+Take = Callable[[int, dict[str, Any]], Any]
+TaskTake = Callable[[str, Path, int, dict[str, Any]], Any]
 
 
 @dataclass(frozen=True)
@@ -60,41 +66,154 @@ def find_results(path: str | os.PathLike) -> Path:
     return found[0]
 
 
-def _logged_samples(
-    sample_path: Path, task: str, digest: Any = None, take: Callable[[int, dict[str, Any]], Any] | None = None
-) -> tuple[list[Any], int]:
-    """One task's logged samples (one filter: "none" where the file has it, else the first by name), each (doc_id,
-    doc_hash) once (``digest``: updated with the file's bytes as they are read); with ``take``, ``take(number,
-    sample)`` of each instead, made as the sample is read (``number``: its place among the samples kept), so that
-    the sample itself need not be held.
+@dataclass
+class _Part:
+    """What reading some of a samples file's lines finds, per filter: each (doc_id, doc_hash) first seen there, with
+    its line number, its offset and the sample (or what ``take`` made of it); how many lines repeated one; the first
+    line that contradicted one (its number and the key)."""
+
+    kept: dict[Any, dict[tuple[Any, Any], tuple[int, int, Any]]] = field(default_factory=dict)
+    repeated: dict[Any, int] = field(default_factory=dict)
+    conflicts: dict[Any, tuple[int, tuple[Any, Any]]] = field(default_factory=dict)
+
+
+def _read_part(
+    path: Path, take: Take | None, digest: Any = None, start: int = 0, end: int | None = None, number: int = 0
+) -> _Part:
+    """The lines of the samples file ``path`` from byte ``start`` (line ``number`` + 1) to byte ``end``, each sample
+    given to ``take`` (with its line number) as it is read."""
+    part = _Part()
+    for number, offset, row in jsonl_rows(path, digest, start, end, number):
+        chosen = part.kept.setdefault(row.get("filter", "none"), {})
+        key = (row.get("doc_id"), row.get("doc_hash"))
+        if key in chosen:
+            first, first_offset, _ = chosen[key]
+            if jsonl_row_at(path, first, first_offset) != row:  # the earlier line, read again
+                part.conflicts.setdefault(row.get("filter", "none"), (number, key))
+            part.repeated[row.get("filter", "none")] = part.repeated.get(row.get("filter", "none"), 0) + 1
+            continue
+        sample = logged_sample(row)
+        chosen[key] = (number, offset, sample if take is None else take(number, sample))
+    return part
+
+
+def _logged_samples(path: Path, task: str, parts: list[_Part]) -> tuple[list[Any], int]:
+    """One task's logged samples, from the parts of its file in order (:func:`_read_part`): one filter's ("none"
+    where the file has it, else the first by name), each (doc_id, doc_hash) once, and how many lines repeated one.
 
     A line repeated as it is (e.g. a file appended twice) is read once; two different lines for the
     same doc cannot both be right, so they are an error naming both.
     """
-    # Every filter's samples are kept until the file is read, which decides the filter.
     kept: dict[Any, dict[tuple[Any, Any], tuple[int, int, Any]]] = {}
     repeated: dict[Any, int] = {}
-    conflicts: dict[Any, str] = {}
-    for number, offset, row in jsonl_rows(sample_path, digest):
-        chosen = kept.setdefault(row.get("filter", "none"), {})
-        key = (row.get("doc_id"), row.get("doc_hash"))
-        if key in chosen:
-            first, first_offset, _ = chosen[key]
-            if jsonl_row_at(sample_path, first, first_offset) != row:  # the earlier line, read again
-                conflicts.setdefault(
-                    row.get("filter", "none"),
-                    f"{sample_path}, lines {first} and {number}: two different samples for task '{task}' doc_id "
-                    f"{key[0]} (doc_hash {key[1]}); the run cannot be scored until one is removed",
-                )
-            repeated[row.get("filter", "none")] = repeated.get(row.get("filter", "none"), 0) + 1
-            continue
-        sample = logged_sample(row)
-        chosen[key] = (number, offset, sample if take is None else take(len(chosen) + 1, sample))
-    filters = sorted(kept)
-    chosen_filter = "none" if "none" in kept else filters[0] if filters else "none"
-    if chosen_filter in conflicts:
-        raise DataError(conflicts[chosen_filter])
-    return [taken for _, _, taken in kept.get(chosen_filter, {}).values()], repeated.get(chosen_filter, 0)
+    conflicts: dict[Any, list[tuple[int, tuple[Any, Any]]]] = {}
+    for part in parts:
+        for name, entries in part.kept.items():
+            chosen = kept.setdefault(name, {})
+            for key, entry in entries.items():
+                if key not in chosen:
+                    chosen[key] = entry
+                    continue
+                (first, first_offset, _), (number, offset, _) = chosen[key], entry
+                if jsonl_row_at(path, first, first_offset) != jsonl_row_at(path, number, offset):
+                    conflicts.setdefault(name, []).append((number, key))
+                repeated[name] = repeated.get(name, 0) + 1
+        for name, count in part.repeated.items():
+            repeated[name] = repeated.get(name, 0) + count
+        for name, conflict in part.conflicts.items():
+            conflicts.setdefault(name, []).append(conflict)
+    names = sorted(kept)
+    chosen_name = "none" if "none" in kept else names[0] if names else "none"
+    if chosen_name in conflicts:
+        number, key = min(conflicts[chosen_name], key=lambda conflict: conflict[0])
+        raise DataError(
+            f"{path}, lines {kept[chosen_name][key][0]} and {number}: two different samples for task '{task}' doc_id "
+            f"{key[0]} (doc_hash {key[1]}); the run cannot be scored until one is removed"
+        )
+    return [taken for _, _, taken in kept.get(chosen_name, {}).values()], repeated.get(chosen_name, 0)
+
+
+# Below this many bytes of samples a run is read by one process: a second one costs more than it saves.
+SPLIT_BYTES = 16 * 1024**2
+
+
+def _read_samples(files: dict[str, Path], take: TaskTake | None) -> tuple[dict[str, list[_Part]], dict[str, Any]]:
+    """Each task's samples file read in parts (:func:`_read_part`), and the sha256 of each file. With a ``take``, where
+    the machine has the cores and the run is large, another process reads the second half of the run's bytes
+    meanwhile (:class:`.machine.Forked`) and gives back what ``take`` made of its samples; this one hashes those
+    bytes as it reads them in turn. (Without one, the samples themselves would be sent back: as slow as reading
+    them.)"""
+    digests = {task: hashlib.sha256() for task in files}
+    takes = {task: None if take is None else functools.partial(take, task, path) for task, path in files.items()}
+    sizes = {task: _size(path) for task, path in files.items()}
+    if take is None or spare_cores() < 2 or sum(sizes.values()) < SPLIT_BYTES:
+        return {task: [_read_part(path, takes[task], digests[task])] for task, path in files.items()}, digests
+    mine, theirs = _halves(files, sizes)
+    parts: dict[str, list[_Part]] = {task: [] for task in files}
+    with Forked(_read_ranges, files, theirs, takes) as other:
+        for task, end in mine:
+            parts[task].append(_read_part(files[task], takes[task], digests[task], 0, end))
+        for task, start, _ in theirs:
+            _hash_from(files[task], digests[task], start)
+        for task, part in other.result().items():
+            parts[task].append(part)
+    return parts, digests
+
+
+def _read_ranges(
+    files: dict[str, Path], ranges: list[tuple[str, int, int]], takes: dict[str, Take | None]
+) -> dict[str, _Part]:
+    return {task: _read_part(files[task], takes[task], None, start, None, number) for task, start, number in ranges}
+
+
+def _size(path: Path) -> int:
+    try:
+        return os.stat(path).st_size
+    except OSError:
+        return 0  # refused with its reason when it is read
+
+
+def _halves(
+    files: dict[str, Path], sizes: dict[str, int]
+) -> tuple[list[tuple[str, int | None]], list[tuple[str, int, int]]]:
+    """The run's samples split at half their bytes, at a line's start: the first half as (task, end: None for the
+    whole file), the second as (task, start, number of lines before it)."""
+    half, before = sum(sizes.values()) // 2, 0
+    mine: list[tuple[str, int | None]] = []
+    theirs: list[tuple[str, int, int]] = []
+    for task, path in files.items():
+        if before + sizes[task] <= half:
+            mine.append((task, None))
+        elif before >= half:
+            theirs.append((task, 0, 0))
+        else:
+            start, lines = _line_start(path, half - before)
+            mine.append((task, start))
+            theirs.append((task, start, lines))
+        before += sizes[task]
+    return mine, theirs
+
+
+def _line_start(path: Path, offset: int) -> tuple[int, int]:
+    """Where the first line at or after byte ``offset`` of ``path`` starts, and how many lines come before it."""
+    with open_regular(path) as handle:
+        read = lines = 0
+        chunk = b"\n"
+        while read < offset and (chunk := handle.read(min(1024**2, offset - read))):
+            lines += chunk.count(b"\n")
+            read += len(chunk)
+        if not chunk.endswith(b"\n"):  # in a line: the next starts after it
+            rest = handle.readline(MAX_LINE_BYTES + 1)
+            read += len(rest)
+            lines += rest.endswith(b"\n")
+        return read, lines
+
+
+def _hash_from(path: Path, digest: Any, start: int) -> None:
+    with open_regular(path) as handle:
+        handle.seek(start)
+        while chunk := handle.read(1024**2):
+            digest.update(chunk)
 
 
 def logged_sample(row: dict[str, Any]) -> dict[str, Any]:
@@ -106,12 +225,12 @@ def logged_sample(row: dict[str, Any]) -> dict[str, Any]:
 
 def load_run(
     path: str | os.PathLike,
-    reader: Callable[[dict[str, Any]], Callable[[str, Path, int, dict[str, Any]], Any]] | None = None,
+    reader: Callable[[dict[str, Any]], TaskTake] | None = None,
 ) -> Run:
     """The run at ``path``: its results file and each task's logged samples (:func:`_logged_samples`). With a
     ``reader``, ``reader(results)`` is asked, once the results file is read, for the function ``take(task, samples
-    file, number, sample)`` that each sample is given to as it is read: the run then holds what ``take`` made of each
-    sample instead of the sample."""
+    file, number, sample)`` that each sample is given to as it is read (``number``: its line in that file): the run
+    then holds what ``take`` made of each sample instead of the sample."""
     results_path = find_results(path)
     digests = {str(results_path): hashlib.sha256()}
     results = read_json(results_path, digests[str(results_path)])
@@ -122,23 +241,18 @@ def load_run(
             raise DataError(f"{results_path}: '{key}' is {type(results[key]).__name__}, not an object")
     stamp = run_timestamp(results_path)
     take = None if reader is None else reader(results)
-    samples, files, repeated = {}, {}, {}
+    files = {}
     for task in results["configs"]:
-        sample_path = results_path.parent / f"samples_{task}_{stamp}.jsonl"
-        if not os.path.lexists(sample_path):
+        files[task] = results_path.parent / f"samples_{task}_{stamp}.jsonl"
+        if not os.path.lexists(files[task]):
             raise DataError(
-                f"{sample_path}: missing; the report needs lm_eval's --log_samples output for task '{task}'"
+                f"{files[task]}: missing; the report needs lm_eval's --log_samples output for task '{task}'"
             )
-        digests[str(sample_path)] = hashlib.sha256()
-        samples[task], repeats = _logged_samples(
-            sample_path,
-            task,
-            digests[str(sample_path)],
-            None
-            if take is None
-            else lambda number, sample, task=task, path=sample_path: take(task, path, number, sample),
-        )
-        files[task] = sample_path
+    parts, sample_digests = _read_samples(files, take)
+    samples, repeated = {}, {}
+    for task, sample_path in files.items():
+        digests[str(sample_path)] = sample_digests[task]
+        samples[task], repeats = _logged_samples(sample_path, task, parts[task])
         if repeats:
             repeated[task] = repeats
         evaluated = _effective_count(results.get("n-samples", {}), task)
