@@ -40,9 +40,9 @@ def render(
     their sha256); with a ``drawer``, its figures are drawn in another process while the rest is made.
 
     The items files are those ``items_written`` wrote into ``scratch`` (a folder of ours; :func:`_items_into`, begun
-    while the sections were scored). The page and the scored run's body (megabytes each) are made by two more
-    processes, each into a file in ``scratch``, and read back as they are written in turn: ``stack`` ends those
-    processes once the files are written (or on any error)."""
+    while the sections were scored). The scored run's body (megabytes) is made by another process into a file in
+    ``scratch`` while this one makes the page, and read back as it is written: ``stack`` ends that process once the
+    files are written (or on any error)."""
     report = scored.report()
     figures = scorecard.figures(report)
     if drawer is not None:
@@ -53,11 +53,10 @@ def render(
     }
     body = stack.enter_context(Forked(_body_into, scored, scratch)) if scored_file.reusable(scored) else None
     drawn = plots.drawn(figures, drawer)
-    page = stack.enter_context(Forked(_page_into, scored, report, drawn, scratch))
     files |= {name: png for name, png in drawn.items() if name.endswith(".png")}
+    files["report.html"] = utf8(scorecard.render_html(report, scored.item_details(), drawn))
     written = items_written.result()
     files |= {items_file(name): _read_back(path) for name, (path, _) in written.items()}
-    files["report.html"] = _read_back(page.result())
     if body is None:
         return files
     return files | {
@@ -82,12 +81,6 @@ def _body_into(scored: ScoredRun, folder: Path) -> Path:
     path = folder / "scored_run_body.json"
     with path.open("wb") as out:
         scored_file.write_body(scored, out)
-    return path
-
-
-def _page_into(scored: ScoredRun, report: dict, drawn: dict[str, bytes], folder: Path) -> Path:
-    path = folder / "report.html"
-    path.write_bytes(utf8(scorecard.render_html(report, scored.item_details(), drawn)))
     return path
 
 
