@@ -133,23 +133,31 @@ def write_report(
     (:data:`MANIFEST`): a report removes only files it wrote before and never writes through a symbolic link."""
     target = Path(out_dir) if out_dir else find_results(path).parent / "report"
     before = _files_written_before(target)
-    drawer = plots.Drawer()  # started first: it imports matplotlib while the run is scored
+    # Started once the run is read: its process imports matplotlib while the sections are scored, not while the run's
+    # two processes read it.
+    drawers: list[plots.Drawer] = []
     try:
         with collector_paused(), tempfile.TemporaryDirectory(prefix="report-") as scratch, ExitStack() as stack:
             # The items files are written by another process while the sections are scored; each section's figures
             # are sent to be drawn as soon as it is scored (scorecard.figures: a section's own numbers make them).
             items_written: list[Forked[dict[str, tuple[Path, str]]]] = []
+
+            def walked(items: dict[str, tuple[ScoredItem, ...]]) -> None:
+                drawers.append(plots.Drawer())
+                items_written.append(stack.enter_context(Forked(_items_into, items, Path(scratch))))
+
             scored = score_path(
                 path,
                 tokenizer,
-                lambda name, numbers: drawer.draw(scorecard.figures({"benchmarks": {name: numbers}})),
-                lambda items: items_written.append(stack.enter_context(Forked(_items_into, items, Path(scratch)))),
+                lambda name, numbers: drawers[0].draw(scorecard.figures({"benchmarks": {name: numbers}})),
+                walked,
             )
             stats.forget_resamples()  # every interval is computed: the page and files only format them
-            files = render(scored, drawer, items_written[0], Path(scratch), stack)
+            files = render(scored, drawers[0], items_written[0], Path(scratch), stack)
             written = write_atomically(target, {**files, MANIFEST: utf8(json.dumps(sorted(files)) + "\n")})
     finally:
-        drawer.wait()
+        for drawer in drawers:
+            drawer.wait()
     for name in sorted(before - set(files) - {MANIFEST}):
         (target / name).unlink(missing_ok=True)
     return scored, [path for path in written if path.name != MANIFEST]
