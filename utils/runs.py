@@ -84,13 +84,14 @@ def _read_part(
     given to ``take`` (with its line number) as it is read."""
     part = _Part()
     for number, offset, row in jsonl_rows(path, digest, start, end, number):
-        chosen = part.kept.setdefault(row.get("filter", "none"), {})
+        name = row.get("filter", "none")
+        chosen = part.kept.setdefault(name, {})
         key = (row.get("doc_id"), row.get("doc_hash"))
         if key in chosen:
             first, first_offset, _ = chosen[key]
             if jsonl_row_at(path, first, first_offset) != row:  # the earlier line, read again
-                part.conflicts.setdefault(row.get("filter", "none"), (number, key))
-            part.repeated[row.get("filter", "none")] = part.repeated.get(row.get("filter", "none"), 0) + 1
+                part.conflicts.setdefault(name, (number, key))
+            part.repeated[name] = part.repeated.get(name, 0) + 1
             continue
         sample = logged_sample(row)
         chosen[key] = (number, offset, sample if take is None else take(number, sample))

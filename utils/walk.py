@@ -5,6 +5,7 @@ anything else reads it, with the settings, caveats, replies and token budgets a 
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -203,19 +204,24 @@ def read_walked(path: str | os.PathLike, specs: Sequence[BenchmarkSpec]) -> tupl
     pass: each sample is walked as it is read, then let go, so that a run's samples are never all held. The run holds
     the samples only of the tasks a spec's extra section reads; the counts are every task's number of samples."""
 
+    @functools.cache
+    def owners(task: str) -> tuple[BenchmarkSpec, ...]:
+        return tuple(spec for spec in specs if spec.owns(task))
+
+    def held(task: str) -> bool:
+        return any(spec.extra_section is not None for spec in owners(task))
+
     def reader(results: Mapping[str, Any]) -> Callable[[str, Path, int, dict[str, Any]], _Taken]:
         masker = _Masker(_secrets(results))
 
         def take(task: str, samples_file: Path, number: int, sample: dict[str, Any]) -> _Taken:
-            owners = [spec for spec in specs if spec.owns(task)]
-            walked: list[_Walked | DataError] = []
-            for spec in owners:
+            walked: dict[str, _Walked | DataError] = {}
+            for spec in owners(task):
                 try:
-                    walked.append(_walked(samples_file, spec, task, number, sample, masker, True))
+                    walked[spec.name] = _walked(samples_file, spec, task, number, sample, masker, True)
                 except DataError as exc:  # raised where the sample is one the run holds (its filter the one read)
-                    walked.append(exc)
-            kept = any(spec.extra_section is not None for spec in owners)
-            return _Taken(dict(zip((spec.name for spec in owners), walked)), sample if kept else None)
+                    walked[spec.name] = exc
+            return _Taken(walked, sample if held(task) else None)
 
         return take
 
@@ -231,12 +237,8 @@ def read_walked(path: str | os.PathLike, specs: Sequence[BenchmarkSpec]) -> tupl
                 found.append(walked)
         walks.append(_gathered(found))
     counts = {task: len(taken) for task, taken in run.samples.items()}
-    held = {
-        task: [taken.sample for taken in samples]
-        for task, samples in run.samples.items()
-        if any(spec.owns(task) and spec.extra_section is not None for spec in specs)
-    }
-    return replace(run, samples=held), walks, counts
+    samples = {task: [taken.sample for taken in taken_all] for task, taken_all in run.samples.items() if held(task)}
+    return replace(run, samples=samples), walks, counts
 
 
 @dataclass(frozen=True)
