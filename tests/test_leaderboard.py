@@ -81,6 +81,17 @@ def test_runs_scored_in_one_process_draw_each_resample_set_once(tmp_path, monkey
     stats.forget_resamples()
 
 
+def test_runs_scored_in_worker_processes_are_those_scored_here_in_order(tmp_path, monkeypatch):
+    # With two cores a leaderboard scores its runs in a pool of processes: the same scored runs, in the order given.
+    paths = [medfact_run(tmp_path / name, flags, model_name=name) for name, flags in (("a", A), ("b", B), ("c", C))]
+    here = [scored.report() for scored in lb.score_runs(paths, workers=1)]
+    monkeypatch.setattr(lb, "usable_cores", lambda: 2)  # a test worker is a one-core machine (tests/conftest.py)
+    pooled = [scored.report() for scored in lb.score_runs(paths)]
+    assert pooled == here
+    assert [r["benchmarks"]["medfact_bench"]["n_items"] for r in here] == [7, 7, 7]
+    assert len({json.dumps(r["benchmarks"], sort_keys=True) for r in here}) == 3
+
+
 def test_different_items_tasks_template_or_versions_are_not_comparable(tmp_path):
     a = medfact_run(tmp_path / "a", A)
     scifact_only = medfact_run(tmp_path / "d", "1111", tasks=("medfact_bench_scifact",))
@@ -541,6 +552,7 @@ def test_each_pairs_detectable_difference_is_the_one_power_gives(monkeypatch, pe
     from lm_eval_tasks.utils import power
 
     monkeypatch.setattr(lb, "_DETECTABLE_PER_WORKER", per_worker)
+    monkeypatch.setattr(lb, "usable_cores", lambda: 2)  # a test worker is a one-core machine (tests/conftest.py)
     comparisons = [
         {"n_paired_items": 200 + i, "a_only_correct": 10 + i % 7, "b_only_correct": 3 * i % 11, "detectable": None}
         for i in range(9)

@@ -56,7 +56,7 @@ def test_a_report_draws_its_figures_ahead_in_another_process_and_writes_the_same
     # Both in fresh processes: figures drawn here would follow whatever earlier tests did to matplotlib's settings.
     script = (
         "import sys; from lm_eval_tasks.utils import machine, plots, report\n"
-        "if sys.argv[3] == 'one-core': plots.usable_cores = machine.usable_cores = lambda: 1\n"
+        "plots.usable_cores = machine.usable_cores = lambda: 1 if sys.argv[3] == 'one-core' else 2\n"
         "report.write_report(sys.argv[1], sys.argv[2]); print('matplotlib' in sys.modules)"
     )
     drawn = {}
