@@ -5,6 +5,7 @@ option's text, wherever it is shown)."""
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import re
 
@@ -82,6 +83,18 @@ def test_not_computable(chosen, gold, reason):
     assert test["p_value"] is None and test["method"] is None
     assert reason in test["reason"]
     assert "rejects" not in test
+
+
+@pytest.mark.parametrize("k", [1, 2, 3, 5])
+@pytest.mark.parametrize("n", [0, 1, 4, 9])
+def test_the_exact_test_enumerates_every_outcome_once_in_order(n, k):
+    # Stars and bars: each choice of k - 1 bar places among n + k - 1 is one outcome, in the same order.
+    expected = [
+        [right - left - 1 for left, right in itertools.pairwise((-1, *bars, n + k - 1))]
+        for bars in itertools.combinations(range(n + k - 1), k - 1)
+    ]
+    assert answer_order._outcomes(n, k).tolist() == expected
+    assert len(expected) == len({tuple(row) for row in expected}) and all(sum(row) == n for row in expected)
 
 
 @st.composite

@@ -24,7 +24,6 @@ a rejection sets ``answer_bias``.
 
 from __future__ import annotations
 
-import itertools
 import math
 from collections.abc import Sequence
 from typing import Any
@@ -73,12 +72,22 @@ def _share(count: int, n: int) -> dict[str, Any]:
 
 
 def _outcomes(n: int, k: int) -> np.ndarray:
-    """Every way to put ``n`` items in ``k`` positions (stars and bars), one row each."""
-    rows = []
-    for bars in itertools.combinations(range(n + k - 1), k - 1):
-        edges = (-1, *bars, n + k - 1)
-        rows.append([edges[i + 1] - edges[i] - 1 for i in range(k)])
-    return np.asarray(rows, dtype=np.int64)
+    """Every way to put ``n`` items in ``k`` positions, one row each, in ascending order of the rows (the first
+    position's count first): built a position at a time from the ways to put fewer items in fewer positions."""
+
+    def put(m: int, ways: list[np.ndarray]) -> np.ndarray:
+        # m items in one more position ahead of those of ``ways`` (ways[i]: every way to put i items in them)
+        return np.concatenate(
+            [
+                np.column_stack([np.full(len(ways[m - first]), first, dtype=np.int64), ways[m - first]])
+                for first in range(m + 1)
+            ]
+        )
+
+    ways = [np.array([[m]], dtype=np.int64) for m in range(n + 1)]  # the last position alone
+    for _ in range(k - 2):
+        ways = [put(m, ways) for m in range(n + 1)]
+    return put(n, ways) if k > 1 else ways[n]
 
 
 def _log_pmf(counts: np.ndarray, probabilities: np.ndarray) -> np.ndarray:
