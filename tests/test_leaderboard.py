@@ -92,6 +92,25 @@ def test_runs_scored_in_worker_processes_are_those_scored_here_in_order(tmp_path
     assert len({json.dumps(r["benchmarks"], sort_keys=True) for r in here}) == 3
 
 
+def test_the_forest_plots_drawn_in_another_process_give_the_same_files(tmp_path, monkeypatch):
+    # With two cores the leaderboard's forest plots are drawn by a second process while the other files are made:
+    # none is drawn in this one, and every file is the one a single process writes.
+    from lm_eval_tasks.utils import plots
+
+    paths = [medfact_run(tmp_path / name, flags, model_name=name) for name, flags in (("a", A), ("b", B), ("c", C))]
+    drawn_here = []
+    monkeypatch.setattr(plots.Figure, "png", lambda self, real=plots.Figure.png: drawn_here.append(self) or real(self))
+    written = {}
+    for cores in (1, 2):
+        monkeypatch.setattr(plots, "usable_cores", lambda cores=cores: cores)
+        drawn_here.clear()
+        files = formats.write_leaderboard(paths, tmp_path / "boards" / str(cores))
+        written[cores] = {path.name: path.read_bytes() for path in files}
+        assert len(drawn_here) == (1 if cores == 1 else 0)  # MedFact-Bench's forest plot, here or there
+    assert written[1] == written[2]
+    assert b"data:image/png;base64," in written[2]["leaderboard.html"]
+
+
 def test_different_items_tasks_template_or_versions_are_not_comparable(tmp_path):
     a = medfact_run(tmp_path / "a", A)
     scifact_only = medfact_run(tmp_path / "d", "1111", tasks=("medfact_bench_scifact",))
@@ -518,16 +537,17 @@ def test_texts_kept_on_disk_give_the_same_files_and_are_read_back_only_for_the_r
     held = formats.render(board, disagreements, tmp_path)
     spool = tmp_path / "spool"
     spool.mkdir()
-    board_spooled, spooled = lb.build(paths, spool=spool)
+    board_spooled, checked = lb.build(paths, spool=spool)
     assert board_spooled == board
-    for (_, id_a, id_b), (sa, sb, _) in spooled.items():
+    for (_, id_a, id_b), (sa, sb, _) in checked.items():
         assert sa.spooled is not None and all(item.prompt is None and item.reply is None for item in sa.items)
         kept = disagreements[("medfact_bench", id_a, id_b)][0]
         assert [sa.item(i) for i in range(len(sa.items))] == list(kept.items)
-    read = set()
+    board_spooled, spooled = lb.build(paths, spool=spool)  # its sections have read nothing back yet
+    read = []
     original = SpooledTexts.texts
     monkeypatch.setattr(
-        SpooledTexts, "texts", lambda self, position: read.add((self.path, position)) or original(self, position)
+        SpooledTexts, "texts", lambda self, position: read.append((self.path, position)) or original(self, position)
     )
     on_disk = formats.render(board_spooled, spooled, tmp_path)
     assert sorted(held) == sorted(on_disk)
@@ -535,15 +555,16 @@ def test_texts_kept_on_disk_give_the_same_files_and_are_read_back_only_for_the_r
         assert b"".join([content] if isinstance(content, bytes) else content) == b"".join(
             [on_disk[name]] if isinstance(on_disk[name], bytes) else on_disk[name]
         ), name
-    # Only the texts of the discordant items the page shows are read back (hand-worked from A, B and C: 3 + 3 + 4
-    # discordant pairs of items over the three pairs of runs, items 0, 2, 3, 4 and 5 of each run: 15 of 21).
+    # Only the texts of the discordant items the page shows are read back, each once though it is shown in each pair
+    # it is discordant in (hand-worked from A, B and C: 3 + 3 + 4 discordant pairs of items over the three pairs of
+    # runs, items 0, 2, 3, 4 and 5 of each run: 15 of 21).
     discordant = set()
     for sa, sb, found in spooled.values():
         for kind in (found.a_only_correct, found.b_only_correct):
             discordant |= {(sa.spooled.path, i) for i in kind.a.tolist()} | {
                 (sb.spooled.path, j) for j in kind.b.tolist()
             }
-    assert read == discordant and len(discordant) == 15
+    assert len(read) == len(set(read)) and set(read) == discordant and len(discordant) == 15
 
 
 @pytest.mark.parametrize("per_worker", [2, 1000], ids=["in-worker-processes", "here"])

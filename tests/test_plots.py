@@ -59,7 +59,7 @@ def test_the_forest_plot_marks_a_partial_run_and_keeps_every_label_whole(tmp_pat
     assert sorted(row.label for row in published) == sorted(
         f"{model} (published)" for model in board["benchmarks"]["medfact_bench"]["published"]
     )
-    assert formats.forest_png(board, "medfact_bench")[:8] == PNG_SIGNATURE
+    assert formats.forest_figures(board)["medfact_bench"].png()[:8] == PNG_SIGNATURE
 
 
 def test_a_pubmedqa_frozen_100_run_is_marked_among_the_500_item_references():

@@ -305,9 +305,16 @@ def forest_rows(board: Mapping[str, Any], name: str) -> list[plots.Row]:
     return rows + [plots.Row(f"{model} (published)", value) for value, model in published]
 
 
-def forest_png(board: Mapping[str, Any], name: str) -> bytes:
-    bench, metric = board["benchmarks"][name], board["benchmarks"][name]["headline_metric"]
-    return plots.dot_whisker_figure(forest_rows(board, name), f"{bench['title']}: {metric}", f"{metric} (95% CI)").png()
+def forest_figures(board: Mapping[str, Any]) -> dict[str, plots.Figure]:
+    """Each section's forest plot (:func:`forest_rows`), by section name."""
+    return {
+        name: plots.dot_whisker_figure(
+            forest_rows(board, name),
+            f"{bench['title']}: {bench['headline_metric']}",
+            f"{bench['headline_metric']} (95% CI)",
+        )
+        for name, bench in board["benchmarks"].items()
+    }
 
 
 def _span(css: str, text: str, **data: Any) -> Html:
@@ -428,17 +435,23 @@ def _disagreements(
 
 
 def to_html(
-    board: Mapping[str, Any], disagreements: Disagreements | None = None, out_dir: str | os.PathLike | None = None
+    board: Mapping[str, Any],
+    disagreements: Disagreements | None = None,
+    out_dir: str | os.PathLike | None = None,
+    drawer: plots.Drawer | None = None,
 ) -> str:
     """leaderboard.html; ``disagreements`` (from :func:`build`) adds each pair's discordant items, with links to
-    each run's report relative to ``out_dir``, the page's folder."""
+    each run's report relative to ``out_dir``, the page's folder; the forest plots as ``drawer`` drew them (sent
+    :func:`forest_figures` before), else drawn here."""
     disagreements = disagreements or {}
     folder = Path(out_dir) if out_dir is not None else None
+    shared = {name: _instructions(name, bench, disagreements) for name, bench in board["benchmarks"].items()}
+    forests = plots.drawn(forest_figures(board), drawer)
     sections = []
     for name, bench in board["benchmarks"].items():
         comparable = [c for c in bench["comparisons"] if c["comparable"]]
         flagged = [c for c in bench["comparisons"] if not c["comparable"]]
-        instructions = _instructions(name, bench, disagreements)
+        instructions = shared[name]
         sections.append(
             {
                 "name": name,
@@ -447,7 +460,7 @@ def to_html(
                 "headline_metric": bench["headline_metric"],
                 "ranks": _rank_rows_html(board, name, bench),
                 "rank_css": [""] * len(bench["ranking"]) + ["published"] * len(bench["published"]),
-                "forest": plots.data_uri(forest_png(board, name)),
+                "forest": plots.data_uri(forests[name]),
                 "unavailable": bench["comparisons_unavailable"],
                 "comparison_intro": _comparison_intro(bench) if bench["comparisons"] else None,
                 "comparable": [
@@ -495,16 +508,19 @@ def to_html(
 
 
 def render(
-    board: Mapping[str, Any], disagreements: Disagreements | None = None, out_dir: str | os.PathLike | None = None
+    board: Mapping[str, Any],
+    disagreements: Disagreements | None = None,
+    out_dir: str | os.PathLike | None = None,
+    drawer: plots.Drawer | None = None,
 ) -> dict[str, bytes | Iterator[bytes]]:
     """The leaderboard's files; the discordant items' file as lines made while it is written (over thousands of
-    pairs it is larger than the rest together)."""
+    pairs it is larger than the rest together); the forest plots as in :func:`to_html`."""
     return {
         "leaderboard.json": utf8(json.dumps(board, indent=2, ensure_ascii=False) + "\n"),
         "leaderboard.md": utf8(to_markdown(board)),
         "leaderboard.csv": utf8(to_csv(board)),
         DISCORDANT_FILE: jsonl_lines(discordant_lines(disagreements or {})),
-        "leaderboard.html": utf8(to_html(board, disagreements, out_dir)),
+        "leaderboard.html": utf8(to_html(board, disagreements, out_dir, drawer)),
         "leaderboard.tex": utf8(paper_tables.to_latex(board)),
         "methods.md": utf8(paper_tables.to_methods(board)),
     }
@@ -514,7 +530,13 @@ def write_leaderboard(
     run_paths: Sequence[str | os.PathLike], out_dir: str | os.PathLike, tokenizer: str | None = None
 ) -> list[Path]:
     # The runs' texts are kept on disk while the board is built and its pages read the rows they show. The runs and
-    # pairs are scored in worker processes, one per core.
-    with tempfile.TemporaryDirectory(prefix="leaderboard-texts-") as spool, collector_paused(), one_blas_thread():
-        board, disagreements = build(run_paths, tokenizer, Path(spool))
-        return write_atomically(out_dir, render(board, disagreements, Path(out_dir).resolve()))
+    # pairs are scored in worker processes, one per core. The forest plots are drawn by another process, started
+    # before any run is held (it imports matplotlib meanwhile), while this one makes the other files.
+    drawer = plots.Drawer()
+    try:
+        with tempfile.TemporaryDirectory(prefix="leaderboard-texts-") as spool, collector_paused(), one_blas_thread():
+            board, disagreements = build(run_paths, tokenizer, Path(spool))
+            drawer.draw(forest_figures(board))
+            return write_atomically(out_dir, render(board, disagreements, Path(out_dir).resolve(), drawer))
+    finally:
+        drawer.wait()

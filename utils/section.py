@@ -191,9 +191,19 @@ class Section:
         return _section_of_spec, (self.spec.name, *state)
 
     def item(self, position: int) -> ScoredItem:
-        """The item at ``position`` with its prompt and reply, read back from the spool where they are kept there."""
-        item = self.items[position]
-        return item if self.spooled is None else replace(item, **self.spooled.texts(position))
+        """The item at ``position`` with its prompt and reply, read back from the spool where they are kept there
+        (once: a leaderboard's page shows an item in every pair it is discordant in)."""
+        if self.spooled is None:
+            return self.items[position]
+        item = self._read_back.get(position)
+        if item is None:
+            item = self._read_back[position] = replace(self.items[position], **self.spooled.texts(position))
+        return item
+
+    @cached_property
+    def _read_back(self) -> dict[int, ScoredItem]:
+        """The items :meth:`item` read back from the spool, by position."""
+        return {}
 
     def spool(self, folder: Path) -> Section:
         """This section with its items' prompts and replies written to a new file in ``folder`` (a folder of ours),
