@@ -92,6 +92,23 @@ def test_runs_scored_in_worker_processes_are_those_scored_here_in_order(tmp_path
     assert len({json.dumps(r["benchmarks"], sort_keys=True) for r in here}) == 3
 
 
+def test_an_item_crosses_to_another_process_with_every_field():
+    import dataclasses
+    import pickle
+
+    from lm_eval_tasks.utils.calibration import Forecast
+    from lm_eval_tasks.utils.scoring import ScoredItem
+
+    item = ScoredItem(
+        *("medexqa_logit_be", 3, "h", "BE", "B", "C", 0.0, {"rate": 1.0}, {"why": ["x"]}, "id-3", "ph", "choice"),
+        *("reason", [{"role": "user", "content": "Q?"}], "C.", ("A", "B", "C"), (-1.5, -0.5, -0.25), ("prompt",)),
+        Forecast(0.4, False, (0.2, 0.4, 0.4), 1),
+    )
+    assert all(getattr(item, f.name) != f.default for f in dataclasses.fields(ScoredItem))  # none left as default
+    back = pickle.loads(pickle.dumps(item))
+    assert back == item and type(back.forecast) is Forecast and back.prompt == [{"role": "user", "content": "Q?"}]
+
+
 def test_the_forest_plots_drawn_in_another_process_give_the_same_files(tmp_path, monkeypatch):
     # With two cores the leaderboard's forest plots are drawn by a second process while the other files are made:
     # none is drawn in this one, and every file is the one a single process writes.
