@@ -17,7 +17,7 @@ if os.environ.get("PYTEST_XDIST_WORKER"):
     # ... and each worker is a one-core machine: the worker and every process it starts run on its own core. The
     # package's second processes (figures, items, the run's second reader, a leaderboard's workers) are then not
     # started, as on one core; each is forced in its own test (tests/test_machine.py, tests/test_report.py,
-    # tests/test_same_numbers.py, tests/test_leaderboard.py). Forked from a worker's large heap they cost more
+    # tests/test_same_numbers.py, tests/test_redaction.py, tests/test_leaderboard.py). Forked from a worker's large heap they cost more
     # than they give while the other worker keeps the other core busy.
     _cores = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
     _worker = int(os.environ["PYTEST_XDIST_WORKER"].removeprefix("gw") or 0)
