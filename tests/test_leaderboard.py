@@ -1,17 +1,23 @@
 import csv
+import dataclasses
 import json
 import os
+import pickle
 import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from lm_eval_tasks.utils import formats
 from lm_eval_tasks.utils import leaderboard as lb
+from lm_eval_tasks.utils.calibration import Forecast
 from lm_eval_tasks.utils.comparison import holm
 from lm_eval_tasks.utils.data import DataError
 from lm_eval_tasks.utils.runs import find_all_results
+from lm_eval_tasks.utils.scoring import INVALID, ITEM_FIELD_NAMES, ItemColumns, ScoredItem, item_column, outcome_of
 from lm_eval_tasks.utils.section import SpooledTexts
 
 from tests import browser
@@ -93,12 +99,6 @@ def test_runs_scored_in_worker_processes_are_those_scored_here_in_order(tmp_path
 
 
 def test_an_item_crosses_to_another_process_with_every_field():
-    import dataclasses
-    import pickle
-
-    from lm_eval_tasks.utils.calibration import Forecast
-    from lm_eval_tasks.utils.scoring import ScoredItem
-
     item = ScoredItem(
         *("medexqa_logit_be", 3, "h", "BE", "B", "C", 0.0, {"rate": 1.0}, {"why": ["x"]}, "id-3", "ph", "choice"),
         *("reason", [{"role": "user", "content": "Q?"}], "C.", ("A", "B", "C"), (-1.5, -0.5, -0.25), ("prompt",)),
@@ -107,6 +107,56 @@ def test_an_item_crosses_to_another_process_with_every_field():
     assert all(getattr(item, f.name) != f.default for f in dataclasses.fields(ScoredItem))  # none left as default
     back = pickle.loads(pickle.dumps(item))
     assert back == item and type(back.forecast) is Forecast and back.prompt == [{"role": "user", "content": "Q?"}]
+
+
+def _items():
+    texts = st.text(max_size=8)
+    forecast = st.builds(Forecast, st.floats(0, 1), st.booleans(), st.tuples(st.floats(0, 1)), st.integers(0, 2))
+    item = st.builds(
+        ScoredItem,
+        task=texts,
+        doc_id=st.integers(0, 10**6),
+        doc_hash=texts,
+        component=texts,
+        gold=texts,
+        pred=st.one_of(texts, st.just(INVALID)),
+        correct=st.sampled_from([0.0, 1.0]),
+        extras=st.dictionaries(texts, st.floats(0, 1), max_size=2),
+        item_id=st.none() | texts,
+        prompt=texts,
+        reply=st.none() | texts,
+        choices=st.tuples(texts),
+        redacted=st.tuples(texts),
+        forecast=st.none() | forecast,
+    )
+    return st.lists(item, max_size=12)
+
+
+def test_items_held_as_columns_are_the_items_they_were_made_of():
+    # A leaderboard's workers send each run's items as one list per field, and only the items a page shows are built.
+    @given(_items(), st.integers(-15, 15), st.integers(-15, 15))
+    def check(items, start, stop):
+        columns = ItemColumns.of(items)
+        assert len(columns) == len(items) and list(columns) == items
+        assert columns[start:stop] == items[start:stop]
+        if -len(items) <= start < len(items):
+            assert columns[start] == items[start]
+        for name in ITEM_FIELD_NAMES:
+            assert (
+                list(item_column(columns, name)) == [getattr(item, name) for item in items] == item_column(items, name)
+            )
+        assert [item.outcome for item in items] == list(
+            map(outcome_of, item_column(items, "pred"), item_column(items, "correct"))
+        )
+        assert list(pickle.loads(pickle.dumps(columns))) == items
+        textless = ItemColumns.of(columns, prompt=[None] * len(items))
+        assert list(textless) == [dataclasses.replace(item, prompt=None) for item in items]
+
+    check()
+    with pytest.raises(ValueError):
+        ItemColumns([[1], [2]])
+    with pytest.raises(ValueError):
+        ItemColumns([[0]] * (len(ITEM_FIELD_NAMES) - 1) + [[]])
 
 
 def test_the_forest_plots_drawn_in_another_process_give_the_same_files(tmp_path, monkeypatch):

@@ -34,7 +34,7 @@ def test_a_saved_run_reads_back_as_the_same_scored_run(reported):
     for name, section in scored.sections.items():
         again = read.sections[name]
         assert again.keys == section.keys and again.settings == section.settings
-        assert again.items == section.items
+        assert list(again.items) == list(section.items)
         if section.compared is None:
             assert again.compared is None
         else:
@@ -101,15 +101,44 @@ def copied_report(results_path, tmp_path):
     return Path(shutil.copytree(results_path.parent / "report", tmp_path / "report"))
 
 
-def test_forged_numbers_under_a_matching_key_with_broken_items_are_ignored(reported, tmp_path):
+def _resigned(key: bytes, body: dict, texts: bytes) -> bytes:
+    """A scored_run.json with ``body`` signed under this user's secret, as if this code had written it."""
+    key_values = {k: v for k, v in json.loads(key).items() if k != "signature"}
+    rest = json.dumps(body, ensure_ascii=True, separators=(",", ":")).encode() + b"\n" + texts
+    signed = {**key_values, "signature": scored_file.signature(scored_file._signed_bytes(key_values, rest))}
+    return json.dumps(signed, ensure_ascii=True).encode() + b"\n" + rest
+
+
+def _unknown_field(items):
+    items["unknown_field"] = [1] * len(items["task"])
+
+
+def _short_column(items):
+    items["gold"] = items["gold"][:-1]
+
+
+def _doc_id_as_text(items):
+    items["doc_id"][0] = str(items["doc_id"][0])
+
+
+def _tuple_as_text(items):
+    items["choices"][-1] = "abc"
+
+
+def _column_as_object(items):
+    items["pred"] = {"0": items["pred"][0]}
+
+
+@pytest.mark.parametrize("broken", [_unknown_field, _short_column, _doc_id_as_text, _tuple_as_text, _column_as_object])
+def test_items_that_are_not_those_written_are_ignored_even_under_a_valid_signature(reported, tmp_path, broken):
     results_path, _ = reported
     folder = copied_report(results_path, tmp_path)
     original = (folder / scored_file.FILE).read_bytes()
-    key, body, texts = original.decode().split("\n", 2)
+    key, body, texts = original.split(b"\n", 2)
+    assert _resigned(key, json.loads(body), texts) == original  # the way this test signs is the writer's
     body = json.loads(body)
-    first = next(iter(body["sections"].values()))
-    first["items"][0]["unknown_field"] = 1
-    (folder / scored_file.FILE).write_text(key + "\n" + json.dumps(body) + "\n" + texts)
+    broken(next(iter(body["sections"].values()))["items"])
+    (folder / scored_file.FILE).write_bytes(_resigned(key, body, texts))
     assert scored_file.read(results_path, folder) is None
     (folder / scored_file.FILE).write_bytes(original)
     assert scored_file.read(results_path, folder) is not None  # the same file, untouched, is read

@@ -10,14 +10,14 @@ from typing import Any
 
 from . import stats
 from .samples import HIGHEST_LOGLIKELIHOOD_TIED
-from .scoring import INVALID, AccuracyMetric, AccuracyOver, Average, BenchmarkSpec, Headline, ScoredItem
+from .scoring import INVALID, AccuracyMetric, AccuracyOver, Average, BenchmarkSpec, Headline, ScoredItem, item_column
 
 # Groups with fewer items are flagged as small: their CIs are wide and a percentile bootstrap is rough.
 SMALL_GROUP = 30
 
 
-def strata(items: Sequence[ScoredItem], spec: BenchmarkSpec) -> list[str]:
-    return [spec.stratum_of(item) for item in items]
+def strata(items: Sequence[ScoredItem], spec: BenchmarkSpec) -> Sequence[str]:
+    return item_column(items, spec.stratum_field)
 
 
 def estimate(

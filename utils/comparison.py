@@ -41,7 +41,7 @@ import numpy as np
 from . import power, selective, stats
 from .accuracy import SMALL_GROUP, metric_statistic
 from .results import SCHEMA_VERSION, ScoredRun
-from .scoring import Average, ScoredItem
+from .scoring import Average, ScoredItem, item_column
 from .section import Section
 
 BOOTSTRAP_TEST = "paired bootstrap"
@@ -286,19 +286,21 @@ def aurc_difference(sa: Section, sb: Section, paired: Pairing, comparable: bool)
     the shared items cannot carry an AURC for one of the runs (:func:`.selective.not_computable`)."""
     if "selective" not in sa.numbers or "selective" not in sb.numbers:
         return None
+    all_a, all_b = item_column(sa.items, "forecast"), item_column(sb.items, "forecast")
     both = [
         (i, j)
         for i, j in zip(paired.a.tolist(), paired.b.tolist(), strict=True)
-        if sa.items[i].forecast is not None and sb.items[j].forecast is not None
+        if all_a[i] is not None and all_b[j] is not None
     ]
-    forecasts_a = [sa.items[i].forecast for i, _ in both]
-    forecasts_b = [sb.items[j].forecast for _, j in both]
+    forecasts_a = [all_a[i] for i, _ in both]
+    forecasts_b = [all_b[j] for _, j in both]
     out: dict[str, Any] = {"n_paired_items": len(both), "reason": None, "difference": None, "p_value": None}
     for run, forecasts in (("A", forecasts_a), ("B", forecasts_b)):
         reason = selective.not_computable(forecasts)
         if reason is not None:
             return out | {"reason": f"{run}'s AURC on the shared items with a confidence: {reason}"}
-    strata = [sa.spec.stratum_of(sa.items[i]) for i, _ in both]
+    strata_a = item_column(sa.items, sa.spec.stratum_field)
+    strata = [strata_a[i] for i, _ in both]
     boot_a, boot_b = (
         stats.bootstrap_distribution(selective.aurc_of(forecasts), len(both), strata=strata)
         for forecasts in (forecasts_a, forecasts_b)
@@ -315,7 +317,8 @@ def _bootstrap_refused(sa: Section, sb: Section, paired: Pairing) -> str | None:
     differences = sa.correct[paired.a] - sb.correct[paired.b]
     if paired.identical:
         return stats.bootstrap_test_refused(differences, groups=sa.stratum_groups)
-    return stats.bootstrap_test_refused(differences, [sa.spec.stratum_of(sa.items[i]) for i in paired.a.tolist()])
+    strata_a = item_column(sa.items, sa.spec.stratum_field)
+    return stats.bootstrap_test_refused(differences, [strata_a[i] for i in paired.a.tolist()])
 
 
 def not_compared(reason: str) -> dict[str, Any]:

@@ -35,6 +35,7 @@ from .results import SCHEMA_VERSION as REPORT_SCHEMA_VERSION
 from .results import ScoredRun
 from .runs import find_all_results, model_name
 from .scored_file import report_folders, score_or_read
+from .scoring import ScoredItem, item_column, outcome_of
 from .section import Section
 
 # leaderboard.json's schema; its changes, version by version, are in CHANGELOG.md.
@@ -336,7 +337,7 @@ def discordant_lines(disagreements: Disagreements) -> Iterator[dict[str, Any]]:
                     "section": name,
                     "run": run_id,
                     "fields": list(ITEM_FIELDS),
-                    "items": [[i.task, i.item_id, i.doc_id, i.pred, i.outcome] for i in section.items],
+                    "items": _item_rows(section.items),
                 }
         line: dict[str, Any] = {"section": name, "a": id_a, "b": id_b}
         for key in _DISCORDANT_KINDS:
@@ -345,6 +346,14 @@ def discordant_lines(disagreements: Disagreements) -> Iterator[dict[str, Any]]:
             line[f"n_{key}"] = len(chosen.a)
         line["cut"] = any(line[f"n_{key}"] > DISCORDANT_PER_PAIR for key in _DISCORDANT_KINDS)
         yield line
+
+
+def _item_rows(items: Sequence[ScoredItem]) -> list[list[Any]]:
+    """Each item as a list of :data:`ITEM_FIELDS`, from the items' columns (no item is built)."""
+    task, item_id, doc_id, pred, correct = (
+        item_column(items, name) for name in ("task", "item_id", "doc_id", "pred", "correct")
+    )
+    return [list(row) for row in zip(task, item_id, doc_id, pred, map(outcome_of, pred, correct), strict=True)]
 
 
 def _check_indices(in_a: Any, in_b: Any, a: list[dict[str, Any]], b: list[dict[str, Any]]) -> None:

@@ -31,7 +31,7 @@ import os
 import secrets
 import tempfile
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import asdict, fields, replace
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -46,14 +46,13 @@ from .machine import collector_paused
 from .redaction import redact_path, secret_values
 from .results import SCHEMA_VERSION, ScoredRun, score_path
 from .runs import find_results, run_timestamp
-from .scoring import ScoredItem
+from .scoring import ITEM_FIELD_NAMES, ItemColumns, ScoredItem, item_column
 from .section import Section, SpooledTexts, items_file
 
 FILE = "scored_run.json"
-FORMAT = 5
+FORMAT = 6
 SECRET_FILE = "scored_run.key"
 _CHUNK = 1 << 20
-_ITEM_FIELDS = tuple(f.name for f in fields(ScoredItem))
 _TUPLES = ("choices", "loglikelihoods", "redacted")
 
 
@@ -128,16 +127,18 @@ def reusable(scored: ScoredRun) -> bool:
     return all(section.spec.extra_section is None for section in scored.sections.values())
 
 
-# An item's texts, most of a run's weight, are not in its record: they are in the report's items file of its section
-# beside scored_run.json (one line per item, in the body's order), which a reader that does not hold the texts
-# copies to its spool as it is.
+# A section's items are saved as one list per field (read back as :class:`.ItemColumns`, no item built), without
+# their texts, most of a run's weight: those are in the report's items file of its section beside scored_run.json
+# (one line per item, in the body's order), which a reader that does not hold the texts copies to its spool as it is.
 _TEXT_FIELDS = ("prompt", "reply")
+_SAVED_FIELDS = tuple(name for name in ITEM_FIELD_NAMES if name not in _TEXT_FIELDS)
 
 
-def _item(item: ScoredItem) -> dict[str, Any]:
-    record = {name: None if name in _TEXT_FIELDS else getattr(item, name) for name in _ITEM_FIELDS}
-    record["forecast"] = None if item.forecast is None else asdict(item.forecast)
-    return record
+def _saved_column(items: Sequence[ScoredItem], name: str) -> list[Any]:
+    column = item_column(items, name)
+    if name == "forecast":
+        return [None if forecast is None else asdict(forecast) for forecast in column]
+    return list(column)
 
 
 def _json(value: Any) -> bytes:
@@ -146,7 +147,7 @@ def _json(value: Any) -> bytes:
 
 def _body_pieces(scored: ScoredRun) -> Iterator[bytes]:
     """The body of scored_run.json (ASCII JSON: a lone surrogate in a reply reads back as itself), piece by piece:
-    each item on its own, so that the whole is never held."""
+    each field of a section's items on its own, so that the whole is never held."""
     head = {
         "provenance": scored.provenance,
         "empty_tasks": list(scored.empty_tasks),
@@ -163,10 +164,12 @@ def _body_pieces(scored: ScoredRun) -> Iterator[bytes]:
             "settings": list(section.settings),
             "generative": section.generative,
         }
-        yield (b"," if index else b"") + _json(name) + b":" + _json(entry)[:-1] + b',"items":['
-        for position, item in enumerate(section.items):
-            yield (b"," if position else b"") + _json(_item(item))
-        yield b"]}"
+        yield (b"," if index else b"") + _json(name) + b":" + _json(entry)[:-1] + b',"items":{'
+        for position, field_name in enumerate(_SAVED_FIELDS):
+            yield (
+                (b"," if position else b"") + _json(field_name) + b":" + _json(_saved_column(section.items, field_name))
+            )
+        yield b"}}"
     yield b"}}"
 
 
@@ -226,38 +229,51 @@ def signature(body: bytes) -> str | None:
     return None if secret is None else hmac.new(secret, body, hashlib.sha256).hexdigest()
 
 
-def _scored_item(record: Mapping[str, Any], texts: Any) -> ScoredItem:
-    """An item from its record and its texts' line, parsed (None: its texts are kept elsewhere)."""
-    if set(record) != set(_ITEM_FIELDS) or any(record[name] is not None for name in _TEXT_FIELDS):
+def _items(saved: Mapping[str, Any], texts: Sequence[Any] | None, n: int) -> ItemColumns:
+    """A section's ``n`` items from their saved fields, with their texts (``[prompt, reply]`` each; None: they are
+    kept elsewhere); a ValueError where the fields are not those written."""
+    if set(saved) != set(_SAVED_FIELDS) or any(not isinstance(saved[name], list) for name in _SAVED_FIELDS):
         raise ValueError("item fields differ")
-    values = dict(record)
-    if texts is not None:
-        if not (isinstance(texts, list) and len(texts) == 2 and all(isinstance(t, (str, type(None))) for t in texts)):
-            raise ValueError("an item's texts are not [prompt, reply]")
-        values["prompt"], values["reply"] = texts
-    for name in _TUPLES:
-        values[name] = tuple(values[name])
-    forecast = values["forecast"]
-    if forecast is not None:
-        values["forecast"] = Forecast(**{**forecast, "probabilities": tuple(forecast["probabilities"])})
-    item = ScoredItem(**values)
-    if not (isinstance(item.task, str) and isinstance(item.doc_id, int) and isinstance(item.correct, (int, float))):
+    if any(len(saved[name]) != n for name in _SAVED_FIELDS):
+        raise ValueError("not one value per item in every field")
+    if not (
+        all(isinstance(task, str) for task in saved["task"])
+        and all(isinstance(doc_id, int) for doc_id in saved["doc_id"])
+        and all(isinstance(correct, (int, float)) for correct in saved["correct"])
+        and all(isinstance(values, list) for name in _TUPLES for values in saved[name])
+    ):
         raise ValueError("item field types differ")
-    return item
+    columns = dict(saved)
+    for name in _TUPLES:
+        columns[name] = [tuple(values) for values in saved[name]]
+    columns["forecast"] = [
+        None if forecast is None else Forecast(**{**forecast, "probabilities": tuple(forecast["probabilities"])})
+        for forecast in saved["forecast"]
+    ]
+    if texts is None:
+        columns["prompt"] = columns["reply"] = [None] * n
+    else:
+        if len(texts) != n or not all(
+            isinstance(pair, list) and len(pair) == 2 and all(isinstance(t, (str, type(None))) for t in pair)
+            for pair in texts
+        ):
+            raise ValueError("an item's texts are not [prompt, reply]")
+        columns["prompt"], columns["reply"] = [pair[0] for pair in texts], [pair[1] for pair in texts]
+    return ItemColumns([columns[name] for name in ITEM_FIELD_NAMES])
 
 
-def _section(spec, entry: Mapping[str, Any], texts: Sequence[Any], spooled: SpooledTexts | None) -> Section:
-    """A section from its body entry, with its items' texts (``[prompt, reply]`` each) or where they are kept
+def _section(
+    spec, entry: Mapping[str, Any], n: int, texts: Sequence[Any] | None, spooled: SpooledTexts | None
+) -> Section:
+    """A section from its body entry and its ``n`` items' texts (``[prompt, reply]`` each), or where they are kept
     (``spooled``)."""
-    if len(texts) != len(entry["items"]):
-        raise ValueError("not one line of texts per item")
-    items = tuple(_scored_item(record, line) for record, line in zip(entry["items"], texts))
+    items = _items(entry["items"], texts, n)
     compared = entry["compared"]
     if compared is not None:
         compared = stats.Bootstrapped(
             stats.Estimate(**compared["estimate"]), np.asarray(compared["distribution"], dtype=float)
         )
-    keys = tuple(spec.pairing.item_key(item) for item in items)
+    keys = tuple(map(spec.pairing.item_key, items))
     settings = tuple(dict(setting) for setting in entry["settings"])
     return Section(spec, items, keys, dict(entry["numbers"]), compared, settings, bool(entry["generative"]), spooled)
 
@@ -338,17 +354,15 @@ def _sections(
             if len(data) and data[-1] != ord("\n"):
                 raise ValueError("the items file does not end with a line break")
             ends = np.flatnonzero(np.frombuffer(data, dtype=np.uint8) == ord("\n"))
-            if len(ends) != len(entry["items"]):
-                raise ValueError("not one line of the items file per item")
             starts = np.concatenate([[0], ends[:-1] + 1]).astype(np.int64) if len(ends) else ends
             if spooled is None:
                 records = (json.loads(data[start:end]) for start, end in zip(starts, ends))
                 texts, where = [[record["prompt"], record["reply"]] for record in records], None
             else:
                 spooled.write(data)
-                texts, where = [None] * len(ends), SpooledTexts(Path(spool_path), starts + at)
+                texts, where = None, SpooledTexts(Path(spool_path), starts + at)
                 at += len(data)
-            sections[name] = _section(specs[name], entry, texts, where)
+            sections[name] = _section(specs[name], entry, len(ends), texts, where)
     finally:
         if spooled is not None:
             spooled.close()

@@ -120,9 +120,7 @@ class ScoredItem:
     @property
     def outcome(self) -> str:
         """correct, wrong, or INVALID (no answer could be read)."""
-        if self.pred == INVALID:
-            return INVALID
-        return CORRECT if self.correct else WRONG
+        return outcome_of(self.pred, self.correct)
 
     forecast: Forecast | None = None  # confidence in the answer, for calibration; None: no answer or no confidence
 
@@ -132,7 +130,61 @@ class ScoredItem:
         return ScoredItem, _item_fields(self)
 
 
-_item_fields = operator.attrgetter(*(item_field.name for item_field in fields(ScoredItem)))
+ITEM_FIELD_NAMES = tuple(item_field.name for item_field in fields(ScoredItem))
+_item_fields = operator.attrgetter(*ITEM_FIELD_NAMES)
+
+
+def outcome_of(pred: str, correct: float) -> str:
+    """:attr:`ScoredItem.outcome` of an item's prediction and correctness."""
+    if pred == INVALID:
+        return INVALID
+    return CORRECT if correct else WRONG
+
+
+class ItemColumns(Sequence[ScoredItem]):
+    """Scored items held as one list per field (:data:`ITEM_FIELD_NAMES`, in that order), each item built only when
+    it is asked for: a leaderboard holds every item of every run, and sends each run from the process that read it,
+    where per-item objects cost most of the time (:meth:`column` reads a field without building any item)."""
+
+    __slots__ = ("_columns",)
+
+    def __init__(self, columns: Sequence[Sequence[Any]]):
+        if len(columns) != len(ITEM_FIELD_NAMES) or len({len(column) for column in columns}) > 1:
+            raise ValueError("not one column of one length per item field")
+        self._columns = tuple(columns)
+
+    @classmethod
+    def of(cls, items: Sequence[ScoredItem], **replaced: Sequence[Any]) -> ItemColumns:
+        """``items`` as columns, with the columns named in ``replaced`` given instead."""
+        if isinstance(items, ItemColumns):
+            return cls([replaced.get(name, column) for name, column in zip(ITEM_FIELD_NAMES, items._columns)])
+        return cls(
+            [replaced[name] if name in replaced else [getattr(i, name) for i in items] for name in ITEM_FIELD_NAMES]
+        )
+
+    def column(self, name: str) -> Sequence[Any]:
+        return self._columns[ITEM_FIELD_NAMES.index(name)]
+
+    def __len__(self) -> int:
+        return len(self._columns[0])
+
+    def __getitem__(self, position):
+        if isinstance(position, slice):
+            return [ScoredItem(*row) for row in zip(*(column[position] for column in self._columns))]
+        return ScoredItem(*(column[position] for column in self._columns))
+
+    def __iter__(self):
+        return map(ScoredItem, *self._columns)
+
+    def __reduce__(self):
+        return ItemColumns, (self._columns,)
+
+
+def item_column(items: Sequence[ScoredItem], name: str) -> Sequence[Any]:
+    """One field of every item, in order, without building the items of :class:`ItemColumns`."""
+    if isinstance(items, ItemColumns):
+        return items.column(name)
+    return [getattr(item, name) for item in items]
 
 
 # How a benchmark re-scores one logged sample of a task: (task, sample) -> its item.
@@ -305,8 +357,13 @@ class BenchmarkSpec:
         """The item id of a logged sample (:func:`source_item_id` of its doc)."""
         return source_item_id(sample.get("doc"), self.item_id_fields)
 
+    @property
+    def stratum_field(self) -> str:
+        """The item field every bootstrap resample keeps fixed (``gold`` or ``component``)."""
+        return self.report.stratify_by.value
+
     def stratum_of(self, item: ScoredItem) -> str:
-        return item.gold if self.report.stratify_by is Stratum.GOLD else item.component
+        return getattr(item, self.stratum_field)
 
 
 def scored_item(

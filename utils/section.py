@@ -41,7 +41,9 @@ from .scoring import (
     INVALID,
     BenchmarkSpec,
     Headline,
+    ItemColumns,
     ScoredItem,
+    item_column,
 )
 from .walk import Walk, masked, walk_samples
 
@@ -167,7 +169,7 @@ class Section:
     """One report section of a run: a spec's scored items and the numbers computed from them."""
 
     spec: BenchmarkSpec
-    items: tuple[ScoredItem, ...]  # in (task, doc_id) order
+    items: Sequence[ScoredItem]  # in (task, doc_id) order: a tuple, or ItemColumns where read or spooled
     keys: tuple[tuple, ...]  # spec.pairing.item_key of each item, in the same order
     numbers: dict[str, Any]  # the section as report.json holds it
     compared: stats.Bootstrapped | None  # the spec's compared metric over these items, with its distribution
@@ -215,7 +217,8 @@ class Section:
             for position, item in enumerate(self.items):
                 offsets[position] = handle.tell()
                 handle.write(text_line(item))
-        items = tuple(replace(item, prompt=None, reply=None) for item in self.items)
+        none = [None] * len(self.items)
+        items = ItemColumns.of(self.items, prompt=none, reply=none)
         return replace(self, items=items, spooled=SpooledTexts(Path(name), offsets))
 
     # Computed once per section, not once per pair it is compared in (the leaderboard pairs every run with every
@@ -228,11 +231,11 @@ class Section:
     @cached_property
     def correct(self) -> np.ndarray:
         """Each item's 0/1 correctness, in ``items`` order."""
-        return np.fromiter((item.correct for item in self.items), dtype=float, count=len(self.items))
+        return np.asarray(item_column(self.items, "correct"), dtype=float)
 
     @cached_property
     def prompt_hashes(self) -> tuple[str, ...]:
-        return tuple(item.prompt_hash for item in self.items)
+        return tuple(item_column(self.items, "prompt_hash"))
 
     # Digests of the item keys and of the prompt hashes, in order: two sections with the same digest hold the same
     # ones (the leaderboard compares every pair of runs; a digest is made once per section, not once per pair).
