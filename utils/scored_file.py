@@ -134,11 +134,11 @@ _TEXT_FIELDS = ("prompt", "reply")
 _SAVED_FIELDS = tuple(name for name in ITEM_FIELD_NAMES if name not in _TEXT_FIELDS)
 
 
-def _saved_column(items: Sequence[ScoredItem], name: str) -> list[Any]:
+def _saved_column(items: Sequence[ScoredItem], name: str) -> Sequence[Any]:
     column = item_column(items, name)
     if name == "forecast":
         return [None if forecast is None else asdict(forecast) for forecast in column]
-    return list(column)
+    return column
 
 
 def _json(value: Any) -> bytes:
