@@ -319,6 +319,23 @@ def pytest_sessionfinish(session, exitstatus):
     out_guard.finish(session)
 
 
+# The smoke tier (`pytest -m oldest`, tests/run.sh) imports only the modules that mark a test with it: importing the
+# others (torch, lm-eval, ...) to deselect every test in them cost its two workers about 10 s. A module marks its
+# tests by naming the mark (tests/test_schedule.py checks that every test carrying it is in such a module).
+OLDEST = "oldest"
+OLDEST_MARK_NAMED = f"mark.{OLDEST}"
+
+
+def pytest_ignore_collect(collection_path: Path, config) -> bool | None:
+    if (
+        config.option.markexpr != OLDEST
+        or collection_path.suffix != ".py"
+        or not collection_path.name.startswith("test_")
+    ):
+        return None
+    return OLDEST_MARK_NAMED not in collection_path.read_text(encoding="utf-8")
+
+
 def pytest_itemcollected(item):
     # As each test is collected: pytest-xdist reads the groups in its own pytest_collection_modifyitems.
     if not any(mark.name == "xdist_group" for mark in item.iter_markers()):

@@ -2,11 +2,13 @@
 
 import subprocess
 import sys
+from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
 from tests import schedule
-from tests.conftest import REPO, SHARED_RESOURCES, VLLM_GROUP
+from tests.conftest import OLDEST, OLDEST_MARK_NAMED, REPO, SHARED_RESOURCES, VLLM_GROUP, pytest_ignore_collect
 
 JUNIT = """<?xml version="1.0" encoding="utf-8"?>
 <testsuites><testsuite name="pytest">
@@ -58,3 +60,31 @@ def test_the_suite_is_collected_longest_group_first():
     ).stdout.splitlines()
     files = [line.split("::")[0] for line in listed if "::" in line]
     assert files.index("tests/test_package.py") > max(i for i, f in enumerate(files) if f == "tests/test_readme.py")
+
+
+def test_the_smoke_tier_collects_only_the_modules_that_name_its_mark(tmp_path):
+    marked = tmp_path / "test_marked.py"
+    marked.write_text("import pytest\n\n\n@pytest.mark.oldest\ndef test_one():\n    pass\n", encoding="utf-8")
+    unmarked = tmp_path / "test_unmarked.py"
+    unmarked.write_text("import torch\n\n\ndef test_two():\n    pass\n", encoding="utf-8")
+    helper = tmp_path / "helpers.py"
+    helper.write_text("X = 1\n", encoding="utf-8")
+
+    def ignored(path: Path, markexpr: str) -> bool | None:
+        return pytest_ignore_collect(path, SimpleNamespace(option=SimpleNamespace(markexpr=markexpr)))
+
+    assert ignored(unmarked, OLDEST) is True and ignored(marked, OLDEST) is False
+    # Any other selection, and anything but a test module (a folder, a helper), is left to pytest.
+    for markexpr in ("", "not slow and not browser", "oldest or slow"):
+        assert ignored(unmarked, markexpr) is None
+    assert ignored(helper, OLDEST) is None and ignored(tmp_path, OLDEST) is None
+
+
+def test_every_test_of_the_smoke_tier_is_in_a_module_that_names_its_mark(request):
+    marked = {item.path for item in request.session.items if item.get_closest_marker(OLDEST)}
+    if not marked:
+        pytest.skip(f"this run collected no test marked {OLDEST}")
+    for path in marked:
+        assert OLDEST_MARK_NAMED in path.read_text(encoding="utf-8"), (
+            f"{path} marks a test {OLDEST} without naming the mark"
+        )
