@@ -4,8 +4,9 @@ Every ```bash block of README.md, then of examples/README.md and CONTRIBUTING.md
 user runs), is run in order in one bash process from the root of a copy of the checkout (its files as git sees
 them, with ``../shared`` beside it), as a newcomer pastes them: nothing is written into the checkout. A block
 preceded by a ``<!-- readme-test: skip (why) -->`` comment is not run. To keep it small, ``lm_eval`` is wrapped (a
-bash function, also seen by examples/quickstart.sh) to score each task's first 2 items and generate at most 16
-tokens, and ``LIMIT=2`` is set for the quickstart. Each model's answers
+bash function, also seen by examples/quickstart.sh) to score the 2 items of each task whose prompts are the shortest
+(ITEMS; on a CPU the time goes to prompt tokens) and generate at most 16 tokens, and ``LIMIT=2`` is set for the
+quickstart. Each model's answers
 are kept in lm-eval's own cache (``--use_cache``, one per ``--model`` and ``--model_args``): a request an earlier
 block asked the same model is read back, not computed again (the by-hand run asks what the quickstart asked; every
 command still loads its model and builds its tasks). The one skipped block
@@ -21,6 +22,7 @@ requirement must be met there, and the package's metadata is built with its buil
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -56,7 +58,7 @@ lm_eval() {
   done
   local model
   model="$(printf '%s\n' "${args[@]}" | { grep -x -A1 -e --model -e --model_args || :; } | sha256sum | cut -c1-16)"
-  command lm_eval "${args[@]}" --limit 2 --gen_kwargs max_gen_toks=16 --use_cache "$LM_EVAL_ANSWERS/$model"
+  command lm_eval "${args[@]}" --samples "$LM_EVAL_ITEMS" --gen_kwargs max_gen_toks=16 --use_cache "$LM_EVAL_ANSWERS/$model"
 }
 export -f lm_eval
 pip() {
@@ -66,6 +68,19 @@ pip() {
 export -f pip
 export LIMIT=2
 """
+# The 2 items with the shortest prompts (in characters, without the chat template, in the demo data) of every task
+# the documented commands run: the quickstart's, the full-size command's groups and the API run's.
+ITEMS = {
+    "pubmedqa_atlas_n100": [80, 52],
+    "pubmedqa_atlas": [371, 80],
+    "medexqa_logit_be": [52, 7],
+    "medexqa_logit_cls": [97, 258],
+    "medexqa_logit_cp": [45, 46],
+    "medexqa_logit_ot": [33, 103],
+    "medexqa_logit_slp": [38, 65],
+    "millerqa_ll_triage": [20, 76],
+    "medfact_bench_scifact": [61, 65],
+}
 
 
 def readme_blocks(text: str) -> list[tuple[str, str | None]]:
@@ -130,7 +145,12 @@ def test_the_readme_runs_as_written_in_order(tmp_path):
     check = ["bash", str(REPO / "examples" / "install.sh"), "--check"]
     # The wrapper's answer caches lie outside the checkout's copy.
     answers = str(tmp_path / "answers")
-    env = {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}", "LM_EVAL_ANSWERS": answers}
+    env = {
+        **os.environ,
+        "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
+        "LM_EVAL_ANSWERS": answers,
+        "LM_EVAL_ITEMS": json.dumps(ITEMS),
+    }
     if subprocess.run(check, env=env, capture_output=True).returncode != 0:
         pytest.fail(f"{sys.prefix} was not installed by examples/install.sh from this recipe (bash tests/run.sh does)")
     copy = checkout_copy(tmp_path)
@@ -146,6 +166,10 @@ def test_the_readme_runs_as_written_in_order(tmp_path):
     assert done.returncode == 0, done.stderr[-4000:]
     assert "already installed in this environment" in done.stderr  # the quickstart installed nothing
     assert "Requests remaining: 0" in done.stderr  # the by-hand run read the quickstart's answers back
+    # Every run scored ITEMS' 2 items of each task: a task missing from ITEMS would run all of its items.
+    for samples in (copy / "out").rglob("samples_*.jsonl"):
+        rows = [json.loads(line) for line in samples.read_text(encoding="utf-8").splitlines() if line.strip()]
+        assert len({row["doc_id"] for row in rows}) == 2, samples
     # The task listing printed each benchmark's group, named like its folder.
     assert {benchmark.name for benchmark in discover()} <= set(done.stdout.splitlines())
     # The suggested pair of runs is comparable, so compare's table tests it (a p-value beside "yes"); the
