@@ -65,16 +65,15 @@ MODEL_LABEL = "smollm2-135m-instruct"  # MillerQA shuffles options per model lab
 SERVED_NAME = "smollm2-135m-instruct"
 # |log-likelihood(vllm) - log-likelihood(hf)| per choice in float32 (measured: below 1e-4).
 LOGLIKELIHOOD_TOLERANCE = 1e-3
-# A small CPU: 1 GiB of KV cache (start-up fails otherwise on 24 GiB). Alone, the engine binds both cores; beside
-# other pytest-xdist workers, it computes on the one thread each worker has (tests/conftest.py), bound to no core.
-# The engine runs in the process that drives it (the lm_eval run's; the server's engine process), not in processes
-# of its own that import torch and vLLM again: the same log-likelihoods and replies (compared), 25 s less for the
-# in-process run and 9 s less for the server's start-up on one core.
+# A small CPU: 1 GiB of KV cache (start-up fails otherwise on 24 GiB). Alone, the engine binds both cores (which
+# vLLM does only from processes of its own). Beside other pytest-xdist workers, it computes on the one thread each
+# worker has (tests/conftest.py), bound to no core, in the process that drives it (the lm_eval run's; the server's
+# engine process), not in processes of its own that import torch and vLLM again: the same log-likelihoods and
+# replies, and the module 249 -> 164 s on one worker.
 VLLM_ENV = {
     "VLLM_CPU_KVCACHE_SPACE": "1",
-    "VLLM_ENABLE_V1_MULTIPROCESSING": "0",
     **(
-        {"VLLM_CPU_OMP_THREADS_BIND": "nobind"}
+        {"VLLM_CPU_OMP_THREADS_BIND": "nobind", "VLLM_ENABLE_V1_MULTIPROCESSING": "0"}
         if os.environ.get("PYTEST_XDIST_WORKER")
         else {"VLLM_CPU_NUM_OF_RESERVED_CPU": "0"}
     ),
