@@ -33,6 +33,27 @@ FIVE_BENCHMARKS = (
 )
 # Those and FActBench's generation task: every benchmark.
 EVERY_BENCHMARK = (*FIVE_BENCHMARKS, "factbench_gen")
+# The two items of each task whose prompts are the shortest in the demo data (in characters, without the chat
+# template), by number: on a CPU a real model's time goes to prompt tokens, so the real-model runs that need only a
+# few items of a task ask for these (tests/test_vllm_backend.py, tests/test_readme.py; tests/test_end_to_end.py checks
+# them).
+SHORTEST_PROMPTS = {
+    "factbench_gen": [20, 26],
+    "medexqa_cp": [45, 46],
+    "medexqa_logit_be": [7, 52],
+    "medexqa_logit_cls": [97, 258],
+    "medexqa_logit_cp": [45, 46],
+    "medexqa_logit_ot": [33, 103],
+    "medexqa_logit_slp": [38, 65],
+    "medfact_bench_healthver": [528, 875],
+    "medfact_bench_scifact": [61, 65],
+    "millerqa_ll_ofp_legalbench": [7, 99],
+    "millerqa_ll_triage": [20, 76],
+    "millerqa_ofp_legalbench": [7, 99],
+    "pubmedqa_atlas": [80, 371],
+    "pubmedqa_atlas_gen": [80, 371],
+    "pubmedqa_atlas_n100": [52, 80],
+}
 # The report of EVERY_BENCHMARK's run, every number (tests/test_same_numbers.py writes it and checks it).
 GOLDEN = Path(__file__).parent / "golden" / "report_all_benchmarks.json"
 

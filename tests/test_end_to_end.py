@@ -8,7 +8,7 @@ import pytest
 from lm_eval_tasks.utils.medfact_bench.loader import load
 
 from tests.conftest import read_results, read_samples, run_lm_eval
-from tests.runs import lm_eval_args
+from tests.runs import SHORTEST_PROMPTS, lm_eval_args
 
 pytestmark = pytest.mark.slow
 
@@ -70,3 +70,19 @@ def test_include_path_of_an_installed_wheel(package_build, tmp_path):
         "factbench_laysumm",
     ):
         assert f"'{name}'" in listed
+
+
+def test_the_items_with_the_shortest_prompts_are_so_in_the_demo_data(demo_data_dir):
+    from lm_eval.tasks import TaskManager, get_task_dict
+
+    from lm_eval_tasks import tasks_dir
+
+    manager = TaskManager(
+        include_path=tasks_dir(),
+        include_defaults=False,
+        metadata={"data_dir": str(demo_data_dir), "millerqa_model_label": "m"},
+    )
+    for name, task in get_task_dict(list(SHORTEST_PROMPTS), manager).items():
+        lengths = [len(str(task.doc_to_text(doc))) for doc in task.eval_docs]
+        shortest = sorted(range(len(lengths)), key=lambda i: (lengths[i], i))[:2]
+        assert sorted(shortest) == SHORTEST_PROMPTS[name], name

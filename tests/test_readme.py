@@ -35,6 +35,7 @@ import pytest
 from lm_eval_tasks.utils.benchmarks import discover
 
 from tests.conftest import REPO, SHARED
+from tests.runs import SHORTEST_PROMPTS
 
 SKIP = "readme-test: skip"
 # The Markdown files whose bash blocks a user runs, in the order the slow test runs them.
@@ -68,19 +69,20 @@ pip() {
 export -f pip
 export LIMIT=2
 """
-# The 2 items with the shortest prompts (in characters, without the chat template, in the demo data) of every task
-# the documented commands run: the quickstart's, the full-size command's groups and the API run's.
-ITEMS = {
-    "pubmedqa_atlas_n100": [80, 52],
-    "pubmedqa_atlas": [371, 80],
-    "medexqa_logit_be": [52, 7],
-    "medexqa_logit_cls": [97, 258],
-    "medexqa_logit_cp": [45, 46],
-    "medexqa_logit_ot": [33, 103],
-    "medexqa_logit_slp": [38, 65],
-    "millerqa_ll_triage": [20, 76],
-    "medfact_bench_scifact": [61, 65],
-}
+# The tasks the documented commands run (the quickstart's, the full-size command's groups', the API run's), each on
+# its 2 items with the shortest prompts.
+README_TASKS = (
+    "pubmedqa_atlas_n100",
+    "pubmedqa_atlas",
+    "medexqa_logit_be",
+    "medexqa_logit_cls",
+    "medexqa_logit_cp",
+    "medexqa_logit_ot",
+    "medexqa_logit_slp",
+    "millerqa_ll_triage",
+    "medfact_bench_scifact",
+)
+ITEMS = {task: SHORTEST_PROMPTS[task] for task in README_TASKS}
 
 
 def readme_blocks(text: str) -> list[tuple[str, str | None]]:

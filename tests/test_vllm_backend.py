@@ -30,7 +30,7 @@ from lm_eval_tasks.utils.samples import logged_loglikelihoods, logged_reply
 
 from lm_eval_tasks import tasks_dir
 from tests.conftest import REPO, logged_messages, read_results, read_samples, report_cli, run_lm_eval
-from tests.runs import lm_eval_args
+from tests.runs import SHORTEST_PROMPTS, lm_eval_args
 
 pytestmark = pytest.mark.slow
 
@@ -45,18 +45,8 @@ GENERATE_TASKS = (
     "millerqa_ofp_legalbench",
     "factbench_gen",
 )
-# The two items of each task whose prompts are the shortest in the demo data (in characters, without the chat
-# template): half the prompt tokens of the first two.
-ITEMS = {
-    "medexqa_logit_be": [7, 52],
-    "pubmedqa_atlas_n100": [52, 80],
-    "millerqa_ll_ofp_legalbench": [7, 99],
-    "medfact_bench_healthver": [187, 196],
-    "medexqa_cp": [45, 46],
-    "pubmedqa_atlas_gen": [80, 144],
-    "millerqa_ofp_legalbench": [7, 99],
-    "factbench_gen": [20, 26],
-}
+# Half the prompt tokens of each task's first two items.
+ITEMS = {task: SHORTEST_PROMPTS[task] for task in LOGLIKELIHOOD_TASKS + GENERATE_TASKS}
 # Replies are compared token for token; the first 32 tokens of each keep the module within CI's time.
 MAX_GEN_TOKS = 32
 # SmolLM2's context, which hf reads from the model's config: both backends see the same prompts.
