@@ -73,7 +73,7 @@ def test_include_path_of_an_installed_wheel(package_build, tmp_path):
 
 
 def test_the_items_with_the_shortest_prompts_are_so_in_the_demo_data(demo_data_dir):
-    from lm_eval.tasks import TaskManager, get_task_dict
+    from lm_eval.tasks import TaskManager
 
     from lm_eval_tasks import tasks_dir
 
@@ -82,7 +82,7 @@ def test_the_items_with_the_shortest_prompts_are_so_in_the_demo_data(demo_data_d
         include_defaults=False,
         metadata={"data_dir": str(demo_data_dir), "millerqa_model_label": "m"},
     )
-    for name, task in get_task_dict(list(SHORTEST_PROMPTS), manager).items():
+    for name, task in manager.load(list(SHORTEST_PROMPTS))["tasks"].items():
         lengths = [len(str(task.doc_to_text(doc))) for doc in task.eval_docs]
         shortest = sorted(range(len(lengths)), key=lambda i: (lengths[i], i))[:2]
         assert sorted(shortest) == SHORTEST_PROMPTS[name], name
