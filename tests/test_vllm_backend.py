@@ -59,7 +59,7 @@ LOGLIKELIHOOD_TOLERANCE = 1e-3
 # vLLM does only from processes of its own). Beside other pytest-xdist workers, it computes on the one thread each
 # worker has (tests/conftest.py), bound to no core, in the process that drives it (the lm_eval run's; the server's
 # engine process), not in processes of its own that import torch and vLLM again: the same log-likelihoods and
-# replies, and the module 249 -> 164 s on one worker.
+# replies, with fewer process starts.
 VLLM_ENV = {
     "VLLM_CPU_KVCACHE_SPACE": "1",
     **(
