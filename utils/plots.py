@@ -71,6 +71,9 @@ def _png(fig: Any, **savefig: Any) -> bytes:
     import matplotlib.pyplot as plt
 
     buffer = io.BytesIO()
+    # The layout is done (tight_layout): the engine it leaves behind would have savefig draw the figure once more,
+    # without rendering, before drawing it.
+    fig.set_layout_engine(None)
     fig.savefig(buffer, format="png", metadata={"Software": None}, **savefig)
     plt.close(fig)
     return buffer.getvalue()
