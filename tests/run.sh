@@ -163,6 +163,8 @@ wait_built() {
 }
 
 export HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 HF_EVALUATE_OFFLINE=1 TOKENIZERS_PARALLELISM=false
+# lm-eval's index of the built-in tasks of a cached environment is kept beside it (tests/lm_eval_once/sitecustomize.py)
+export MEDEVAL_ENV_CACHE="$envs"
 mkdir -p .cache/tests
 
 # The smoke tier (marker `oldest`: every task indexed, a scripted run of every benchmark with and without the chat

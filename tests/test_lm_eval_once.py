@@ -139,3 +139,21 @@ def test_a_process_the_tests_start_reads_what_the_test_run_made():
     env = {k: v for k, v in os.environ.items() if k != once_hook.FOLDER_VARIABLE}
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env)
     assert done.stdout.split() == ["build", "False"]
+
+
+def test_a_cached_environments_built_in_tasks_are_kept_beside_it_and_any_other_folders_in_the_test_run(
+    tmp_path, monkeypatch
+):
+    cache = tmp_path / "envs"
+    root = cache / "venv-0123" / "lib" / "site-packages" / "lm_eval" / "tasks"
+    root.mkdir(parents=True)
+    (tmp_path / "elsewhere").mkdir()
+    (cache / "link").symlink_to(tmp_path / "elsewhere")
+    run = str(tmp_path / "run")
+    monkeypatch.setenv(once_hook.ENV_CACHE_VARIABLE, str(cache))
+    assert once_hook.index_folder(root, run) == str(cache / "lm-eval-index")
+    assert once_hook.index_folder(tmp_path / "elsewhere", run) == run
+    assert once_hook.index_folder(cache / "venv-0123" / ".." / ".." / "elsewhere", run) == run
+    assert once_hook.index_folder(cache / "link", run) == run  # a link out of the cache leads elsewhere
+    monkeypatch.delenv(once_hook.ENV_CACHE_VARIABLE)
+    assert once_hook.index_folder(root, run) == run  # not run by tests/run.sh: once per test run

@@ -5,9 +5,11 @@ tests/conftest.py puts this folder on ``PYTHONPATH`` for every process the tests
 in its workers), and names a folder of the test run in ``MEDEVAL_LM_EVAL_ONCE``. Two things are kept there:
 
 - **lm-eval's index of its own built-in tasks.** Every ``lm_eval`` start indexes lm-eval's 14,683 built-in tasks
-  (``TaskIndex.build`` parses about 26,600 YAML files: 6 to 9 s on a 2-core CPU) before our ``--include_path``; the
+  (``TaskIndex.build`` parses about 26,600 YAML files: 6 to 11 s on one core) before our ``--include_path``; the
   suite starts it about twenty times. The first process to index a built-in task folder writes its entries (by the
-  folder's path and lm-eval's version); the others read them back. Only the built-in folder is kept: our
+  folder's path, lm-eval's version and its list of installed files); the others read them back. The built-in folder
+  of an environment tests/run.sh caches by its recipe is indexed once per machine: its entries are kept beside the
+  cached environments (:func:`index_folder`). Only the built-in folder is kept: our
   ``--include_path`` and any other folder is indexed afresh every time, and merged over the built-in entries as
   ``TaskIndex.build`` merges its paths (a later path's entry replaces an earlier one's, with lm-eval's warning).
 - **The environment's description that lm-eval writes into every results file** (``pretty_env_info``, from torch's
@@ -23,6 +25,7 @@ import os
 import sys
 
 FOLDER_VARIABLE = "MEDEVAL_LM_EVAL_ONCE"
+ENV_CACHE_VARIABLE = "MEDEVAL_ENV_CACHE"
 INDEX_MODULE = "lm_eval.tasks._index"
 ENV_INFO_MODULE = "torch.utils.collect_env"
 # Far more than anything kept here takes: a larger file is not one this hook wrote.
@@ -68,7 +71,7 @@ def made_once(folder: str, key: str, make, encode, decode):
 
 
 def builtin_entries(module, build, root, folder: str) -> dict:
-    """``build([root])``, made once per test run (:func:`made_once`).
+    """``build([root])``, made once in ``folder`` (:func:`made_once`).
 
     Kept with :mod:`marshal` (the entries' YAML values, paths as text; a value marshal cannot hold, which no YAML
     loader makes today, means a build every time): read back in about 0.25 s (the collector paused), where a pickle
@@ -101,8 +104,29 @@ def builtin_entries(module, build, root, folder: str) -> dict:
             if collecting:
                 gc.enable()
 
-    key = f"index\0{root}\0{importlib.metadata.version('lm_eval')}\0{sys.version}"
+    key = f"index\0{root}\0{importlib.metadata.version('lm_eval')}\0{installed_files()}\0{sys.version}"
     return made_once(folder, key, lambda: build([root]), encode, decode)
+
+
+def installed_files() -> str:
+    """The sha256 of lm-eval's list of installed files and their hashes (its RECORD): another install of the same
+    version (a rebuilt environment, another wheel) is another key."""
+    import hashlib
+    import importlib.metadata
+
+    return hashlib.sha256((importlib.metadata.distribution("lm_eval").read_text("RECORD") or "").encode()).hexdigest()
+
+
+def index_folder(root, folder: str) -> str:
+    """Where the entries of the built-in folder ``root`` are kept: beside the environments tests/run.sh caches by
+    their recipe (``$MEDEVAL_ENV_CACHE``, made once and left as they are) when ``root`` lies in one of them, so that
+    they are built once per machine and not once per test run; else in the test run's ``folder``."""
+    from pathlib import Path
+
+    cache = os.environ.get(ENV_CACHE_VARIABLE)
+    if cache and Path(root).resolve().is_relative_to(Path(cache).resolve()):
+        return os.path.join(cache, "lm-eval-index")
+    return folder
 
 
 def env_info(describe, folder: str) -> str:
@@ -134,7 +158,8 @@ def _reuse_builtin_entries(module) -> None:
         paths = [Path(p) for p in paths]
         if not resolve_includes or not paths or paths[0] != builtin:
             return build(paths, resolve_includes=resolve_includes)
-        return merged(module, builtin_entries(module, build, builtin, folder), build(paths[1:]) if paths[1:] else {})
+        entries = builtin_entries(module, build, builtin, index_folder(builtin, folder))
+        return merged(module, entries, build(paths[1:]) if paths[1:] else {})
 
     reusing_build.__wrapped__ = build  # a fresh build, for the test that compares the two
     module.TaskIndex.build = staticmethod(reusing_build)
