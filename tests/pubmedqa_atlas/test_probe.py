@@ -74,6 +74,62 @@ def test_embeddings_cache_is_reused_only_for_the_same_inputs(tmp_path, monkeypat
     assert len(calls) == 3
 
 
+def counted_embeddings(monkeypatch) -> list:
+    calls = []
+
+    def fake_embed(encoder_dir, texts, **options):
+        calls.append(list(texts))
+        return np.full((len(texts), 2), float(len(calls)), dtype=np.float32), 128
+
+    monkeypatch.setattr(probe, "embed_texts", fake_embed)
+    return calls
+
+
+def test_an_embeddings_cache_not_the_users_own_is_neither_read_nor_written(tmp_path, monkeypatch, capsys):
+    encoder = tmp_path / "enc"
+    encoder.mkdir()
+    (encoder / "model.safetensors").write_bytes(b"w")
+    calls = counted_embeddings(monkeypatch)
+    mine = tmp_path / "mine" / "emb.npz"
+    probe.cached_embeddings(mine, encoder, ["a", "b"], pooling="mean")  # made in a folder of 0700
+    assert len(calls) == 1 and (mine.parent.stat().st_mode & 0o777) == 0o700
+    made = mine.read_bytes()
+    # A link to a good cache, a good cache writable by others, a good cache in a folder writable by others: each is
+    # computed again, said on stderr, and left as it is.
+    link = tmp_path / "mine" / "link.npz"
+    link.symlink_to(mine)
+    writable = tmp_path / "mine" / "writable.npz"
+    writable.write_bytes(made)
+    writable.chmod(0o666)
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o777)
+    (shared / "emb.npz").write_bytes(made)
+    for untrusted in (link, writable, shared / "emb.npz"):
+        before = len(calls)
+        embeddings, _, from_cache = probe.cached_embeddings(untrusted, encoder, ["a", "b"], pooling="mean")
+        assert not from_cache and len(calls) == before + 1 and embeddings[0, 0] == len(calls)
+        assert f"{untrusted} is ignored" in capsys.readouterr().err
+        assert untrusted.read_bytes() == made
+    assert link.is_symlink() and (writable.stat().st_mode & 0o777) == 0o666
+    assert sorted(p.name for p in shared.iterdir()) == ["emb.npz"]  # nothing written beside it
+    # The user's own file is still read.
+    assert probe.cached_embeddings(mine, encoder, ["a", "b"], pooling="mean")[2] is True
+
+
+@pytest.mark.parametrize("content", [b"", b"PK\x03\x04 cut short", b"not a cache at all"])
+def test_a_broken_embeddings_cache_is_made_again(tmp_path, monkeypatch, capsys, content):
+    encoder = tmp_path / "enc"
+    encoder.mkdir()
+    (encoder / "model.safetensors").write_bytes(b"w")
+    calls = counted_embeddings(monkeypatch)
+    cache = tmp_path / "emb.npz"
+    cache.write_bytes(content)
+    assert probe.cached_embeddings(cache, encoder, ["a"], pooling="mean")[2] is False
+    assert f"{cache} is no embeddings cache" in capsys.readouterr().err
+    assert probe.cached_embeddings(cache, encoder, ["a"], pooling="mean")[2] is True and len(calls) == 1
+
+
 def test_cli_rejects_a_folder_that_is_not_a_model(tmp_path, shared_data, capsys):
     assert cli(["pubmedqa-probe", "--encoder", str(tmp_path), "--data-dir", str(shared_data)]) == 1
     assert "not a transformers model folder (no config.json)" in capsys.readouterr().err

@@ -13,9 +13,12 @@ torch, transformers and scikit-learn are imported only when a probe runs.
 from __future__ import annotations
 
 import hashlib
+import io
 import os
+import sys
 import time
 import warnings
+import zipfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,6 +29,7 @@ from tqdm import tqdm
 
 from .. import models, stats
 from ..data import DataError, read_json
+from ..files import UntrustedFile, open_own_file, own_folder, warn_untrusted, write_file_atomically
 from .constants import LABELS, SUBSETS
 from .loader import load
 from .parsing import macro_f1_value
@@ -142,24 +146,44 @@ def _embeddings_key(encoder_dir: Path, texts: Sequence[str], pooling: str, max_l
     return digest.hexdigest()
 
 
+# Far more than any encoder's embeddings of the probe's 1,000 texts take (33 MB at hidden size 8,192): a larger
+# file is not one this probe wrote.
+MAX_CACHE_BYTES = 1 << 30
+
+
 def cached_embeddings(cache_file: str | os.PathLike | None, encoder_dir: Path, texts: Sequence[str], **options: Any):
-    """``embed_texts``, reusing ``cache_file`` (.npz) when it was made from the same encoder files,
-    texts and options; otherwise the embeddings are computed and the file is (re)written."""
+    """``embed_texts``, reusing ``cache_file`` (.npz) when it was made from the same encoder files, texts and
+    options; otherwise the embeddings are computed and the file is (re)written. Only a file of this user's own, in a
+    folder of this user's own, is read or written (``utils/files.py``: a regular file, not a link, writable by nobody
+    else): any other is ignored, with a warning, and left as it is. A file that cannot be read as such a cache (cut
+    short, another format) is computed again and replaced, saying so."""
     if cache_file is None:
         return (*embed_texts(encoder_dir, texts, **options), False)
     key = _embeddings_key(
         encoder_dir, texts, options.get("pooling", "mean"), options.get("max_length"), options.get("dtype", "float32")
     )
     cache_file = Path(cache_file)
-    if cache_file.is_file():
-        with np.load(cache_file) as stored:
-            if str(stored["key"]) == key:
-                return stored["embeddings"], int(stored["max_length"]), True
+    try:
+        own_folder(cache_file.parent)
+        handle = os.fdopen(open_own_file(cache_file, MAX_CACHE_BYTES), "rb")
+        trusted = True
+    except FileNotFoundError:
+        handle, trusted = None, True
+    except UntrustedFile as exc:
+        warn_untrusted(cache_file, f"{exc}; the embeddings are computed and not kept")
+        handle, trusted = None, False
+    if handle is not None:
+        try:
+            with handle, np.load(handle) as stored:
+                if str(stored["key"]) == key:
+                    return stored["embeddings"], int(stored["max_length"]), True
+        except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as exc:
+            sys.stderr.write(f"warning: {cache_file} is no embeddings cache ({exc}); it is made again\n")
     embeddings, max_length = embed_texts(encoder_dir, texts, **options)
-    cache_file.parent.mkdir(parents=True, exist_ok=True)
-    staging = cache_file.with_name(f".{cache_file.name}.{os.getpid()}.npz")
-    np.savez(staging, key=np.array(key), embeddings=embeddings, max_length=np.array(max_length))
-    staging.replace(cache_file)
+    if trusted:
+        stored = io.BytesIO()
+        np.savez(stored, key=np.array(key), embeddings=embeddings, max_length=np.array(max_length))
+        write_file_atomically(cache_file, stored.getvalue())
     return embeddings, max_length, False
 
 
