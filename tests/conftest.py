@@ -160,8 +160,9 @@ def smollm2_dir() -> Path:
 
 
 # The one real-model ``lm_eval run`` the end-to-end files share (tests/<benchmark>/test_end_to_end.py): both
-# protocols of each benchmark that has two, its first SMOLLM2_RUN_LIMIT items, SmolLM2's chat template, replies of
-# at most 64 tokens (what the files' assertions read: a letter, an explanation's start, a verdict).
+# protocols of each benchmark that has two, on the 2 items of each task with the shortest prompts
+# (tests/runs.py's SHORTEST_PROMPTS), SmolLM2's chat template, replies of at most 64 tokens (what the files'
+# assertions read: a letter, an explanation's start, a verdict).
 SMOLLM2_RUN_TASKS = (
     "medfact_bench_scifact",
     "medfact_bench_healthver",
@@ -170,7 +171,6 @@ SMOLLM2_RUN_TASKS = (
     "millerqa_triage",
     "millerqa_ll_triage",
 )
-SMOLLM2_RUN_LIMIT = 3
 
 
 @dataclass(frozen=True)
@@ -186,7 +186,7 @@ class CliRun:
 def smollm2_cli_run(smollm2_dir, demo_data_dir, tmp_path_factory) -> CliRun:
     """SmolLM2 through the ``lm_eval`` CLI as a user runs it, then the report, once per test run: lm-eval's task
     index and the model load are paid once, not once per file. Read-only: a test writes into its own folder."""
-    from tests.runs import lm_eval_args
+    from tests.runs import SHORTEST_PROMPTS, lm_eval_args
 
     def build(folder: Path) -> None:
         model_args = f"pretrained={smollm2_dir},dtype=auto"
@@ -196,7 +196,7 @@ def smollm2_cli_run(smollm2_dir, demo_data_dir, tmp_path_factory) -> CliRun:
             SMOLLM2_RUN_TASKS,
             demo_data_dir,
             folder / "run",
-            SMOLLM2_RUN_LIMIT,
+            {task: SHORTEST_PROMPTS[task] for task in SMOLLM2_RUN_TASKS},
             device="cpu",
             batch_size=6,
             max_gen_toks=64,

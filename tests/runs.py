@@ -35,10 +35,11 @@ FIVE_BENCHMARKS = (
 EVERY_BENCHMARK = (*FIVE_BENCHMARKS, "factbench_gen")
 # The two items of each task whose prompts are the shortest in the demo data (in characters, without the chat
 # template), by number: on a CPU a real model's time goes to prompt tokens, so the real-model runs that need only a
-# few items of a task ask for these (tests/test_vllm_backend.py, tests/test_readme.py; tests/test_end_to_end.py checks
-# them).
+# few items of a task ask for these (the SmolLM2 run the end-to-end files share in tests/conftest.py,
+# tests/test_vllm_backend.py, tests/test_readme.py; tests/test_end_to_end.py checks them).
 SHORTEST_PROMPTS = {
     "factbench_gen": [20, 26],
+    "medexqa_be": [7, 52],
     "medexqa_cp": [45, 46],
     "medexqa_logit_be": [7, 52],
     "medexqa_logit_cls": [97, 258],
@@ -50,6 +51,7 @@ SHORTEST_PROMPTS = {
     "millerqa_ll_ofp_legalbench": [7, 99],
     "millerqa_ll_triage": [20, 76],
     "millerqa_ofp_legalbench": [7, 99],
+    "millerqa_triage": [20, 76],
     "pubmedqa_atlas": [80, 371],
     "pubmedqa_atlas_gen": [80, 371],
     "pubmedqa_atlas_n100": [52, 80],

@@ -197,7 +197,7 @@ def test_a_new_benchmark_is_two_folders(tmp_path):
     (package / "utils" / "toybench" / "__init__.py").write_text(TOY_INIT, encoding="utf-8")
     (package / "utils" / "toybench" / "tasks.py").write_text(TOY_TASKS, encoding="utf-8")
     # Step 3: regenerate the smoke group.
-    env = {**os.environ, "PYTHONPATH": str(site)}
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(site), os.environ.get("PYTHONPATH")]))}
 
     def run(*args: str) -> str:
         result = subprocess.run(

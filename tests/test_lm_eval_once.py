@@ -155,5 +155,7 @@ def test_a_cached_environments_built_in_tasks_are_kept_beside_it_and_any_other_f
     assert once_hook.index_folder(tmp_path / "elsewhere", run) == run
     assert once_hook.index_folder(cache / "venv-0123" / ".." / ".." / "elsewhere", run) == run
     assert once_hook.index_folder(cache / "link", run) == run  # a link out of the cache leads elsewhere
+    (tmp_path / "venv").symlink_to(cache / "venv-0123")
+    assert once_hook.index_folder(tmp_path / "venv" / "lib" / "site-packages" / "lm_eval" / "tasks", run) == run
     monkeypatch.delenv(once_hook.ENV_CACHE_VARIABLE)
     assert once_hook.index_folder(root, run) == run  # not run by tests/run.sh: once per test run

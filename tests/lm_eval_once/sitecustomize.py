@@ -120,11 +120,13 @@ def installed_files() -> str:
 def index_folder(root, folder: str) -> str:
     """Where the entries of the built-in folder ``root`` are kept: beside the environments tests/run.sh caches by
     their recipe (``$MEDEVAL_ENV_CACHE``, made once and left as they are) when ``root`` lies in one of them, so that
-    they are built once per machine and not once per test run; else in the test run's ``folder``."""
+    they are built once per machine and not once per test run; else in the test run's ``folder``. In one as written
+    and as links resolve: not a link from elsewhere into one (a path that is not the same each test run), nor a link
+    in one leading out."""
     from pathlib import Path
 
     cache = os.environ.get(ENV_CACHE_VARIABLE)
-    if cache and Path(root).resolve().is_relative_to(Path(cache).resolve()):
+    if cache and all(Path(way(root)).is_relative_to(way(cache)) for way in (os.path.abspath, os.path.realpath)):
         return os.path.join(cache, "lm-eval-index")
     return folder
 

