@@ -54,27 +54,8 @@ def test_head_and_scores_hand_worked():
     assert result["confusion_matrix"]["counts"] == [[1, 0, 0], [1, 1, 0], [0, 0, 1]]
 
 
-def test_embeddings_cache_is_reused_only_for_the_same_inputs(tmp_path, monkeypatch):
-    encoder = tmp_path / "enc"
-    encoder.mkdir()
-    (encoder / "model.safetensors").write_bytes(b"w")
-    calls = []
-
-    def fake_embed(encoder_dir, texts, **options):
-        calls.append(list(texts))
-        return np.full((len(texts), 2), float(len(calls)), dtype=np.float32), 128
-
-    monkeypatch.setattr(probe, "embed_texts", fake_embed)
-    cache = tmp_path / "emb.npz"
-    first = probe.cached_embeddings(cache, encoder, ["a", "b"], pooling="mean", dtype="float32")
-    again = probe.cached_embeddings(cache, encoder, ["a", "b"], pooling="mean", dtype="float32")
-    assert len(calls) == 1 and again[2] is True and np.array_equal(first[0], again[0]) and again[1] == 128
-    probe.cached_embeddings(cache, encoder, ["a", "c"], pooling="mean", dtype="float32")
-    probe.cached_embeddings(cache, encoder, ["a", "c"], pooling="cls", dtype="float32")
-    assert len(calls) == 3
-
-
 def counted_embeddings(monkeypatch) -> list:
+    """``probe.embed_texts`` replaced by one that records each call's texts (and gives the call's number)."""
     calls = []
 
     def fake_embed(encoder_dir, texts, **options):
@@ -83,6 +64,20 @@ def counted_embeddings(monkeypatch) -> list:
 
     monkeypatch.setattr(probe, "embed_texts", fake_embed)
     return calls
+
+
+def test_embeddings_cache_is_reused_only_for_the_same_inputs(tmp_path, monkeypatch):
+    encoder = tmp_path / "enc"
+    encoder.mkdir()
+    (encoder / "model.safetensors").write_bytes(b"w")
+    calls = counted_embeddings(monkeypatch)
+    cache = tmp_path / "emb.npz"
+    first = probe.cached_embeddings(cache, encoder, ["a", "b"], pooling="mean", dtype="float32")
+    again = probe.cached_embeddings(cache, encoder, ["a", "b"], pooling="mean", dtype="float32")
+    assert len(calls) == 1 and again[2] is True and np.array_equal(first[0], again[0]) and again[1] == 128
+    probe.cached_embeddings(cache, encoder, ["a", "c"], pooling="mean", dtype="float32")
+    probe.cached_embeddings(cache, encoder, ["a", "c"], pooling="cls", dtype="float32")
+    assert len(calls) == 3
 
 
 def test_an_embeddings_cache_not_the_users_own_is_neither_read_nor_written(tmp_path, monkeypatch, capsys):
