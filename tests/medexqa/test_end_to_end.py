@@ -18,10 +18,10 @@ def test_smollm2_both_protocols_then_report_and_explanations(smollm2_cli_run, sh
     out = smollm2_cli_run.out
     results = read_results(out)["results"]
     generation = read_samples(out, "medexqa_be")
-    items = loader.load(str(shared_data), split="test", specialty="BE")
+    be_items = loader.load(str(shared_data), split="test", specialty="BE")
     # SmolLM2's template adds its default system turn; the user turn is the authors' prompt
     for sample in generation:
-        asked = loader.to_doc(items[sample["doc_id"]], None)
+        asked = loader.to_doc(be_items[sample["doc_id"]], None)
         assert sample["arguments"]["gen_args_0"]["arg_0"].endswith(
             f"<|im_start|>user\n{prompts.generation_prompt(asked)}<|im_end|>\n<|im_start|>assistant\n"
         )
