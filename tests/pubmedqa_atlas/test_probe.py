@@ -1,6 +1,7 @@
 """The PubMedQA probe's parts on hand-worked inputs (the real-encoder run is in test_pubmedqa_end_to_end)."""
 
 import json
+from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
@@ -54,6 +55,14 @@ def test_head_and_scores_hand_worked():
     assert result["confusion_matrix"]["counts"] == [[1, 0, 0], [1, 1, 0], [0, 0, 1]]
 
 
+def stand_in_encoder(tmp_path) -> Path:
+    """A folder with a weights file: what the embeddings' key reads of an encoder."""
+    encoder = tmp_path / "enc"
+    encoder.mkdir()
+    (encoder / "model.safetensors").write_bytes(b"w")
+    return encoder
+
+
 def counted_embeddings(monkeypatch) -> list:
     """``probe.embed_texts`` replaced by one that records each call's texts (and gives the call's number)."""
     calls = []
@@ -67,9 +76,7 @@ def counted_embeddings(monkeypatch) -> list:
 
 
 def test_embeddings_cache_is_reused_only_for_the_same_inputs(tmp_path, monkeypatch):
-    encoder = tmp_path / "enc"
-    encoder.mkdir()
-    (encoder / "model.safetensors").write_bytes(b"w")
+    encoder = stand_in_encoder(tmp_path)
     calls = counted_embeddings(monkeypatch)
     cache = tmp_path / "emb.npz"
     first = probe.cached_embeddings(cache, encoder, ["a", "b"], pooling="mean", dtype="float32")
@@ -81,9 +88,7 @@ def test_embeddings_cache_is_reused_only_for_the_same_inputs(tmp_path, monkeypat
 
 
 def test_an_embeddings_cache_not_the_users_own_is_neither_read_nor_written(tmp_path, monkeypatch, capsys):
-    encoder = tmp_path / "enc"
-    encoder.mkdir()
-    (encoder / "model.safetensors").write_bytes(b"w")
+    encoder = stand_in_encoder(tmp_path)
     calls = counted_embeddings(monkeypatch)
     mine = tmp_path / "mine" / "emb.npz"
     probe.cached_embeddings(mine, encoder, ["a", "b"], pooling="mean")  # made in a folder of 0700
@@ -114,9 +119,7 @@ def test_an_embeddings_cache_not_the_users_own_is_neither_read_nor_written(tmp_p
 
 @pytest.mark.parametrize("content", [b"", b"PK\x03\x04 cut short", b"not a cache at all"])
 def test_a_broken_embeddings_cache_is_made_again(tmp_path, monkeypatch, capsys, content):
-    encoder = tmp_path / "enc"
-    encoder.mkdir()
-    (encoder / "model.safetensors").write_bytes(b"w")
+    encoder = stand_in_encoder(tmp_path)
     calls = counted_embeddings(monkeypatch)
     cache = tmp_path / "emb.npz"
     cache.write_bytes(content)

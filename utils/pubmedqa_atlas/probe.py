@@ -166,12 +166,11 @@ def cached_embeddings(cache_file: str | os.PathLike | None, encoder_dir: Path, t
     try:
         own_folder(cache_file.parent)
         handle = os.fdopen(open_own_file(cache_file, MAX_CACHE_BYTES), "rb")
-        trusted = True
     except FileNotFoundError:
-        handle, trusted = None, True
+        handle = None
     except UntrustedFile as exc:
         warn_untrusted(cache_file, f"{exc}; the embeddings are computed and not kept")
-        handle, trusted = None, False
+        return (*embed_texts(encoder_dir, texts, **options), False)
     if handle is not None:
         try:
             with handle, np.load(handle) as stored:
@@ -180,10 +179,9 @@ def cached_embeddings(cache_file: str | os.PathLike | None, encoder_dir: Path, t
         except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as exc:
             sys.stderr.write(f"warning: {cache_file} is no embeddings cache ({exc}); it is made again\n")
     embeddings, max_length = embed_texts(encoder_dir, texts, **options)
-    if trusted:
-        stored = io.BytesIO()
-        np.savez(stored, key=np.array(key), embeddings=embeddings, max_length=np.array(max_length))
-        write_file_atomically(cache_file, stored.getvalue())
+    stored = io.BytesIO()
+    np.savez(stored, key=np.array(key), embeddings=embeddings, max_length=np.array(max_length))
+    write_file_atomically(cache_file, stored.getvalue())
     return embeddings, max_length, False
 
 
