@@ -95,6 +95,12 @@ def shared_runs(tmp_path_factory) -> Path:
 LM_EVAL_ONCE_HOOK = Path(__file__).parent / "lm_eval_once"
 
 
+def python_path_with(folder) -> str:
+    """This process's ``PYTHONPATH`` with ``folder`` first: what it held (the lm-eval hook, tests/lm_eval_once) is
+    kept behind it."""
+    return os.pathsep.join(filter(None, [str(folder), os.environ.get("PYTHONPATH")]))
+
+
 @pytest.fixture(scope="session", autouse=True)
 def lm_eval_once(tmp_path_factory) -> Path:
     """lm-eval's index of its built-in tasks and the environment's description it writes into each results file,
@@ -105,7 +111,7 @@ def lm_eval_once(tmp_path_factory) -> Path:
     folder = shared_root(tmp_path_factory) / "lm_eval_once"
     folder.mkdir(mode=0o700, exist_ok=True)  # the hook uses only a folder writable by nobody else, whatever the umask
     os.environ[once_hook.FOLDER_VARIABLE] = str(folder)
-    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(LM_EVAL_ONCE_HOOK), os.environ.get("PYTHONPATH")]))
+    os.environ["PYTHONPATH"] = python_path_with(LM_EVAL_ONCE_HOOK)
     once_hook.install()
     return folder
 

@@ -21,7 +21,7 @@ from lm_eval import simple_evaluate
 from lm_eval.tasks import TaskManager
 
 from lm_eval_tasks import tasks_dir
-from tests.conftest import REPO, read_results, read_samples
+from tests.conftest import REPO, python_path_with, read_results, read_samples
 from tests.ranked_lm import MODEL_NAME, HashedLM, ScriptedCrash
 from tests.runs import FIVE_BENCHMARKS
 from tests.scripted_lm import ScriptedLM
@@ -74,7 +74,7 @@ def run_cli(launcher: list[str], out: Path, data_dir: Path) -> None:
         "--output_path",
         str(out),
     ]
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
+    env = {**os.environ, "PYTHONPATH": python_path_with(REPO)}
     for attempt in range(LAUNCHES):
         result = subprocess.run(command, check=False, cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
         if result.returncode == 0 or not RANK_KILLED_BY_SIGNAL.search(result.stderr) or attempt == LAUNCHES - 1:

@@ -16,6 +16,7 @@ import pytest
 from lm_eval_tasks.utils.benchmarks import discover
 
 from lm_eval_tasks import tasks_dir
+from tests.conftest import python_path_with
 from tests.runs import dummy_run_report
 
 REPO = Path(__file__).resolve().parents[1]
@@ -197,7 +198,7 @@ def test_a_new_benchmark_is_two_folders(tmp_path):
     (package / "utils" / "toybench" / "__init__.py").write_text(TOY_INIT, encoding="utf-8")
     (package / "utils" / "toybench" / "tasks.py").write_text(TOY_TASKS, encoding="utf-8")
     # Step 3: regenerate the smoke group.
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(site), os.environ.get("PYTHONPATH")]))}
+    env = {**os.environ, "PYTHONPATH": python_path_with(site)}
 
     def run(*args: str) -> str:
         result = subprocess.run(

@@ -11,7 +11,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from tests.conftest import REPO
+from tests.conftest import REPO, python_path_with
 from tests.out_guard import SENTINEL_PREFIX, changes, finish, listing, start
 
 
@@ -68,7 +68,7 @@ def session(tmp_path, tests, workers):
         (tmp_path / f"test_{name}.py").write_text(textwrap.dedent(source), encoding="utf-8")
     (tmp_path / "guarded" / "user-run").mkdir(parents=True)
     (tmp_path / "guarded" / "user-run" / "results.json").write_text("{}", encoding="utf-8")
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
+    env = {**os.environ, "PYTHONPATH": python_path_with(REPO)}
     env.pop("PYTEST_XDIST_WORKER", None)
     done = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:randomly", "-p", "no:cacheprovider", "-n", str(workers)],
