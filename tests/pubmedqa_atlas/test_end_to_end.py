@@ -1,5 +1,10 @@
 """PubMedQA with real models: left truncation in the hf backend, the CLI plus report, the MiniLM probe."""
 
+import hashlib
+import os
+from pathlib import Path
+
+import numpy as np
 import pytest
 from lm_eval_tasks.utils.pubmedqa_atlas import loader, prompts
 
@@ -57,11 +62,36 @@ def test_cli_run_then_report_agrees_with_lm_eval(tiny_model_dir, demo_data_dir, 
     )
 
 
-def test_minilm_probe_beats_always_yes_on_macro_f1(shared_data):
-    from lm_eval_tasks.utils.models import minilm_dir
-    from lm_eval_tasks.utils.pubmedqa_atlas.probe import run_probe
+def kept_embeddings(tmp_path: Path) -> Path:
+    """Where the MiniLM probe keeps its embeddings of the 1,000 texts (``--embeddings-cache``): beside the
+    environments tests/run.sh caches by their recipe (``$MEDEVAL_ENV_CACHE``), in a file named by the probe's code,
+    so that a machine embeds them once per code and environment (the probe's own key adds the encoder's files, the
+    texts, the options and the versions); elsewhere in the test's folder, embedded every run."""
+    from lm_eval_tasks.utils.pubmedqa_atlas import probe
 
-    result = run_probe(minilm_dir(), data_dir=str(shared_data))
+    cache = os.environ.get("MEDEVAL_ENV_CACHE")
+    if not cache:
+        return tmp_path / "embeddings.npz"
+    code = hashlib.sha256(Path(probe.__file__).read_bytes()).hexdigest()[:16]
+    return Path(cache) / "probe-embeddings" / f"minilm-{code}.npz"
+
+
+def test_minilm_probe_beats_always_yes_on_macro_f1(shared_data, tmp_path):
+    from lm_eval_tasks.utils.models import minilm_dir
+    from lm_eval_tasks.utils.pubmedqa_atlas.probe import cached_embeddings, embed_texts, run_probe
+
+    cache = kept_embeddings(tmp_path)
+    result = run_probe(minilm_dir(), data_dir=str(shared_data), embeddings_cache=cache)
+    # What was kept (or just made) is what MiniLM gives now: the two shortest texts and the two longest (cut at 256
+    # tokens), embedded afresh, in the run's order of texts.
+    loaded = loader.load(str(shared_data))
+    texts = [prompts.probe_text(item.doc()) for item in (*loaded.train, *loaded.subset("full"))]
+    kept, _, from_cache = cached_embeddings(cache, minilm_dir(), texts, pooling="mean", dtype="float32")
+    assert from_cache
+    by_length = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+    checked = [*by_length[:2], *by_length[-2:]]
+    fresh, max_length = embed_texts(minilm_dir(), [texts[i] for i in checked])
+    assert max_length == 256 and np.allclose(fresh, kept[checked], atol=1e-5)
     assert result["max_length"] == 256 and result["n_train"] == 500 and result["n_test"] == 500
     assert result["always_yes"] == {"accuracy": pytest.approx(0.552), "macro_f1": pytest.approx(0.2371, abs=1e-4)}
     # Macro-F1 beats always-yes beyond its 95% CI; accuracy is only reported (a small encoder's

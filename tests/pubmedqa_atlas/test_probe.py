@@ -85,6 +85,16 @@ def test_embeddings_cache_is_reused_only_for_the_same_inputs(tmp_path, monkeypat
     probe.cached_embeddings(cache, encoder, ["a", "c"], pooling="mean", dtype="float32")
     probe.cached_embeddings(cache, encoder, ["a", "c"], pooling="cls", dtype="float32")
     assert len(calls) == 3
+    # Another version of the code that embeds them: this package's, transformers', torch's.
+    import torch
+    import transformers
+
+    import lm_eval_tasks
+
+    for module in (lm_eval_tasks, transformers, torch):
+        monkeypatch.setattr(module, "__version__", "0.0.0-another")
+        assert probe.cached_embeddings(cache, encoder, ["a", "c"], pooling="cls", dtype="float32")[2] is False
+    assert len(calls) == 6
 
 
 def test_an_embeddings_cache_not_the_users_own_is_neither_read_nor_written(tmp_path, monkeypatch, capsys):

@@ -132,9 +132,19 @@ def embed_texts(
 
 
 def _embeddings_key(encoder_dir: Path, texts: Sequence[str], pooling: str, max_length: int | None, dtype: str) -> str:
+    """What the embeddings are made from: the encoder's files, the texts, the options, and the code that embeds
+    them (this package's, transformers' and torch's versions: another version may embed otherwise)."""
+    import torch
+    import transformers
+
+    from lm_eval_tasks import __version__
+
     digest = hashlib.sha256()
     weights = sorted(p for p in encoder_dir.iterdir() if p.suffix in {".safetensors", ".bin"})
     for part in [
+        f"lm-eval-medical-tasks {__version__}",
+        f"transformers {transformers.__version__}",
+        f"torch {torch.__version__}",
         str(encoder_dir.resolve()),
         pooling,
         str(max_length),
