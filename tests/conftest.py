@@ -225,16 +225,16 @@ def llama_server():
 
 
 # The one ``lm_eval run`` through the session's llama.cpp server the end-to-end files share (MedFact-Bench's and
-# MillerQA's): a chat API's path from the messages sent to the report, on SERVER_RUN_LIMIT items of one task of each.
+# MillerQA's): a chat API's path from the messages sent to the report, on the 2 items with the shortest prompts of one
+# task of each (tests/runs.py's SHORTEST_PROMPTS), replies of at most 64 tokens (the files assert that text came back).
 SERVER_RUN_TASKS = ("medfact_bench_scifact", "millerqa_lhb_legalbench")
-SERVER_RUN_LIMIT = 2
 
 
 @pytest.fixture(scope="session")
 def server_cli_run(llama_server, demo_data_dir, tmp_path_factory) -> CliRun:
     """SmolLM2 behind the llama.cpp server through ``lm_eval --model local-chat-completions`` with the chat
     template, then the report, once per test run: lm-eval's task index is paid once, not once per file. Read-only."""
-    from tests.runs import lm_eval_args
+    from tests.runs import SHORTEST_PROMPTS, lm_eval_args
 
     folder = tmp_path_factory.mktemp("server_cli_run")
     model_args = f"model={llama_server.model},base_url={llama_server.chat_completions_url},tokenizer_backend=none"
@@ -244,8 +244,8 @@ def server_cli_run(llama_server, demo_data_dir, tmp_path_factory) -> CliRun:
         SERVER_RUN_TASKS,
         demo_data_dir,
         folder / "run",
-        SERVER_RUN_LIMIT,
-        max_gen_toks=256,
+        {task: SHORTEST_PROMPTS[task] for task in SERVER_RUN_TASKS},
+        max_gen_toks=64,
         chat=True,
     )
     run_lm_eval(args, cwd=folder)

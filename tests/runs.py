@@ -35,8 +35,8 @@ FIVE_BENCHMARKS = (
 EVERY_BENCHMARK = (*FIVE_BENCHMARKS, "factbench_gen")
 # The two items of each task whose prompts are the shortest in the demo data (in characters, without the chat
 # template), by number: on a CPU a real model's time goes to prompt tokens, so the real-model runs that need only a
-# few items of a task ask for these (the SmolLM2 run the end-to-end files share in tests/conftest.py,
-# tests/test_vllm_backend.py, tests/test_readme.py; tests/test_end_to_end.py checks them).
+# few items of a task ask for these (the SmolLM2 run and the llama.cpp server's run the end-to-end files share in
+# tests/conftest.py, tests/test_vllm_backend.py, tests/test_readme.py; tests/test_end_to_end.py checks them).
 SHORTEST_PROMPTS = {
     "factbench_gen": [20, 26],
     "medexqa_be": [7, 52],
@@ -49,6 +49,7 @@ SHORTEST_PROMPTS = {
     "medfact_bench_healthver": [528, 875],
     "medfact_bench_scifact": [61, 65],
     "millerqa_ll_ofp_legalbench": [7, 99],
+    "millerqa_lhb_legalbench": [24, 26],
     "millerqa_ll_triage": [20, 76],
     "millerqa_ofp_legalbench": [7, 99],
     "millerqa_triage": [20, 76],
