@@ -15,11 +15,13 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
+import tempfile
 import time
 import urllib.request
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 import pytest
@@ -75,6 +77,15 @@ SERVER_CONCURRENCY = sum(len(ITEMS[task]) for task in GENERATE_TASKS)
 
 
 @pytest.fixture(scope="module")
+def vllm_env() -> Iterator[dict[str, str]]:
+    """The environment of the module's vLLM processes: :data:`VLLM_ENV`, and a folder of the module's own for the IPC
+    sockets vLLM's engines leave behind (in the system's temporary folder otherwise), removed with them at the end."""
+    sockets = tempfile.mkdtemp(prefix="vllm-rpc-")  # short: a socket's path holds at most 107 bytes
+    yield {**os.environ, **VLLM_ENV, "VLLM_RPC_BASE_PATH": sockets}
+    shutil.rmtree(sockets, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
 def vllm_python() -> Path:
     if not VLLM_PYTHON.is_file():
         message = f"{VLLM_PYTHON} is missing: build it with bash examples/install_vllm.sh"
@@ -104,18 +115,16 @@ class Runs:
         self.server_exit_code: int | None = None
 
 
-def run_vllm_lm_eval(vllm_python: Path, args: list[str], cwd: Path) -> subprocess.CompletedProcess:
+def run_vllm_lm_eval(vllm_python: Path, args: list[str], cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess:
     """``lm_eval`` in the vLLM environment, with our tasks on --include_path."""
     command = [str(vllm_python), "-m", "lm_eval", "run", "--include_path", tasks_dir(), *args]
-    return subprocess.run(
-        command, cwd=cwd, capture_output=True, text=True, timeout=1800, env={**os.environ, **VLLM_ENV}
-    )
+    return subprocess.run(command, cwd=cwd, capture_output=True, text=True, timeout=1800, env=env)
 
 
 class VllmServer:
     """``vllm serve`` on 127.0.0.1 with the in-process run's engine settings."""
 
-    def __init__(self, vllm_python: Path, model: Path, log: Path):
+    def __init__(self, vllm_python: Path, model: Path, log: Path, env: dict[str, str]):
         self.port = free_port()
         self.base = f"http://127.0.0.1:{self.port}"
         self.log = log
@@ -140,9 +149,7 @@ class VllmServer:
             "1234",
         ]
         self._log_handle = log.open("w", encoding="utf-8")
-        self.process = subprocess.Popen(
-            command, stdout=self._log_handle, stderr=subprocess.STDOUT, env={**os.environ, **VLLM_ENV}
-        )
+        self.process = subprocess.Popen(command, stdout=self._log_handle, stderr=subprocess.STDOUT, env=env)
         deadline = time.monotonic() + SERVER_START_TIMEOUT_S
         while not self.healthy():
             if self.process.poll() is not None or time.monotonic() > deadline:
@@ -173,7 +180,7 @@ class VllmServer:
 
 
 @pytest.fixture(scope="module")
-def runs(smollm2_dir, demo_data_dir, vllm_python, tmp_path_factory) -> Runs:
+def runs(smollm2_dir, demo_data_dir, vllm_python, vllm_env, tmp_path_factory) -> Runs:
     root = tmp_path_factory.mktemp("backends")
     runs = Runs(root)
     tasks = LOGLIKELIHOOD_TASKS + GENERATE_TASKS
@@ -193,6 +200,7 @@ def runs(smollm2_dir, demo_data_dir, vllm_python, tmp_path_factory) -> Runs:
         vllm_python,
         backend_args("vllm", model_args, tasks, demo_data_dir, runs.out["vllm"], batch_size="auto"),
         cwd=root,
+        env=vllm_env,
     )
     runs.seconds["vllm"] = time.monotonic() - started
     runs.vllm_exit_codes.append(result.returncode)
@@ -200,7 +208,7 @@ def runs(smollm2_dir, demo_data_dir, vllm_python, tmp_path_factory) -> Runs:
     written = list(runs.out["vllm"].rglob("results_*.json"))
     assert written, f"lm_eval --model vllm failed:\n{result.stdout[-3000:]}\n{result.stderr[-6000:]}"
 
-    server = VllmServer(vllm_python, smollm2_dir, root / "vllm_serve.log")
+    server = VllmServer(vllm_python, smollm2_dir, root / "vllm_serve.log", vllm_env)
     try:
         runs.out["completions"] = root / "completions"
         started = time.monotonic()
