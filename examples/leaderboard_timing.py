@@ -46,8 +46,9 @@ REPO = Path(__file__).resolve().parents[1]
 _MEASURE = (
     "import json, resource, subprocess, sys, time; start = time.perf_counter(); "
     "code = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL).returncode; "
-    "print(json.dumps({'code': code, 'wall': time.perf_counter() - start, "
-    "'rss_kib': resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss}), file=sys.stderr)"
+    "usage = resource.getrusage(resource.RUSAGE_CHILDREN); "
+    "print(json.dumps({'code': code, 'wall': time.perf_counter() - start, 'rss_kib': usage.ru_maxrss, "
+    "'cpu': usage.ru_utime + usage.ru_stime}), file=sys.stderr)"
 )
 
 

@@ -12,9 +12,11 @@ instruction, the claim and its abstract, the chat template around them) and a re
 hashes). A run much smaller than that (a one-word prompt, a short reply) is no measurement of the report.
 
 The script states each run's size in bytes and its prompt and reply lengths, then times each command as a whole
-process (``python -m lm_eval_tasks ...``, measured from outside: wall seconds and the peak resident memory of its
-largest process), the versions in turn (A B A B ...) so that a drift of the machine's speed hits both, and prints
-min / median / max of each, the median of the pairwise ratios and the load average before and after:
+process (``python -m lm_eval_tasks ...``, measured from outside: wall seconds, the CPU seconds of all its processes
+and the peak resident memory of its largest process), the versions in turn (A B A B ...) so that a drift of the
+machine's speed hits both, and prints min / median / max of each, the median of the pairwise wall ratios with a
+distribution-free 95% interval (order statistics; from 6 pairs on: on a shared machine whose speed swings by half
+within the hour, a few pairs cannot tell a few percent) and the load average before and after:
 
 - ``report`` over the first run, against each ``--baseline`` (a commit; its ``lm_eval_tasks`` and ``utils`` are
   unpacked with ``git archive`` into a package that shadows the installed one on ``PYTHONPATH``);
@@ -32,6 +34,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import shutil
 import statistics
@@ -79,14 +82,31 @@ def timed(label: str, command: list[str], versions: dict[str, Path | None], repe
             shutil.rmtree(out, ignore_errors=True)
     for name, runs in timings.items():
         ratios = {
-            other: statistics.median(a["wall"] / b["wall"] for a, b in zip(runs, timings[other], strict=True))
+            other: median_with_interval([a["wall"] / b["wall"] for a, b in zip(runs, timings[other], strict=True)])
             for other in versions
             if other != name and name == "now"
         }
-        ratio = "; ".join(f"{value:.2f}x {other}" for other, value in ratios.items())
+        ratio = "; ".join(f"{value} {other}" for other, value in ratios.items())
         walls, rss = [t["wall"] for t in runs], [t["rss_kib"] / 1024 for t in runs]
-        print(f"| {label} | {name} | {spread(walls)} | {spread(rss, 0)} | {ratio} |", flush=True)
+        cpu = [t["cpu"] for t in runs]
+        print(f"| {label} | {name} | {spread(walls)} | {spread(cpu)} | {spread(rss, 0)} | {ratio} |", flush=True)
     return timings
+
+
+def median_with_interval(values: list[float], confidence: float = 0.95) -> str:
+    """The median of ``values`` and a distribution-free interval for it: the order statistics k and n + 1 - k, with
+    k the largest whose tail P(Binomial(n, 1/2) < k) is at most (1 - confidence) / 2 (no interval below 6 values,
+    where even the smallest and largest value cover less than 95%)."""
+    n = len(values)
+    tail = (1.0 - confidence) / 2.0
+    k = 0
+    while k + 1 <= n and sum(math.comb(n, i) for i in range(k + 1)) / 2**n <= tail:
+        k += 1
+    middle = f"{statistics.median(values):.3f}x"
+    if k == 0:
+        return f"{middle} (no {confidence:.0%} interval from {n} pairs)"
+    ordered = sorted(values)
+    return f"{middle} [{ordered[k - 1]:.3f}, {ordered[n - k]:.3f}] ({n} pairs)"
 
 
 def main() -> None:
@@ -111,8 +131,11 @@ def main() -> None:
         for commit in args.baseline:
             versions[commit] = shadow_package(commit, scratch / f"baseline-{commit}")
         print(f"load average before: {load()}", flush=True)
-        print("| command | version | wall s min / median / max | peak RSS MB min / median / max | now / baseline |")
-        print("|---|---|---:|---:|---:|")
+        print(
+            "| command | version | wall s min / median / max | CPU s (user + sys) min / median / max "
+            "| peak RSS MB min / median / max | now / baseline: median wall ratio of the pairs [95% interval] |"
+        )
+        print("|---|---|---:|---:|---:|---:|")
         timed("report 1 run", [*python, "report", str(folders[0]), "--out"], versions, args.repeats, scratch)
         fit = {}
         for n in args.leaderboards:
