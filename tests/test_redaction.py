@@ -567,12 +567,51 @@ def test_the_key_prefix_check_finds_exactly_the_literal_prefixes(text):
 
 @settings(max_examples=examples(1000), deadline=None)
 @given(st.lists(st.sampled_from(["bearer", "basic", "://", *list("bBeEaArRsSiIcC:/ ")])).map("".join))
-def test_the_auth_scheme_and_url_triggers_are_the_words_in_the_lowered_text(text):
+def test_the_auth_scheme_word_is_found_in_the_lowered_text(text):
     lowered = text.lower()
-    words = any(word in lowered for word in ("://", "bearer", "basic"))
-    assert ("://" in lowered or secret_triggers.holds_auth_scheme(lowered)) == words
-    if words:  # a trigger: the fast path sends the text to the full scan
+    assert secret_triggers.holds_auth_scheme(lowered) == any(word in lowered for word in ("bearer", "basic"))
+
+
+URL_AUTH_AND_KEYS = st.lists(
+    st.sampled_from(
+        ["://", "https", "@", "user", ":", "pw", "/", " ", "\t", "\n", "-", "_", "=", "+", "basic", "Basic", "BEARER"]
+        + ["bearer", "dXNlcjpw", "d29yZA==", "proteins", "Learning", "aB", "12345678", "sk-", "risk-", "proj-", "hf_"]
+        + ["ghp_", "xoxb-", "12345678-", "AKIA", "AIza", "glpat-", "IOSFODNN7EXAMPLE", "abcdefghijklmnop", "ABCDEF"]
+        + ["0123456789abcdef0123456789ABCDEF", "github_pat_", "qrstuvwxyzABCDEFGHIJKLMN"]
+    )
+).map("".join)
+
+
+@settings(max_examples=examples(3000), deadline=None)
+@given(URL_AUTH_AND_KEYS)
+def test_the_url_auth_and_key_triggers_fire_exactly_where_the_full_scan_could_mask(text):
+    # A URL counts only with an '@' (its password stands before one); a scheme's word or a key's prefix only with the
+    # credentials or the key's shape the full scan masks after it: "highly basic proteins" and "risk-benefit" are
+    # given back at once.
+    assert redaction._redact_text(text) == redaction._redact_text_fully(text)
+    lowered = text.lower()
+    credentials = secret_triggers.holds_auth_scheme(lowered) and any(secret_triggers.auth_credential_spans(text))
+    shapes = secret_triggers.holds_key_prefix(text) and any(secret_triggers.key_shape_spans(text))
+    if ("://" in text and "@" in text) or credentials or shapes:
         assert secret_triggers.may_hold_secret(text)
+    if credentials or shapes:
+        assert redaction._redact_text_fully(text) != text
+
+
+@pytest.mark.parametrize(
+    ("text", "triggered"),
+    [
+        ("Accumulation of these highly basic proteins was seen (https://clinicaltrials.gov/ct2/show/NCT0001).", False),
+        ("The risk-benefit ratio; see http://example.org/a and mail x@example.org.", True),
+        ("Authorization: Basic dXNlcjpwYXNzd29yZA==", True),
+        ("a basic dXNlcjpwYXNzd29yZA== token", True),
+        ("the bearer of the risk-", True),
+        ("key sk-abcdefghijklmnop0123 here", True),
+    ],
+)
+def test_words_that_only_look_like_a_trigger_are_given_back_at_once(text, triggered):
+    assert secret_triggers.may_hold_secret(text) is triggered
+    assert redaction._redact_text(text) == redaction._redact_text_fully(text)
 
 
 def walking_forward_from_each_key_word(text: str) -> bool:
@@ -984,12 +1023,12 @@ def _reference_spans(text):
     spans += redaction._query_value_spans(text)
     spans += _reference_flag_value_spans(text)
     spans += _reference_private_key_spans(text)
-    for match in redaction._AUTH_SCHEME.finditer(text):
+    for match in secret_triggers.AUTH_SCHEME.finditer(text):
         if match.group(1) is not None:
             spans.append(match.span(1))
-        elif redaction._BASE64_MARK.search(match.group(2)):
+        elif secret_triggers.BASE64_MARK.search(match.group(2)):
             spans.append(match.span(2))
-    for shapes in (redaction._KEY_SHAPES, redaction._GLUED_KEY_SHAPES):
+    for shapes in (secret_triggers.KEY_SHAPES, secret_triggers.GLUED_KEY_SHAPES):
         spans += [match.span() for match in shapes.finditer(text)]
     return sorted(set(spans))
 

@@ -40,8 +40,11 @@ from .secret_names import QUERY_SECRET_NAMES, SECRET_NAME_PART, UNSET_VALUES, is
 from .secret_triggers import (
     FLAG_BEFORE_VALUE,
     PRIVATE_KEY_MARK,
+    Span,
+    auth_credential_spans,
     holds_auth_scheme,
     holds_key_prefix,
+    key_shape_spans,
     may_hold_secret,
 )
 
@@ -67,30 +70,6 @@ _CREDENTIALS = re.compile(
 _SCHEME_HEADER_WORDS = frozenset({"authorization", "auth"})
 _SCHEME_WORD = re.compile("[A-Za-z][A-Za-z0-9-]*+")
 _URL_USERINFO = re.compile(r"""(?<![A-Za-z0-9+.\-])[A-Za-z][A-Za-z0-9+.\-]*+://([^\s/?#@,"'<>]*+)@""")
-_AUTH_SCHEME = re.compile(
-    r"""(?<![A-Za-z])(?:bearer\s++([^\s,;"'}\])<>]++)|basic\s++([A-Za-z0-9+/]{8,}+=*+))""", re.IGNORECASE
-)
-# What tells a Basic token from the word after "basic" ("basic metabolic panel", "Basic Learning"): base64 of
-# "user:pass" holds a digit, '+', '/', '=' or a capital after a small letter; a word holds none.
-_BASE64_MARK = re.compile(r"[0-9+/=]|[a-z][A-Z]")
-# A well-known key where a word may begin: at the start or after any character that is no letter or digit
-# ("task-ghp_...", "x_sk-...").
-_KEY_SHAPES = re.compile(
-    r"(?<![A-Za-z0-9])(?:sk-[A-Za-z0-9_\-]{16,}+|hf_[A-Za-z0-9]{30,}+"
-    r"|gh[pousr]_[A-Za-z0-9]{30,}+|github_pat_[A-Za-z0-9_]{40,}+|xox[abprs]-[A-Za-z0-9\-]{10,}+"
-    r"|A[KS]IA[0-9A-Z]{16}+|AIza[0-9A-Za-z_\-]{35}+|glpat-[A-Za-z0-9_\-]{20}+)"
-)
-# The same keys glued to the end of a word ("keyAKIA...", "emptyghp_..."): only in their issuers' exact form
-# (prefix, alphabet and length, then no letter or digit), which no word or identifier takes by chance ("whisk-",
-# "risk-benefit", "half_" are short of it). Each alternative is bounded or possessive, so the scan is linear.
-_GLUED_KEY_SHAPES = re.compile(
-    r"(?<=[A-Za-z0-9])(?:sk-(?:[A-Za-z0-9]{48}|(?:proj|svcacct|admin|ant-[a-z]{3}[0-9]{2})-[A-Za-z0-9_\-]{40,}+)"
-    r"|hf_[A-Za-z]{34}|gh[pousr]_[A-Za-z0-9]{36}|github_pat_[A-Za-z0-9]{22}_[A-Za-z0-9]{59}"
-    r"|xox[abprs]-[0-9]{8,}+-[A-Za-z0-9\-]{10,}+|A[KS]IA[0-9A-Z]{16}|AIza[0-9A-Za-z_\-]{35}|glpat-[A-Za-z0-9_\-]{20})"
-    r"(?![A-Za-z0-9])"
-)
-
-Span = tuple[int, int]  # [start, end) of a credential in the text
 
 
 def redact(value: Any) -> Any:
@@ -313,19 +292,13 @@ def _secret_spans(text: str) -> Iterator[Span]:
     if "=" in text:
         yield from _query_value_spans(text)
     if holds_auth_scheme(lowered):
-        for match in _AUTH_SCHEME.finditer(text):
-            if match.group(1) is not None:
-                yield match.span(1)
-            elif _BASE64_MARK.search(match.group(2)):
-                yield match.span(2)
+        yield from auth_credential_spans(text)
     if "-" in text:
         yield from _flag_value_spans(text)
     if PRIVATE_KEY_MARK in text:
         yield from _private_key_spans(text)
     if holds_key_prefix(text):
-        for shapes in (_KEY_SHAPES, _GLUED_KEY_SHAPES):
-            for match in shapes.finditer(text):
-                yield match.span()
+        yield from key_shape_spans(text)
 
 
 # The armour lines around a private key (PEM, OpenSSH, PGP): what stands between them is the key. The words before

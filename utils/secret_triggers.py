@@ -1,7 +1,8 @@
 """The fast path of masking (:mod:`.redaction`): whether a text holds anything its full scan could mask.
 
-Every credential the full scan finds stands next to a trigger: a URL or auth scheme, a well-known key's prefix, a
-percent escape, or a key word before a ``:`` or a ``=``. A text with none (most model replies and prompts) is given
+Every credential the full scan finds stands next to a trigger: a URL and an ``@`` (a URL's password), an auth
+scheme's word with credentials after it, a well-known key's shape, a percent escape, or a key word before a ``:`` or a
+``=``. A text with none (most model replies and prompts) is given
 back at once; :func:`may_hold_secret` is False only where the full scan would find nothing (property-tested against
 it on hostile strings and on every text of the benchmarks' data). Every check is linear in the text's length.
 """
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterator
 from functools import lru_cache
 from typing import Any
 
@@ -22,7 +24,7 @@ from .secret_names import (
     is_secret_key,
 )
 
-# The literal start of every well-known key shape (redaction's _KEY_SHAPES and _GLUED_KEY_SHAPES begin with one): sk-,
+# The literal start of every well-known key shape (KEY_SHAPES and GLUED_KEY_SHAPES below begin with one): sk-,
 # xox (the five Slack prefixes xoxa- ... xoxs-), AKIA, ASIA, AIza, glpat-; and, looked for only in a text that holds
 # an underscore (most prose holds none), hf_, ghp_, gho_, ghu_, ghs_, ghr_, github_pat_. Each search is a pattern
 # that begins with a literal (the regex engine scans for it in C and tries the rest only where it stands): on the
@@ -38,11 +40,60 @@ def holds_key_prefix(text: str) -> bool:
     )
 
 
+# The credentials after an auth scheme and the well-known keys' shapes (the full scan's, :mod:`.redaction`). The
+# trigger runs them itself where a text holds a scheme's word or a key's prefix: medical text holds "basic"
+# ("highly basic proteins") and prefixes inside words ("risk-" holds "sk-") far more often than either credential.
+AUTH_SCHEME = re.compile(
+    r"""(?<![A-Za-z])(?:bearer\s++([^\s,;"'}\])<>]++)|basic\s++([A-Za-z0-9+/]{8,}+=*+))""", re.IGNORECASE
+)
+# What tells a Basic token from the word after "basic" ("basic metabolic panel", "Basic Learning"): base64 of
+# "user:pass" holds a digit, '+', '/', '=' or a capital after a small letter; a word holds none.
+BASE64_MARK = re.compile(r"[0-9+/=]|[a-z][A-Z]")
+# A well-known key where a word may begin: at the start or after any character that is no letter or digit
+# ("task-ghp_...", "x_sk-...").
+KEY_SHAPES = re.compile(
+    r"(?<![A-Za-z0-9])(?:sk-[A-Za-z0-9_\-]{16,}+|hf_[A-Za-z0-9]{30,}+"
+    r"|gh[pousr]_[A-Za-z0-9]{30,}+|github_pat_[A-Za-z0-9_]{40,}+|xox[abprs]-[A-Za-z0-9\-]{10,}+"
+    r"|A[KS]IA[0-9A-Z]{16}+|AIza[0-9A-Za-z_\-]{35}+|glpat-[A-Za-z0-9_\-]{20}+)"
+)
+# The same keys glued to the end of a word ("keyAKIA...", "emptyghp_..."): only in their issuers' exact form
+# (prefix, alphabet and length, then no letter or digit), which no word or identifier takes by chance ("whisk-",
+# "risk-benefit", "half_" are short of it). Each alternative is bounded or possessive, so the scan is linear.
+GLUED_KEY_SHAPES = re.compile(
+    r"(?<=[A-Za-z0-9])(?:sk-(?:[A-Za-z0-9]{48}|(?:proj|svcacct|admin|ant-[a-z]{3}[0-9]{2})-[A-Za-z0-9_\-]{40,}+)"
+    r"|hf_[A-Za-z]{34}|gh[pousr]_[A-Za-z0-9]{36}|github_pat_[A-Za-z0-9]{22}_[A-Za-z0-9]{59}"
+    r"|xox[abprs]-[0-9]{8,}+-[A-Za-z0-9\-]{10,}+|A[KS]IA[0-9A-Z]{16}|AIza[0-9A-Za-z_\-]{35}|glpat-[A-Za-z0-9_\-]{20})"
+    r"(?![A-Za-z0-9])"
+)
+
+
+Span = tuple[int, int]  # [start, end) of a credential in the text
+
+
+def auth_credential_spans(text: str) -> Iterator[Span]:
+    """The credentials after an auth scheme's word: what follows "Bearer", and a base64 token after "Basic" (one that
+    holds a mark: the word after "basic" in prose holds none)."""
+    for match in AUTH_SCHEME.finditer(text):
+        if match.group(1) is not None:
+            yield match.span(1)
+        elif BASE64_MARK.search(match.group(2)):
+            yield match.span(2)
+
+
+def key_shape_spans(text: str) -> Iterator[Span]:
+    """Every well-known key's shape, where a word may begin and glued to the end of a word."""
+    for shapes in (KEY_SHAPES, GLUED_KEY_SHAPES):
+        for match in shapes.finditer(text):
+            yield match.span()
+
+
 # What every credential the full scan finds stands next to. Text without any (most model replies) is given back
 # at once: the full scan costs about 1-2 ms per 4 KB of text.
-# - anywhere: a URL scheme ("://") or an auth scheme ("bearer", "basic": one pattern that begins with a literal, as
-#   above) in the lowered text, a well-known key's prefix (as written: the key shapes match case-sensitively, so
-#   "Asian" and "skill" start none);
+# - anywhere: a URL scheme ("://") where the text holds an "@" (the full scan masks the password before one); in the
+#   lowered text, "bearer" (an auth scheme's word, and a secret key's name before a ':', which the colon check below
+#   leaves to it), and "basic" with a base64 token after it (:func:`auth_credential_spans`); a well-known key's prefix
+#   (as written: the key shapes match case-sensitively, so "Asian" and "skill" start none), then its shape
+#   (:func:`key_shape_spans`);
 _AUTH_SCHEME_WORD = re.compile("b(?:earer|asic)")
 # - a word of a secret key name (each of secret_names.SECRET_WORDS and SECRET_LAST_WORDS holds one) in the key before a ':'
 #   or a '=' (key=value forms and URL query values, :func:`key_word_before_equals`); a percent escape, which could
@@ -119,9 +170,10 @@ def _as_written(text: str) -> bool:
     # start scans several times slower): most texts are replies, and most hold none.
     lowered = text.lower()
     if (
-        "://" in lowered
-        or holds_auth_scheme(lowered)
-        or holds_key_prefix(text)
+        ("://" in text and "@" in text)
+        or "bearer" in lowered
+        or ("basic" in lowered and any(auth_credential_spans(text)))
+        or (holds_key_prefix(text) and any(key_shape_spans(text)))
         or ("%" in text and _PERCENT_ESCAPE.search(text))
         or ("=" in text and key_word_before_equals(text))
         or holds_secret_flag(text)
