@@ -1,10 +1,10 @@
 """The fast path of masking (:mod:`.redaction`): whether a text holds anything its full scan could mask.
 
-Every credential the full scan finds stands next to a trigger: a URL and an ``@`` (a URL's password), an auth
-scheme's word with credentials after it, a well-known key's shape, a percent escape, or a key word before a ``:`` or a
-``=``. A text with none (most model replies and prompts) is given
-back at once; :func:`may_hold_secret` is False only where the full scan would find nothing (property-tested against
-it on hostile strings and on every text of the benchmarks' data). Every check is linear in the text's length.
+Every credential the full scan finds stands next to a trigger: a URL and an ``@`` (a URL's password), "bearer",
+"basic" with a base64 token after it, a well-known key's shape, a percent escape, or a key word before a ``:`` or a
+``=``. A text with none (most model replies and prompts) is given back at once; :func:`may_hold_secret` is False only
+where the full scan would find nothing (property-tested against it on hostile strings and on every text of the
+benchmarks' data). Every check is linear in the text's length.
 """
 
 from __future__ import annotations
