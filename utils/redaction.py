@@ -44,6 +44,7 @@ from .secret_triggers import (
     auth_credential_spans,
     holds_auth_scheme,
     holds_key_prefix,
+    holds_url_and_at,
     key_shape_spans,
     may_hold_secret,
 )
@@ -283,7 +284,7 @@ def _secret_spans(text: str) -> Iterator[Span]:
         yield from _key_value_spans(text, _comma_parts(text))
     if keyed:
         yield from _keyed_value_spans(text)
-    if "://" in text and "@" in text:
+    if holds_url_and_at(text):
         for match in _URL_USERINFO.finditer(text):
             start, end = match.span(1)
             colon = text.find(":", start, end)

@@ -126,6 +126,11 @@ def holds_secret_flag(text: str) -> bool:
 PRIVATE_KEY_MARK = "PRIVATE KEY"
 
 
+def holds_url_and_at(text: str) -> bool:
+    """Whether ``text`` holds a URL scheme's "://" and an "@": where a URL's password may stand (before an "@")."""
+    return "://" in text and "@" in text
+
+
 def holds_auth_scheme(lowered: str) -> bool:
     """Whether ``lowered`` (a lowered text) holds a word an auth scheme begins with: "bearer" or "basic"."""
     return _AUTH_SCHEME_WORD.search(lowered) is not None
@@ -170,7 +175,7 @@ def _as_written(text: str) -> bool:
     # start scans several times slower): most texts are replies, and most hold none.
     lowered = text.lower()
     if (
-        ("://" in text and "@" in text)
+        holds_url_and_at(text)
         or "bearer" in lowered
         or ("basic" in lowered and any(auth_credential_spans(text)))
         or (holds_key_prefix(text) and any(key_shape_spans(text)))
