@@ -9,6 +9,8 @@ from types import SimpleNamespace
 import jinja2
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from lm_eval_tasks.utils import explorer, formats, plots, report_md, scorecard, section
 from lm_eval_tasks.utils.comparison import Discordant, Pairing
 from lm_eval_tasks.utils.scoring import ScoredItem
@@ -332,3 +334,51 @@ def test_no_compiled_template_is_read_from_or_written_to_the_cache_folder(tmp_pa
     finally:
         pages.environment.cache_clear()
     assert sorted(p.name for p in tmp_path.rglob("*")) == sorted([planted.name, "__jinja2_x.cache"])
+
+
+def test_a_large_block_is_written_into_the_page_once_where_its_marker_stands():
+    from lm_eval_tasks.utils import pages
+
+    parts = ['<script type="application/json" id="d">', "[", '["a\u2013b"]', ",", '["\U0001f600"]', "]", "</script>"]
+    assert pages.block(parts) == "".join(parts)  # outside a page being made: the markup itself
+    with pages.blocks_placed() as blocks:
+        marker = pages.block(parts)
+        assert "".join(parts) not in marker
+        # A run's text that copies a marker's shape (another token) is text; the page escapes it anyway.
+        forged = str(marker).replace(str(marker)[10:42], "0" * 32)
+        page = pages.render("explorer.html.j2", element_id="e", data={"kind": "items", "rows": [], "n_total": 0},
+                            heading=forged, data_block=marker, rows_per_page=1)  # fmt: skip
+        filled = blocks.filled(page)
+        assert filled.count("".join(parts)) == 1 and str(marker) not in filled
+        assert escape(forged) in filled
+        assert pages.page_bytes(page) == len(filled.encode("utf-8"))
+        assert blocks.filled("no marker") == "no marker"
+    assert pages.page_bytes(page) == len(page.encode("utf-8"))  # no page being made: the markup as it is
+
+
+@given(
+    st.lists(st.text(max_size=20), max_size=6),
+    st.lists(st.text(max_size=20), max_size=6),
+    st.text(max_size=30),
+    st.text(max_size=30),
+)
+def test_blocks_filled_in_are_the_blocks_joined_in_place(first, second, before, after):
+    from lm_eval_tasks.utils import pages
+
+    with pages.blocks_placed() as blocks:
+        one, two = pages.block(first), pages.block(second)
+        text = before + str(two) + after + str(one) + str(two)
+    assert blocks.filled(text) == before + "".join(second) + after + "".join(first) + "".join(second)
+
+
+def test_an_explorers_data_block_is_the_same_placed_or_not():
+    rows = explorer.Rows([[1, "x"], [2, "<y>"]], ['[1,"x"]', '[2,"\\u003cy\\u003e"]'])
+    data = {"kind": "items", "rows": rows, "limit": 3, "title": "t\u2028"}
+    whole = explorer.script_json("d", data)
+    from lm_eval_tasks.utils import pages
+
+    with pages.blocks_placed() as blocks:
+        placed = explorer.script_json("d", data)
+        assert blocks.filled(f"<p>{placed}</p>") == f"<p>{whole}</p>"
+    assert whole == '<script type="application/json" id="d">{"kind":"items","rows":[[1,"x"],[2,"\\u003cy\\u003e"]],' \
+        '"limit":3,"title":"t\\u2028"}</script>'  # fmt: skip

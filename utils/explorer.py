@@ -24,7 +24,7 @@ from typing import Any
 
 from markupsafe import escape
 
-from .pages import Html, fragment, static
+from .pages import Html, block, fragment, page_bytes, static
 
 # Bytes a page (report.html, leaderboard.html) may take: its explorers' data get what its tables and figures leave,
 # less PAGE_MARGIN (their placeholders and headings, the script), so that it stays under 25 MB.
@@ -48,24 +48,48 @@ _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 class Rows(list):
     """An explorer's rows with their JSON (as :func:`_json` writes it), made while they were fitted to the budget:
-    the page's largest part, encoded once. The rows as fitted: a caller that changes them (which could also break
-    the page's budget) gives its data new rows instead."""
+    the page's largest part, encoded once and kept in its pieces (joined only into the page, :func:`.pages.block`).
+    The rows as fitted: a caller that changes them (which could also break the page's budget) gives its data new
+    rows instead."""
 
     def __init__(self, rows: list[list[Any]], pieces: list[str]) -> None:
         super().__init__(rows)
-        self.json = "[" + ",".join(piece for piece in pieces if piece) + "]"
+        self._pieces = [piece for piece in pieces if piece]
+
+    def json_parts(self) -> list[str]:
+        parts = ["["]
+        for n, piece in enumerate(self._pieces):
+            parts += [",", piece] if n else [piece]
+        return parts + ["]"]
+
+    @property
+    def json(self) -> str:
+        return "".join(self.json_parts())
 
 
 def _json(data: Any) -> str:
+    return "".join(_json_parts(data))
+
+
+def _json_parts(data: Any) -> list[str]:
+    """:func:`_json`'s text in parts: the rows' JSON as made (:class:`Rows`), not joined."""
+    if isinstance(data, Rows):
+        return data.json_parts()
     if (
         isinstance(data, Mapping)
         and any(isinstance(value, Rows) for value in data.values())
         and all(isinstance(key, str) for key in data)  # json.dumps writes other keys its own way (True: "true")
     ):
         # What json.dumps writes of the mapping, with the rows' JSON as made: every escape below is of one character.
-        return "{" + ",".join(_json(str(key)) + ":" + _json(value) for key, value in data.items()) + "}"
-    if isinstance(data, Rows):
-        return data.json
+        parts = ["{"]
+        for n, (key, value) in enumerate(data.items()):
+            parts.append(("," if n else "") + _plain_json(key) + ":")
+            parts += _json_parts(value)
+        return parts + ["}"]
+    return [_plain_json(data)]
+
+
+def _plain_json(data: Any) -> str:
     text = json.dumps(data, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
     for char, escaped in _UNSAFE_IN_SCRIPT:
         if char in text:
@@ -80,7 +104,9 @@ def _json(data: Any) -> str:
 def script_json(element_id: str, data: Any) -> Html:
     """``data`` as a JSON script block: no run text can end the block (``</script>``), open a comment
     (``<!--``) or break a JavaScript reader (U+2028/2029); the page reads it with ``JSON.parse``."""
-    return Html('<script type="application/json" id="{}">'.format(escape(element_id)) + _json(data) + "</script>")
+    return block(
+        ['<script type="application/json" id="{}">'.format(escape(element_id)), *_json_parts(data), "</script>"]
+    )
 
 
 def _size(row: Any) -> int:
@@ -99,7 +125,7 @@ def _rows_json(rows: list[Any]) -> tuple[str, int]:
 
 def budget_left(rest: str) -> int:
     """Bytes of explorer data a page holds beside ``rest``, the page rendered without its explorers."""
-    return max(0, PAGE_LIMIT - PAGE_MARGIN - len(rest.encode("utf-8", "surrogatepass")))
+    return max(0, PAGE_LIMIT - PAGE_MARGIN - page_bytes(rest))
 
 
 def text_limit(n_texts: int, budget: int) -> int:

@@ -429,7 +429,7 @@ def _disagreements(
             )
             part["explorer"] = explorer.explorer(f"pairs-{name}-{c['a']}-{c['b']}", data, heading)
         # What the pair takes of the page: its explorer, or the line saying DISCORDANT_FILE lists its items.
-        budget[0] -= len(part.get("explorer", part["counts"] + DISCORDANT_FILE).encode("utf-8", "surrogatepass")) + 100
+        budget[0] -= pages.page_bytes(part.get("explorer", part["counts"] + DISCORDANT_FILE)) + 100
         parts.append(part)
     return parts
 
@@ -447,64 +447,69 @@ def to_html(
     folder = Path(out_dir) if out_dir is not None else None
     shared = {name: _instructions(name, bench, disagreements) for name, bench in board["benchmarks"].items()}
     forests = plots.drawn(forest_figures(board), drawer)
-    sections = []
-    for name, bench in board["benchmarks"].items():
-        comparable = [c for c in bench["comparisons"] if c["comparable"]]
-        flagged = [c for c in bench["comparisons"] if not c["comparable"]]
-        instructions = shared[name]
-        sections.append(
-            {
-                "name": name,
-                "title": bench["title"],
-                "n_runs": len(bench["runs"]),
-                "headline_metric": bench["headline_metric"],
-                "ranks": _rank_rows_html(board, name, bench),
-                "rank_css": [""] * len(bench["ranking"]) + ["published"] * len(bench["published"]),
-                "forest": plots.data_uri(forests[name]),
-                "unavailable": bench["comparisons_unavailable"],
-                "comparison_intro": _comparison_intro(bench) if bench["comparisons"] else None,
-                "comparable": [
-                    [
-                        *_pair_row(c)[:6],
-                        _span("p-value", p_text(c), a=c["a"], b=c["b"], value=_repr(c["p_value"]), test=c["test"]),
-                        _span("holm", p_text(c, "holm_p_value"), a=c["a"], b=c["b"], value=_repr(c["holm_p_value"])),
-                        _detectable_text(c),
-                    ]
-                    for c in comparable
-                ],
-                "flagged": [
-                    [*_flagged_row(c)[:4], _span("not-comparable", "; ".join(c["reasons"]), a=c["a"], b=c["b"])]
-                    for c in flagged
-                ],
-                "disagreements": [],
-                "instructions": instructions,
-                "instructions_data": explorer.instructions_data(f"instructions-{name}-data", instructions),
-            }
-        )
+    with pages.blocks_placed() as blocks:
+        sections = []
+        for name, bench in board["benchmarks"].items():
+            comparable = [c for c in bench["comparisons"] if c["comparable"]]
+            flagged = [c for c in bench["comparisons"] if not c["comparable"]]
+            instructions = shared[name]
+            sections.append(
+                {
+                    "name": name,
+                    "title": bench["title"],
+                    "n_runs": len(bench["runs"]),
+                    "headline_metric": bench["headline_metric"],
+                    "ranks": _rank_rows_html(board, name, bench),
+                    "rank_css": [""] * len(bench["ranking"]) + ["published"] * len(bench["published"]),
+                    "forest": plots.data_uri(forests[name]),
+                    "unavailable": bench["comparisons_unavailable"],
+                    "comparison_intro": _comparison_intro(bench) if bench["comparisons"] else None,
+                    "comparable": [
+                        [
+                            *_pair_row(c)[:6],
+                            _span("p-value", p_text(c), a=c["a"], b=c["b"], value=_repr(c["p_value"]), test=c["test"]),
+                            _span(
+                                "holm", p_text(c, "holm_p_value"), a=c["a"], b=c["b"], value=_repr(c["holm_p_value"])
+                            ),
+                            _detectable_text(c),
+                        ]
+                        for c in comparable
+                    ],
+                    "flagged": [
+                        [*_flagged_row(c)[:4], _span("not-comparable", "; ".join(c["reasons"]), a=c["a"], b=c["b"])]
+                        for c in flagged
+                    ],
+                    "disagreements": [],
+                    "instructions": instructions,
+                    "instructions_data": explorer.instructions_data(f"instructions-{name}-data", instructions),
+                }
+            )
 
-    def page() -> str:
-        return pages.render(
-            "leaderboard.html.j2",
-            intro=_INTRO.format(n=len(board["runs"])),
-            origin=f"{board['generated_by']}; leaderboard schema {board['schema_version']}",
-            sections=sections,
-            runs=board["runs"],
-            rank_header=_RANK_HEADER,
-            pair_header=_PAIR_HEADER,
-            flagged_header=_FLAGGED_HEADER,
-            flagged_note=_FLAGGED_NOTE,
-            discordant_file=DISCORDANT_FILE,
-            script=explorer.script_tag() if disagreements else None,
-        )
+        def page() -> str:
+            return blocks.filled(
+                pages.render(
+                    "leaderboard.html.j2",
+                    intro=_INTRO.format(n=len(board["runs"])),
+                    origin=f"{board['generated_by']}; leaderboard schema {board['schema_version']}",
+                    sections=sections,
+                    runs=board["runs"],
+                    rank_header=_RANK_HEADER,
+                    pair_header=_PAIR_HEADER,
+                    flagged_header=_FLAGGED_HEADER,
+                    flagged_note=_FLAGGED_NOTE,
+                    discordant_file=DISCORDANT_FILE,
+                    script=explorer.script_tag() if disagreements else None,
+                )
+            )
 
-    # The pairs' explorers share what the rest of the page leaves of its limit.
-    budget = [explorer.budget_left(page()), len(disagreements)]
-    for section in sections:
-        name = section["name"]
-        section["disagreements"] = _disagreements(
-            board, name, board["benchmarks"][name], disagreements, folder, budget, section["instructions"]
-        )
-    return page()
+        # The pairs' explorers share what the rest of the page leaves of its limit.
+        budget = [explorer.budget_left(page()), len(disagreements)]
+        for section in sections:
+            name = section["name"]
+            section["disagreements"] = _disagreements(
+                board, name, board["benchmarks"][name], disagreements, folder, budget, section["instructions"]
+            )
+        return page()
 
 
 def render(

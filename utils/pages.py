@@ -7,7 +7,11 @@ Every value a template prints is escaped unless it is :class:`Html` (markup buil
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import re
+import secrets
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
 from functools import cache
 from importlib import resources
 from typing import Any
@@ -18,6 +22,65 @@ from markupsafe import Markup
 from .stats import format_estimate
 
 Html = Markup  # markup that is already safe to place in a page
+
+
+class Blocks:
+    """A page's large blocks (its explorers' data: megabytes each), each placed by a marker while the page is made and
+    written into it once, when it is whole (:meth:`filled`). Joined on the way, a block would be copied by each
+    concatenation that holds it (the block's own, its fragment's, the page's), and a page that holds one character
+    past Latin-1 takes 2 or 4 bytes a character. Markers hold a token of this page's own (random): no run text, which
+    the page escapes anyway, can name one."""
+
+    def __init__(self) -> None:
+        self._parts: list[list[str]] = []
+        token = secrets.token_hex(16)
+        self._marker = f"<!--block {token} {{}}-->"
+        self._markers = re.compile(re.escape(f"<!--block {token} ") + "([0-9]+)-->")
+
+    def place(self, parts: list[str]) -> Html:
+        self._parts.append(parts)
+        return Html(self._marker.format(len(self._parts) - 1))
+
+    def filled(self, text: str) -> str:
+        """``text`` (a page made while the blocks were placed) with each block where its marker stands."""
+        pieces = self._markers.split(text)
+        if len(pieces) == 1:
+            return text
+        whole = []
+        for n, piece in enumerate(pieces):
+            if n % 2:
+                whole += self._parts[int(piece)]
+            else:
+                whole.append(piece)
+        return "".join(whole)
+
+
+_PLACING: ContextVar[Blocks | None] = ContextVar("placing", default=None)
+
+
+@contextmanager
+def blocks_placed() -> Iterator[Blocks]:
+    """Large blocks made in the block (:func:`block`) placed by markers, to be filled into the page once it is made
+    (:meth:`Blocks.filled`)."""
+    blocks = Blocks()
+    reset = _PLACING.set(blocks)
+    try:
+        yield blocks
+    finally:
+        _PLACING.reset(reset)
+
+
+def block(parts: list[str]) -> Html:
+    """Markup in parts (a data block of megabytes): its marker where a page is being made (:func:`blocks_placed`),
+    else the markup itself."""
+    blocks = _PLACING.get()
+    return Html("".join(parts)) if blocks is None else blocks.place(parts)
+
+
+def page_bytes(markup: str) -> int:
+    """Bytes (UTF-8) of ``markup`` as a page holds it: the blocks placed in it filled in (:func:`blocks_placed`)."""
+    blocks = _PLACING.get()
+    return len((markup if blocks is None else blocks.filled(markup)).encode("utf-8", "surrogatepass"))
 
 
 @cache

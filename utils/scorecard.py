@@ -385,23 +385,28 @@ def render_html(
             [report.get("generated_by"), report.get("schema_version") and f"report schema {report['schema_version']}"],
         )
     )
-    views = {name: section_view(name, bench, drawn) for name, bench in benchmarks.items()}
+    with pages.blocks_placed() as blocks:
+        views = {name: section_view(name, bench, drawn) for name, bench in benchmarks.items()}
 
-    def page() -> str:
-        return pages.render(
-            "report.html.j2",
-            label=model_name(run),
-            summary=summary,
-            overlaps=[overlap_line(found) for found in report.get("overlaps") or []],
-            sections=list(views.values()),
-            run=run,
-            origin=origin,
-            about={k: v for k, v in report.items() if k not in ("run", "benchmarks")},
-            script=explorer.script_tag() if items else None,
-        )
+        def page() -> str:
+            return blocks.filled(
+                pages.render(
+                    "report.html.j2",
+                    label=model_name(run),
+                    summary=summary,
+                    overlaps=[overlap_line(found) for found in report.get("overlaps") or []],
+                    sections=list(views.values()),
+                    run=run,
+                    origin=origin,
+                    about={k: v for k, v in report.items() if k not in ("run", "benchmarks")},
+                    script=explorer.script_tag() if items else None,
+                )
+            )
 
-    # The explorers share what the rest of the page leaves of its limit, each section in proportion to its items.
-    shares = budgets({name: len(items[name]) for name in views if name in items}, explorer.budget_left(page()))
-    for name, budget in shares.items():
-        views[name]["item_explorer"] = _items(name, benchmarks[name], items[name], template_system_text(run), budget)
-    return page()
+        # The explorers share what the rest of the page leaves of its limit, each section in proportion to its items.
+        shares = budgets({name: len(items[name]) for name in views if name in items}, explorer.budget_left(page()))
+        for name, budget in shares.items():
+            views[name]["item_explorer"] = _items(
+                name, benchmarks[name], items[name], template_system_text(run), budget
+            )
+        return page()
