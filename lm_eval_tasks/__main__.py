@@ -19,12 +19,14 @@ except ModuleNotFoundError as missing:
         "(`. .venv/bin/activate` in the repository) or install the package (`pip install -e .`), then run this again."
     )
 
-from lm_eval_tasks import commands as shared_commands
 from lm_eval_tasks import tasks_dir
-from lm_eval_tasks.utils.benchmarks import discover
 
 
 def build_parser() -> argparse.ArgumentParser:
+    # Imported here, not above: main() starts report's drawing process before these imports.
+    from lm_eval_tasks import commands as shared_commands
+    from lm_eval_tasks.utils.benchmarks import discover
+
     parser = argparse.ArgumentParser(
         prog="python -m lm_eval_tasks", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -41,8 +43,17 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    drawer = None
+    if argv[:1] == ["report"]:
+        # Its figures are drawn by another process, started before the commands are imported: it imports matplotlib
+        # while this one imports them and reads the run, on a core that would otherwise wait.
+        from lm_eval_tasks.utils.plots import Drawer
+
+        drawer = Drawer()
     parser = build_parser()
     args = parser.parse_args(argv)
+    args.drawer = drawer
     if args.include_path:
         folder = tasks_dir()
         if not any(Path(folder).glob("*/*.yaml")):

@@ -51,11 +51,13 @@ def _report(args: argparse.Namespace) -> int:
     from lm_eval_tasks.utils.stats import format_estimate, format_ties
 
     runs = find_all_results(args.path) if args.each else [Path(args.path)]
+    drawer = getattr(args, "drawer", None)  # the first report's, started by main()
     for run, target in zip(runs, _report_targets(runs, args.out, args.each)):
         found = find_results(run)
         if found != Path(run):  # a folder: say which run was found in it
             print(f"run: {redact_path(str(found))}")
-        scored, files = write_report(run, target, args.tokenizer)
+        scored, files = write_report(run, target, args.tokenizer, drawer)
+        drawer = None
         report = scored.report()
         for path in files:
             print(redact_path(str(path)))  # a folder lm-eval named after a model URL may hold its password

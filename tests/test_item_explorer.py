@@ -756,3 +756,37 @@ def test_data_holding_fitted_rows_is_written_as_json_dumps_writes_it_then_escape
     assert (
         explorer._json({True: None, 2: 0, "rows": explorer.Rows([[1]], ["[1]"])}) == '{"true":null,"2":0,"rows":[[1]]}'
     )
+
+
+def test_the_rows_measured_beforehand_give_the_page_the_rows_measured_in_it():
+    # The report's items file process measures each section's rows with their texts cut to nothing
+    # (items_fixed_bytes) while the sections are scored: the page's explorer then fits the same rows at the same limit.
+    records = [
+        {
+            "task": "t",
+            "item_id": f"id-{n}",
+            "doc_id": n,
+            "doc_hash": "h",
+            "component": "c",
+            "gold": "A",
+            "pred": "B",
+            "outcome": "wrong",
+            "parse_step": "first",
+            "invalid_reason": None,
+            "prompt": "Instruction.\nQuestion " + "q" * (40 * n),
+            "reply": "r\u2013" * (30 * n),
+            "choices": [],
+            "extras": {},
+            "redacted": [],
+        }
+        for n in range(60)
+    ]
+    fixed = explorer.items_fixed_bytes(records)
+    _, row = explorer._item_rows(records, None)
+    # each row's JSON at limit 0 and its comma (the last row's stands for the list's end)
+    assert fixed == sum(len(explorer._json(row(record, 0)).encode("utf-8")) + 1 for record in records)
+    for budget in (3_000, 20_000, 200_000):
+        measured = explorer.items_data("s", "S", records, "items_s.jsonl", budget=budget, fixed=fixed)
+        made = explorer.items_data("s", "S", records, "items_s.jsonl", budget=budget)
+        assert explorer._json(measured) == explorer._json(made)
+        assert measured["limit"] == made["limit"]

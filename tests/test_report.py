@@ -359,6 +359,52 @@ def test_a_folder_of_several_runs_is_refused_with_their_list_or_reported_each(tm
     assert capsys.readouterr().out.count("medfact_bench: accuracy_macro") == 2
 
 
+def test_the_command_starts_the_first_reports_drawer_before_reading_and_each_later_run_gets_its_own(
+    tmp_path, monkeypatch
+):
+    # `report` starts the first run's drawing process before the commands' imports (a core waits there otherwise);
+    # with --each every later run starts its own once it is read. Each run's figures go to its own drawer, and each
+    # drawer's process is ended.
+    from lm_eval_tasks.utils import plots
+
+    first = write_run(tmp_path / "out" / "model_a", {"medfact_bench_scifact": SCIFACT})
+    second = write_run(tmp_path / "out" / "model_b", {"medfact_bench_scifact": SCIFACT[:2]})
+    events = []
+
+    class Recorded(plots.Drawer):
+        def __init__(self):
+            events.append("started")
+            self.number = events.count("started")
+            super().__init__()
+
+        def draw(self, figures):
+            events.append((self.number, sorted(figures)))
+            super().draw(figures)
+
+        def wait(self):
+            events.append((self.number, "ended"))
+            return super().wait()
+
+    reading = results.score_path
+    monkeypatch.setattr(plots, "usable_cores", lambda: 2)
+    monkeypatch.setattr(plots, "Drawer", Recorded)
+    monkeypatch.setattr(report_mod, "score_path", lambda *args: events.append("read") or reading(*args))
+    assert cli(["report", str(tmp_path / "out"), "--each"]) == 0
+    figures = ["components_medfact_bench", "confusion_medfact_bench.png"]
+    # (a section's figures are sent as it is scored, and the whole report's once it is made: none twice to be drawn)
+    assert [event for n, event in enumerate(events) if event not in events[:n]] == [
+        "started",
+        "read",
+        (1, figures),
+        (1, "ended"),
+        (2, figures),
+        (2, "ended"),
+    ]
+    assert events.count("started") == events.count("read") == 2 and events.index("started", 1) > events.index("read", 3)
+    for folder in (first, second):
+        assert (folder / f"report_{STAMP}" / "confusion_medfact_bench.png").read_bytes().startswith(b"\x89PNG")
+
+
 def test_an_empty_samples_file_is_named_as_empty(run_dir):
     (run_dir / f"samples_medfact_bench_healthver_{STAMP}.jsonl").write_text("", encoding="utf-8")
     results_file = run_dir / f"results_{STAMP}.json"

@@ -139,6 +139,7 @@ def _fit(
     n_texts: int,
     budget: int,
     min_row: int = 0,
+    fixed: int | None = None,
 ) -> tuple[int, Rows]:
     """The text limit and the rows (``row(entry, limit)``) that ``budget`` bytes hold: every entry's row when its
     ``n_texts`` texts fit at :data:`MIN_SHOWN` characters or more, else the first rows that fit.
@@ -161,7 +162,7 @@ def _fit(
     if int(budget * _TEXT_SHARE) // max(n_texts, 1) <= MIN_SHOWN:
         limit = MIN_SHOWN  # what the rows' fixed parts leave could only be less: no need to build them first
     else:
-        _, fixed = _rows_json([row(entry, 0) for entry in entries])  # each row with its texts cut to nothing
+        fixed = fixed_bytes(entries, row) if fixed is None else fixed
         limit = text_limit(n_texts, int((budget - fixed) * _TEXT_SHARE))
     left = budget
     for start in range(0, len(entries), _FIT_BATCH):  # rows past the budget are never built
@@ -180,6 +181,11 @@ def _fit(
             rows.append(shown)
             pieces.append(piece)
     return limit, Rows(rows, pieces)
+
+
+def fixed_bytes(entries: Sequence[Any], row: Callable[[Any, int], list[Any]]) -> int:
+    """Bytes of the rows (``row(entry, 0)``) with every text cut to nothing: what :func:`_fit` measures first."""
+    return _rows_json([row(entry, 0) for entry in entries])[1]
 
 
 def shown_text(text: str | None, limit: int) -> str | list[Any] | None:
@@ -323,24 +329,11 @@ ITEM_COLUMNS = (
 _KNOWN = frozenset(ITEM_COLUMNS) | {"doc_hash", "prompt"}
 
 
-def items_data(
-    section: str,
-    title: str,
-    records: Sequence[Mapping[str, Any]],
-    items_file: str,
-    template_system: str | None = None,
-    budget: int = PAGE_BUDGET,
-    shown_labels: ShownLabels | None = None,
-) -> dict[str, Any]:
-    """The page data of one section's items (records: items_<section>.jsonl's, in its line order), in at most
-    ``budget`` bytes: each item's question (its prompt after its task's shared instruction, which the data holds
-    once, under "instructions").
-
-    ``template_system``: the system message the run's chat template added by itself, marked wherever a prompt
-    shows it. ``shown_labels``: the section's Report.shown_labels (gold and pred as the model saw them).
-    """
+def _item_rows(
+    records: Sequence[Mapping[str, Any]], shown_labels: ShownLabels | None
+) -> tuple[dict[str, Prompt], Callable[[Mapping[str, Any], int], list[Any]]]:
+    """A section's shared instructions and the function that makes an item's row of the page data at a text limit."""
     instructions = shared_instructions(_prompts_by_task(records))
-    shown_instructions = _shown_instructions(instructions)
 
     def row(record: Mapping[str, Any], limit: int) -> list[Any]:
         details = {key: value for key, value in record.items() if key not in _KNOWN}
@@ -364,8 +357,37 @@ def items_data(
             original,
         ]
 
+    return instructions, row
+
+
+def items_fixed_bytes(records: Sequence[Mapping[str, Any]], shown_labels: ShownLabels | None = None) -> int:
+    """:func:`fixed_bytes` of a section's item rows (:func:`items_data`'s ``fixed``): made where the records are at
+    hand before the page's budget is known (the report's items file is written while the sections are scored)."""
+    return fixed_bytes(records, _item_rows(records, shown_labels)[1])
+
+
+def items_data(
+    section: str,
+    title: str,
+    records: Sequence[Mapping[str, Any]],
+    items_file: str,
+    template_system: str | None = None,
+    budget: int = PAGE_BUDGET,
+    shown_labels: ShownLabels | None = None,
+    fixed: int | None = None,
+) -> dict[str, Any]:
+    """The page data of one section's items (records: items_<section>.jsonl's, in its line order), in at most
+    ``budget`` bytes: each item's question (its prompt after its task's shared instruction, which the data holds
+    once, under "instructions").
+
+    ``template_system``: the system message the run's chat template added by itself, marked wherever a prompt
+    shows it. ``shown_labels``: the section's Report.shown_labels (gold and pred as the model saw them).
+    ``fixed``: :func:`items_fixed_bytes` of the records, where made already.
+    """
+    instructions, row = _item_rows(records, shown_labels)
+    shown_instructions = _shown_instructions(instructions)
     n_texts = sum(2 + len(record["choices"]) for record in records)  # a question, a reply, each choice
-    limit, rows = _fit(records, row, n_texts, max(0, budget - _size(shown_instructions)))
+    limit, rows = _fit(records, row, n_texts, max(0, budget - _size(shown_instructions)), fixed=fixed)
     data = {
         "kind": "items",
         "section": section,

@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from contextlib import ExitStack
 from pathlib import Path
 
-from . import plots, scorecard, scored_file, stats
+from . import explorer, plots, scorecard, scored_file, stats
 from .data import DataError, read_json
 from .files import Hashed, jsonl_lines, utf8, write_atomically
 from .machine import Forked, collector_paused
@@ -32,7 +32,7 @@ from .section import items_file
 def render(
     scored: ScoredRun,
     drawer: plots.Drawer | None,
-    items_written: Forked[dict[str, tuple[Path, str]]],
+    items_written: Forked[dict[str, tuple[Path, str, int]]],
     scratch: Path,
     stack: ExitStack,
 ) -> dict[str, bytes | Iterator[bytes]]:
@@ -40,7 +40,7 @@ def render(
     their sha256); with a ``drawer``, its figures are drawn in another process while the rest is made.
 
     The items files are those ``items_written`` wrote into ``scratch`` (a folder of ours; :func:`_items_into`, begun
-    while the sections were scored). The scored run's body (megabytes) is made by another process into a file in
+    while the sections were scored), which also measured each section's rows for the page's item explorer. The scored run's body (megabytes) is made by another process into a file in
     ``scratch`` while this one makes the page, and read back as it is written: ``stack`` ends that process once the
     files are written (or on any error)."""
     report = scored.report()
@@ -52,28 +52,32 @@ def render(
         "report.md": utf8(to_markdown(report)),
     }
     body = stack.enter_context(Forked(_body_into, scored, scratch)) if scored_file.reusable(scored) else None
+    details = scored.item_details()  # while the figures are drawn
     drawn = plots.drawn(figures, drawer)
     files |= {name: png for name, png in drawn.items() if name.endswith(".png")}
-    files["report.html"] = utf8(scorecard.render_html(report, scored.item_details(), drawn))
     written = items_written.result()
-    files |= {items_file(name): _read_back(path) for name, (path, _) in written.items()}
+    measured = {name: fixed for name, (_, _, fixed) in written.items()}
+    files["report.html"] = utf8(scorecard.render_html(report, details, drawn, measured))
+    files |= {items_file(name): _read_back(path) for name, (path, _, _) in written.items()}
     if body is None:
         return files
     return files | {
-        scored_file.FILE: scored_file.saved_file(scored, body.result(), {n: h for n, (_, h) in written.items()})
+        scored_file.FILE: scored_file.saved_file(scored, body.result(), {n: h for n, (_, h, _) in written.items()})
     }
 
 
-def _items_into(items: dict[str, tuple[ScoredItem, ...]], folder: Path) -> dict[str, tuple[Path, str]]:
+def _items_into(items: dict[str, tuple[ScoredItem, ...]], folder: Path) -> dict[str, tuple[Path, str, int]]:
     """Each section's items file (one record per item, :func:`.results.item_record`) written into ``folder``: its
-    path and sha256, by section name."""
+    path and sha256, by section name, and what the page's item explorer measures of the records first
+    (:func:`.explorer.items_fixed_bytes`)."""
     written = {}
     for name, section_items in items.items():
         path = folder / items_file(name)
-        lines = Hashed(jsonl_lines(item_record(item) for item in section_items))
+        records = [item_record(item) for item in section_items]
+        lines = Hashed(jsonl_lines(records))
         with path.open("wb") as out:
             out.writelines(lines)
-        written[name] = (path, lines.hexdigest())
+        written[name] = (path, lines.hexdigest(), explorer.items_fixed_bytes(records, scorecard.shown_labels(name)))
     return written
 
 
@@ -124,26 +128,32 @@ def _files_written_before(target: Path) -> set[str]:
 
 
 def write_report(
-    path: str | os.PathLike, out_dir: str | os.PathLike | None = None, tokenizer: str | None = None
+    path: str | os.PathLike,
+    out_dir: str | os.PathLike | None = None,
+    tokenizer: str | None = None,
+    drawer: plots.Drawer | None = None,
 ) -> tuple[ScoredRun, list[Path]]:
     """Write the report of the run at ``path`` (reply lengths counted as ``tokenizer`` asks,
-    :func:`.lengths.counter`); the folder then holds exactly this report, no file of an earlier one.
+    :func:`.lengths.counter`); the folder then holds exactly this report, no file of an earlier one. Its figures are
+    drawn by ``drawer`` (one not used before, started early: its process imports matplotlib meanwhile), else by one
+    started once the run is read.
 
     The folder is ``out_dir`` or ``report/`` beside the results file; it must be new, empty, or one a report wrote
     (:data:`MANIFEST`): a report removes only files it wrote before and never writes through a symbolic link."""
     target = Path(out_dir) if out_dir else find_results(path).parent / "report"
     before = _files_written_before(target)
-    # Started once the run is read: its process imports matplotlib while the sections are scored, not while the run's
-    # two processes read it.
-    drawers: list[plots.Drawer] = []
+    # Started once the run is read, where none was given: its process imports matplotlib while the sections are
+    # scored, not while the run's two processes read it.
+    drawers: list[plots.Drawer] = [] if drawer is None else [drawer]
     try:
         with collector_paused(), tempfile.TemporaryDirectory(prefix="report-") as scratch, ExitStack() as stack:
             # The items files are written by another process while the sections are scored; each section's figures
             # are sent to be drawn as soon as it is scored (scorecard.figures: a section's own numbers make them).
-            items_written: list[Forked[dict[str, tuple[Path, str]]]] = []
+            items_written: list[Forked[dict[str, tuple[Path, str, int]]]] = []
 
             def walked(items: dict[str, tuple[ScoredItem, ...]]) -> None:
-                drawers.append(plots.Drawer())
+                if not drawers:
+                    drawers.append(plots.Drawer())
                 items_written.append(stack.enter_context(Forked(_items_into, items, Path(scratch))))
 
             scored = score_path(
