@@ -115,6 +115,17 @@ def test_a_lone_surrogate_escape_is_named_by_file_line_and_field(tmp_path, small
         loader.load(str(tmp_path))
 
 
+@pytest.mark.parametrize("blank", ["", " ", "\t \x0b\x0c", "\u2003\u3000", "\x1c\x1d\x1e\x1f\x85\xa0"])
+def test_lines_of_whitespace_only_are_passed_over_and_the_others_numbered_as_lines(tmp_path, blank):
+    # Blank as str.isspace has it (Unicode's too, as str.strip took it): passed over; every line keeps its number.
+    path = tmp_path / "rows.jsonl"
+    path.write_text(f'{{"a": 1}}\n{blank}\n{{"a": 2}}\n{blank}\n{{"a": x}}\n', encoding="utf-8")
+    rows = data_layer.jsonl_rows(path)
+    assert next(rows)[::2] == (1, {"a": 1}) and next(rows)[::2] == (3, {"a": 2})
+    with pytest.raises(DataError, match=r"rows\.jsonl, line 5: invalid JSON"):
+        next(rows)
+
+
 def write_csv(path, rows, encoding="utf-8"):
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("w", newline="", encoding=encoding) as handle:
