@@ -730,7 +730,7 @@ def test_rows_too_many_for_more_than_the_shortest_texts_are_built_only_as_far_as
     measured = explorer.text_limit(len(lengths), int((budget - fixed) * explorer._TEXT_SHARE))
     assert limit == measured
     assert rows == [row(entry, limit) for entry in range(len(rows))]
-    assert rows.json == explorer._json(list(rows))  # the JSON made while fitting is the rows' own
+    assert explorer._json(rows) == explorer._json(list(rows))  # the JSON made while fitting is the rows' own
     shortcut = int(budget * explorer._TEXT_SHARE) // len(lengths) <= explorer.MIN_SHOWN
     assert (0 not in built) == shortcut
 

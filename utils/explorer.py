@@ -62,10 +62,6 @@ class Rows(list):
             parts += [",", piece] if n else [piece]
         return parts + ["]"]
 
-    @property
-    def json(self) -> str:
-        return "".join(self.json_parts())
-
 
 def _json(data: Any) -> str:
     return "".join(_json_parts(data))

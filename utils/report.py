@@ -40,9 +40,10 @@ def render(
     their sha256); with a ``drawer``, its figures are drawn in another process while the rest is made.
 
     The items files are those ``items_written`` wrote into ``scratch`` (a folder of ours; :func:`_items_into`, begun
-    while the sections were scored), which also measured each section's rows for the page's item explorer. The scored run's body (megabytes) is made by another process into a file in
-    ``scratch`` while this one makes the page, and read back as it is written: ``stack`` ends that process once the
-    files are written (or on any error)."""
+    while the sections were scored), which also measured each section's rows for the page's item explorer. The
+    scored run's body (megabytes) is made by another process into a file in ``scratch`` while this one makes the
+    page, and read back as it is written: ``stack`` ends that process once the files are written (or on any
+    error)."""
     report = scored.report()
     figures = scorecard.figures(report)
     if drawer is not None:
