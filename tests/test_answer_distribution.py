@@ -141,7 +141,7 @@ def test_always_yes_run(tmp_path, demo_data_dir):
     assert sum(gold) == 40 and gold[0] < 40
     assert dist["test"]["p_value"] < 0.001 and dist["answer_bias"] is True
     flag = answer_order.format_answer_flag(dist)
-    markdown, page = to_markdown(report), scorecard.render_html(report)
+    markdown, page = to_markdown(report), scorecard.render_html(report).decode()
     assert markdown.count("Answer distribution (") == 1 and f"**{md(flag)}**" in markdown
     assert md(answer_order.format_test(dist["test"])) in markdown
     assert page.count('class="caveat answer-bias"') == 1 and str(escape(flag)) in page

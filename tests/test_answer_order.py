@@ -180,7 +180,7 @@ def test_always_a_shows_a_position_bias(tmp_path, demo_data_dir):
     # The log-likelihood PubMedQA prompt shows no options: no answer order.
     assert "answer_order" not in benchmarks["pubmedqa_atlas"]
     # Both pages show the numbers and the flag, as computed.
-    markdown, page = to_markdown(report), scorecard.render_html(report)
+    markdown, page = to_markdown(report), scorecard.render_html(report).decode()
     flag = answer_order.format_flag(benchmarks["medexqa"]["answer_order"])
     assert markdown.count("Answer order (position:") == 5 and f"**{md(flag)}**" in markdown
     assert md(answer_order.format_test(benchmarks["medexqa"]["answer_order"]["test"])) in markdown

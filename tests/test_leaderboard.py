@@ -398,10 +398,10 @@ def test_a_run_folder_not_in_utf8_and_a_lone_surrogate_are_written(tmp_path):
 def test_the_page_shows_discordant_items_up_to_its_budget(tmp_path, monkeypatch):
     paths = [medfact_run(tmp_path / name, flags, model_name=name) for name, flags in (("a", A), ("b", B), ("c", C))]
     board, disagreements = lb.build(paths)
-    page = formats.to_html(board, disagreements, tmp_path)
+    page = formats.to_html(board, disagreements, tmp_path).decode()
     assert page.count('<details class="disagreements"') == 3 and "too many to show" not in page
     monkeypatch.setattr(formats.explorer, "PAGE_LIMIT", 1)  # no room for any pair's rows
-    page = formats.to_html(board, disagreements, tmp_path)
+    page = formats.to_html(board, disagreements, tmp_path).decode()
     assert page.count('<details class="disagreements"') == 0
     assert page.count("too many to show in this page: leaderboard_discordant.jsonl lists them") == 3
     assert "run-1 vs run-3: A right, B wrong: 2; B right, A wrong: 1; too many" in page

@@ -193,5 +193,5 @@ def test_a_run_holding_both_names_the_overlap():
     page = {"benchmarks": {}, "unreported_tasks": [], "run": {}, "overlaps": found}
     page["bootstrap"] = stats.bootstrap_description(stratified_by={})
     assert f"**{line}**" in report.to_markdown(page)
-    shown = re.findall(r'<p class="caveat overlap">(.*?)</p>', scorecard.render_html(page))
+    shown = re.findall(r'<p class="caveat overlap">(.*?)</p>', scorecard.render_html(page).decode())
     assert shown == [line.replace("'", "&#39;")]

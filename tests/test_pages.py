@@ -33,7 +33,7 @@ def test_every_section_field_is_rendered_by_exactly_one_part():
         assert all(len(by) == 1 for by in claimed.values()), (name, claimed)
         # Every field of the five benchmarks has its own part: none falls to the generic table.
         assert [field for field, by in claimed.items() if by == ["others"]] == [], name
-    page = scorecard.render_html({"run": {"model": "hf"}, **GOLDEN_REPORT})
+    page = scorecard.render_html({"run": {"model": "hf"}, **GOLDEN_REPORT}).decode()
     assert "Other fields" not in page
     # Three log-likelihood sections, none tied: each says so once, in its headline box.
     tied = [b["ties"] for b in GOLDEN_REPORT["benchmarks"].values() if b.get("ties")]
@@ -42,7 +42,7 @@ def test_every_section_field_is_rendered_by_exactly_one_part():
     # A field no part knows is still shown, once, in the generic table.
     bench = {**GOLDEN_REPORT["benchmarks"]["medexqa"], "surprise": {"n_tied": 7}}
     assert scorecard.claims(bench)["surprise"] == ["others"]
-    page = scorecard.render_html({"run": {}, "benchmarks": {"medexqa": bench}})
+    page = scorecard.render_html({"run": {}, "benchmarks": {"medexqa": bench}}).decode()
     assert page.count("Other fields") == 1 and page.count("n_tied") == 1
 
 
@@ -72,7 +72,7 @@ def test_a_reports_figures_are_listed_once_and_the_page_shows_them_as_given():
     assert any(name.startswith("reliability_") for name in figures)
     assert any(name.startswith("risk_coverage_") for name in figures)
     drawn = {name: f"not a png: {name}".encode() for name in figures}
-    page = scorecard.render_html({"run": {"model": "hf"}, **GOLDEN_REPORT}, None, drawn)
+    page = scorecard.render_html({"run": {"model": "hf"}, **GOLDEN_REPORT}, None, drawn).decode()
     # Every figure in its section, as given: nothing is drawn again.
     for png in drawn.values():
         assert page.count(f'"{plots.data_uri(png)}"') == 1
@@ -129,7 +129,7 @@ def _section_and_records(n):
 
 def test_a_report_of_100000_items_stays_under_25_mb_and_says_what_it_left_out():
     report, items = _section_and_records(100_000)
-    page = scorecard.render_html(report, items)
+    page = scorecard.render_html(report, items).decode()
     assert len(page.encode("utf-8")) < LIMIT
     start = page.index('<script type="application/json" id="explorer-s-data">')
     data = json.loads(page[page.index(">", start) + 1 : page.index("</script>", start)])
@@ -144,7 +144,7 @@ def test_a_report_of_100000_items_stays_under_25_mb_and_says_what_it_left_out():
     )
     # A report that fits is shown whole, its texts longer than the 600-character floor.
     report, items = _section_and_records(2_000)
-    page = scorecard.render_html(report, items)
+    page = scorecard.render_html(report, items).decode()
     assert "This page holds the first" not in page
     assert '"n_total":2000' in page and "evidence " * 200 in page
 
@@ -204,7 +204,7 @@ def _board(n_runs, items_per_pair):
 
 def test_a_leaderboard_of_30_runs_stays_under_25_mb():
     board, disagreements = _board(30, 40)
-    page = formats.to_html(board, disagreements)
+    page = formats.to_html(board, disagreements).decode()
     assert len(page.encode("utf-8")) < LIMIT
     # 435 pairs of 80 discordant items of 3,000-character answers: every pair shows some of its items, and says so.
     assert page.count('<details class="disagreements"') == 435 and "too many to show" not in page
@@ -215,9 +215,9 @@ def test_a_leaderboard_of_30_runs_stays_under_25_mb():
 def test_the_results_come_before_the_provenance_at_1280_px(tmp_path):
     browser.chromium_or_skip()
     report, items = _section_and_records(30)
-    (tmp_path / "report.html").write_text(scorecard.render_html(report, items), encoding="utf-8")
+    (tmp_path / "report.html").write_bytes(scorecard.render_html(report, items))
     board, disagreements = _board(3, 2)
-    (tmp_path / "leaderboard.html").write_text(formats.to_html(board, disagreements), encoding="utf-8")
+    (tmp_path / "leaderboard.html").write_bytes(formats.to_html(board, disagreements))
     where = """(() => ({first: document.querySelector('.headline').getBoundingClientRect().top,
       provenance: document.querySelector('#provenance').getBoundingClientRect().top,
       open: document.querySelector('#provenance').open,
@@ -340,19 +340,20 @@ def test_a_large_block_is_written_into_the_page_once_where_its_marker_stands():
     from lm_eval_tasks.utils import pages
 
     parts = ['<script type="application/json" id="d">', "[", '["a\u2013b"]', ",", '["\U0001f600"]', "]", "</script>"]
-    assert pages.block(parts) == "".join(parts)  # outside a page being made: the markup itself
+    encoded = [part.encode("utf-8") for part in parts]
+    assert pages.block(encoded) == "".join(parts)  # outside a page being made: the markup itself
     with pages.blocks_placed() as blocks:
-        marker = pages.block(parts)
+        marker = pages.block(encoded)
         assert "".join(parts) not in marker
         # A run's text that copies a marker's shape (another token) is text; the page escapes it anyway.
         forged = str(marker).replace(str(marker)[10:42], "0" * 32)
         page = pages.render("explorer.html.j2", element_id="e", data={"kind": "items", "rows": [], "n_total": 0},
                             heading=forged, data_block=marker, rows_per_page=1)  # fmt: skip
-        filled = blocks.filled(page)
+        filled = blocks.filled(page).decode("utf-8")  # the page's file, UTF-8
         assert filled.count("".join(parts)) == 1 and str(marker) not in filled
         assert escape(forged) in filled
         assert pages.page_bytes(page) == len(filled.encode("utf-8"))
-        assert blocks.filled("no marker") == "no marker"
+        assert blocks.filled("no marker \ud800") == b"no marker \\ud800"  # a lone surrogate as its escape
     assert pages.page_bytes(page) == len(page.encode("utf-8"))  # no page being made: the markup as it is
 
 
@@ -365,20 +366,23 @@ def test_a_large_block_is_written_into_the_page_once_where_its_marker_stands():
 def test_blocks_filled_in_are_the_blocks_joined_in_place(first, second, before, after):
     from lm_eval_tasks.utils import pages
 
+    def utf8(texts):
+        return [text.encode("utf-8", "backslashreplace") for text in texts]
+
     with pages.blocks_placed() as blocks:
-        one, two = pages.block(first), pages.block(second)
+        one, two = pages.block(utf8(first)), pages.block(utf8(second))
         text = before + str(two) + after + str(one) + str(two)
-    assert blocks.filled(text) == before + "".join(second) + after + "".join(first) + "".join(second)
+    assert blocks.filled(text) == b"".join(utf8([before, *second, after, *first, *second]))
 
 
 def test_an_explorers_data_block_is_the_same_placed_or_not():
-    rows = explorer.Rows([[1, "x"], [2, "<y>"]], ['[1,"x"]', '[2,"\\u003cy\\u003e"]'])
+    rows = explorer.Rows([[1, "x"], [2, "<y>"]], [b'[1,"x"]', b'[2,"\\u003cy\\u003e"]'])
     data = {"kind": "items", "rows": rows, "limit": 3, "title": "t\u2028"}
     whole = explorer.script_json("d", data)
     from lm_eval_tasks.utils import pages
 
     with pages.blocks_placed() as blocks:
         placed = explorer.script_json("d", data)
-        assert blocks.filled(f"<p>{placed}</p>") == f"<p>{whole}</p>"
+        assert blocks.filled(f"<p>{placed}</p>") == f"<p>{whole}</p>".encode("utf-8")
     assert whole == '<script type="application/json" id="d">{"kind":"items","rows":[[1,"x"],[2,"\\u003cy\\u003e"]],' \
         '"limit":3,"title":"t\\u2028"}</script>'  # fmt: skip

@@ -276,7 +276,7 @@ def test_always_first_is_never_consistent_and_shows_a_position_bias(tmp_path, de
     assert [entry["n"] for entry in medexqa["accuracy_by_rotation"].values()] == [medexqa["n_questions"]] * 4
     assert sum(entry["accuracy"]["value"] for entry in medexqa["accuracy_by_rotation"].values()) == pytest.approx(1.0)
     # The pages show the numbers as computed.
-    markdown, page = to_markdown(report), scorecard.render_html(report)
+    markdown, page = to_markdown(report), scorecard.render_html(report).decode()
     line = rotation.format_line(benchmarks["medexqa_rotated"]["rotation"])
     assert markdown.count("Rotated options (") == len(ROTATED_SECTIONS) and f"**{md(line)}**" in markdown
     assert page.count("<h3>Rotated options</h3>") == len(ROTATED_SECTIONS) and str(escape(line)) in page

@@ -32,7 +32,7 @@ def _cells(page):
 
 
 def test_headline_numbers_and_comparability(medfact_report):
-    page = scorecard.render_html(medfact_report)
+    page = scorecard.render_html(medfact_report).decode()
     bench = medfact_report["benchmarks"]["medfact_bench"]
     ((attrs, text),) = browser.elements(page, "headline")
     assert attrs["id"] == "headline-medfact_bench" and attrs["data-metric"] == "accuracy_macro"
@@ -48,7 +48,7 @@ def test_headline_numbers_and_comparability(medfact_report):
 
 
 def test_every_setting_and_table_is_shown(medfact_report):
-    page = scorecard.render_html(medfact_report)
+    page = scorecard.render_html(medfact_report).decode()
     cells = _cells(page)
     assert set(medfact_report["run"]) <= cells  # every key of the run, by name
     assert {"dtype", "bfloat16", "max_gen_toks", "1024", "paper_generation", "abc", "0.4.13", "n_shot"} <= cells
@@ -71,7 +71,7 @@ def test_hostile_strings_are_text(medfact_report):
     report = json.loads(json.dumps(medfact_report))
     report["benchmarks"]["medfact_bench"]["notes"].append(HOSTILE)
     report["run"]["model_name"] = HOSTILE
-    page = scorecard.render_html(report)
+    page = scorecard.render_html(report).decode()
     assert "<script" not in page and "&lt;script&gt;alert(1)&lt;/script&gt;" in page
     # The title names the model (the last part of a path-like name), as text.
     assert f"<title>Scorecard: {escape(model_name(report['run']))}</title>" in page
@@ -103,7 +103,7 @@ def test_other_benchmarks_are_rendered_from_the_schema(tmp_path):
         "run": {"model": "hf", "model_args": "pretrained=m,dtype=float32"},
         "benchmarks": {"bench": answered_only},
     }
-    page = scorecard.render_html(report)
+    page = scorecard.render_html(report).decode()
     ((headline, _),) = browser.elements(page, "headline")
     assert headline["data-benchmark"] == "bench" and float(headline["data-value"]) == 0.5
     cells = _cells(page)
@@ -127,7 +127,7 @@ def test_the_fact_check_table_is_rendered(medfact_report):
     )
     result = checker.check(worked.GENERATIONS)  # the worked example of test_factcheck
     factcheck_report = build_factcheck_report(result, run={"model_name": "m"})[0]
-    page = scorecard.render_html({**medfact_report, "benchmarks": {"factbench": factcheck_report}})
+    page = scorecard.render_html({**medfact_report, "benchmarks": {"factbench": factcheck_report}}).decode()
     headlines = browser.elements(page, "headline")
     assert [(a["data-benchmark"], a["data-value"]) for a, _ in headlines] == [("factbench", "")]
     assert "no headline metric in this report entry" in page
@@ -143,7 +143,7 @@ def test_the_fact_check_table_is_rendered(medfact_report):
 @pytest.fixture(scope="module")
 def report_page(medfact_report, tmp_path_factory):
     out = tmp_path_factory.mktemp("report")
-    (out / "report.html").write_text(scorecard.render_html(medfact_report), encoding="utf-8")
+    (out / "report.html").write_bytes(scorecard.render_html(medfact_report))
     return out / "report.html"
 
 
@@ -173,7 +173,7 @@ def test_a_partial_average_is_never_shown_beside_the_published_full_averages(med
     # The 7-item run covers 2 of 5 MedFact components: its macro is no average over the published items.
     bench = medfact_report["benchmarks"]["medfact_bench"]
     assert bench["full_coverage"] is False
-    page = scorecard.render_html(medfact_report)
+    page = scorecard.render_html(medfact_report).decode()
     rows = [text for attrs, text in browser.elements(page, tag="tr") if text.startswith("this run")]
     (row,) = rows
     macro = f"{bench['accuracy_macro']['value']:.3f}"
@@ -181,6 +181,8 @@ def test_a_partial_average_is_never_shown_beside_the_published_full_averages(med
     full = json.loads(json.dumps(medfact_report))
     full["benchmarks"]["medfact_bench"]["full_coverage"] = True
     (row,) = [
-        text for _, text in browser.elements(scorecard.render_html(full), tag="tr") if text.startswith("this run")
+        text
+        for _, text in browser.elements(scorecard.render_html(full).decode(), tag="tr")
+        if text.startswith("this run")
     ]
     assert macro in row

@@ -24,7 +24,7 @@ from typing import Any
 
 from markupsafe import escape
 
-from .pages import Html, block, fragment, page_bytes, static
+from .pages import Html, block, fragment, static
 
 # Bytes a page (report.html, leaderboard.html) may take: its explorers' data get what its tables and figures leave,
 # less PAGE_MARGIN (their placeholders and headings, the script), so that it stays under 25 MB.
@@ -40,9 +40,9 @@ HEAD_SHARE = 2 / 3  # of a shortened text's shown characters, from its start (th
 ROWS_PER_PAGE = 50
 _FIT_BATCH = 256  # rows built and measured at a time while fitting a budget
 
-# Characters written as JSON escapes in a page's data: each replaced in one scan of the text (a callback per match
+# Characters written as JSON escapes in a page's data: each replaced in one scan of its UTF-8 (a callback per match
 # cost more than the rest of the page's data together); lone surrogates, rare, by a pattern.
-_UNSAFE_IN_SCRIPT = tuple((char, f"\\u{ord(char):04x}") for char in "<>&\u2028\u2029")
+_UNSAFE_IN_SCRIPT = tuple((char.encode(), f"\\u{ord(char):04x}".encode()) for char in "<>&\u2028\u2029")
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
@@ -52,22 +52,23 @@ class Rows(list):
     The rows as fitted: a caller that changes them (which could also break the page's budget) gives its data new
     rows instead."""
 
-    def __init__(self, rows: list[list[Any]], pieces: list[str]) -> None:
+    def __init__(self, rows: list[list[Any]], pieces: list[bytes]) -> None:
         super().__init__(rows)
         self._pieces = [piece for piece in pieces if piece]
 
-    def json_parts(self) -> list[str]:
-        parts = ["["]
+    def json_parts(self) -> list[bytes]:
+        parts = [b"["]
         for n, piece in enumerate(self._pieces):
-            parts += [",", piece] if n else [piece]
-        return parts + ["]"]
+            parts += [b",", piece] if n else [piece]
+        return parts + [b"]"]
 
 
-def _json(data: Any) -> str:
-    return "".join(_json_parts(data))
+def _json(data: Any) -> bytes:
+    """``data`` as JSON in a page's data block (UTF-8)."""
+    return b"".join(_json_parts(data))
 
 
-def _json_parts(data: Any) -> list[str]:
+def _json_parts(data: Any) -> list[bytes]:
     """:func:`_json`'s text in parts: the rows' JSON as made (:class:`Rows`), not joined."""
     if isinstance(data, Rows):
         return data.json_parts()
@@ -77,51 +78,50 @@ def _json_parts(data: Any) -> list[str]:
         and all(isinstance(key, str) for key in data)  # json.dumps writes other keys its own way (True: "true")
     ):
         # What json.dumps writes of the mapping, with the rows' JSON as made: every escape below is of one character.
-        parts = ["{"]
+        parts = [b"{"]
         for n, (key, value) in enumerate(data.items()):
-            parts.append(("," if n else "") + _plain_json(key) + ":")
+            parts.append((b"," if n else b"") + _plain_json(key) + b":")
             parts += _json_parts(value)
-        return parts + ["}"]
+        return parts + [b"}"]
     return [_plain_json(data)]
 
 
-def _plain_json(data: Any) -> str:
+def _plain_json(data: Any) -> bytes:
     text = json.dumps(data, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
-    for char, escaped in _UNSAFE_IN_SCRIPT:
-        if char in text:
-            text = text.replace(char, escaped)
     try:
-        text.encode("utf-8")  # fails exactly where a lone surrogate stands (rare): a scan in C
+        encoded = text.encode("utf-8")  # fails exactly where a lone surrogate stands (rare): a scan in C
     except UnicodeEncodeError:
-        return _LONE_SURROGATE.sub(lambda match: f"\\u{ord(match.group()):04x}", text)
-    return text
+        encoded = _LONE_SURROGATE.sub(lambda match: f"\\u{ord(match.group()):04x}", text).encode("utf-8")
+    for char, escaped in _UNSAFE_IN_SCRIPT:
+        if char in encoded:
+            encoded = encoded.replace(char, escaped)
+    return encoded
 
 
 def script_json(element_id: str, data: Any) -> Html:
     """``data`` as a JSON script block: no run text can end the block (``</script>``), open a comment
     (``<!--``) or break a JavaScript reader (U+2028/2029); the page reads it with ``JSON.parse``."""
-    return block(
-        ['<script type="application/json" id="{}">'.format(escape(element_id)), *_json_parts(data), "</script>"]
-    )
+    opening = '<script type="application/json" id="{}">'.format(escape(element_id))
+    return block([opening.encode("utf-8"), *_json_parts(data), b"</script>"])
 
 
 def _size(row: Any) -> int:
     """Bytes of a row in the page's data block (and its comma)."""
-    return len(_json(row).encode("utf-8")) + 1
+    return len(_json(row)) + 1
 
 
-def _rows_json(rows: list[Any]) -> tuple[str, int]:
+def _rows_json(rows: list[Any]) -> tuple[bytes, int]:
     """The rows' JSON without brackets (their part of the data block, from one dump of their list: a fraction of
     the cost of one per row) and the sum of each row's :func:`_size`."""
     if not rows:
         return "", 0
-    text = _json(rows)[1:-1]
-    return text, len(text.encode("utf-8")) + 1
+    encoded = _json(rows)[1:-1]
+    return encoded, len(encoded) + 1
 
 
-def budget_left(rest: str) -> int:
-    """Bytes of explorer data a page holds beside ``rest``, the page rendered without its explorers."""
-    return max(0, PAGE_LIMIT - PAGE_MARGIN - page_bytes(rest))
+def budget_left(rest: bytes) -> int:
+    """Bytes of explorer data a page holds beside ``rest``, the page made without its explorers."""
+    return max(0, PAGE_LIMIT - PAGE_MARGIN - len(rest))
 
 
 def text_limit(n_texts: int, budget: int) -> int:

@@ -439,8 +439,8 @@ def to_html(
     disagreements: Disagreements | None = None,
     out_dir: str | os.PathLike | None = None,
     drawer: plots.Drawer | None = None,
-) -> str:
-    """leaderboard.html; ``disagreements`` (from :func:`build`) adds each pair's discordant items, with links to
+) -> bytes:
+    """leaderboard.html (UTF-8); ``disagreements`` (from :func:`build`) adds each pair's discordant items, with links to
     each run's report relative to ``out_dir``, the page's folder; the forest plots as ``drawer`` drew them (sent
     :func:`forest_figures` before), else drawn here."""
     disagreements = disagreements or {}
@@ -485,7 +485,7 @@ def to_html(
                 }
             )
 
-        def page() -> str:
+        def page() -> bytes:
             return blocks.filled(
                 pages.render(
                     "leaderboard.html.j2",
@@ -525,7 +525,7 @@ def render(
         "leaderboard.md": utf8(to_markdown(board)),
         "leaderboard.csv": utf8(to_csv(board)),
         DISCORDANT_FILE: jsonl_lines(discordant_lines(disagreements or {})),
-        "leaderboard.html": utf8(to_html(board, disagreements, out_dir, drawer)),
+        "leaderboard.html": to_html(board, disagreements, out_dir, drawer),
         "leaderboard.tex": utf8(paper_tables.to_latex(board)),
         "methods.md": utf8(paper_tables.to_methods(board)),
     }

@@ -19,40 +19,39 @@ from typing import Any
 import jinja2
 from markupsafe import Markup
 
+from .files import utf8
 from .stats import format_estimate
 
 Html = Markup  # markup that is already safe to place in a page
 
 
 class Blocks:
-    """A page's large blocks (its explorers' data: megabytes each), each placed by a marker while the page is made and
-    written into it once, when it is whole (:meth:`filled`). Joined on the way, a block would be copied by each
-    concatenation that holds it (the block's own, its fragment's, the page's), and a page that holds one character
-    past Latin-1 takes 2 or 4 bytes a character. Markers hold a token of this page's own (random): no run text, which
-    the page escapes anyway, can name one."""
+    """A page's large blocks (its explorers' data: megabytes each, as UTF-8), each placed by a marker while the page is
+    made and written into it once, when the page is whole and encoded (:meth:`filled`). Joined on the way, a block
+    would be copied by each concatenation that holds it (the block's own, its fragment's, the page's), and a text that
+    holds one character past Latin-1 takes 2 or 4 bytes a character. Markers hold a token of this page's own
+    (random): no run text, which the page escapes anyway, can name one."""
 
     def __init__(self) -> None:
-        self._parts: list[list[str]] = []
+        self._parts: list[list[bytes]] = []
         token = secrets.token_hex(16)
         self._marker = f"<!--block {token} {{}}-->"
         self._markers = re.compile(re.escape(f"<!--block {token} ") + "([0-9]+)-->")
 
-    def place(self, parts: list[str]) -> Html:
+    def place(self, parts: list[bytes]) -> Html:
         self._parts.append(parts)
         return Html(self._marker.format(len(self._parts) - 1))
 
-    def filled(self, text: str) -> str:
-        """``text`` (a page made while the blocks were placed) with each block where its marker stands."""
-        pieces = self._markers.split(text)
-        if len(pieces) == 1:
-            return text
+    def filled(self, text: str) -> bytes:
+        """``text`` (a page made while the blocks were placed), as the page's file holds it (:func:`.files.utf8`), with
+        each block where its marker stands."""
         whole = []
-        for n, piece in enumerate(pieces):
+        for n, piece in enumerate(self._markers.split(text)):
             if n % 2:
                 whole += self._parts[int(piece)]
             else:
-                whole.append(piece)
-        return "".join(whole)
+                whole.append(utf8(piece))
+        return b"".join(whole)
 
 
 _PLACING: ContextVar[Blocks | None] = ContextVar("placing", default=None)
@@ -70,17 +69,17 @@ def blocks_placed() -> Iterator[Blocks]:
         _PLACING.reset(reset)
 
 
-def block(parts: list[str]) -> Html:
-    """Markup in parts (a data block of megabytes): its marker where a page is being made (:func:`blocks_placed`),
-    else the markup itself."""
+def block(parts: list[bytes]) -> Html:
+    """Markup in parts of UTF-8 (a data block of megabytes): its marker where a page is being made
+    (:func:`blocks_placed`), else the markup itself."""
     blocks = _PLACING.get()
-    return Html("".join(parts)) if blocks is None else blocks.place(parts)
+    return Html(b"".join(parts).decode("utf-8")) if blocks is None else blocks.place(parts)
 
 
 def page_bytes(markup: str) -> int:
-    """Bytes (UTF-8) of ``markup`` as a page holds it: the blocks placed in it filled in (:func:`blocks_placed`)."""
+    """Bytes of ``markup`` as a page's file holds it: the blocks placed in it filled in (:func:`blocks_placed`)."""
     blocks = _PLACING.get()
-    return len((markup if blocks is None else blocks.filled(markup)).encode("utf-8", "surrogatepass"))
+    return len(utf8(markup) if blocks is None else blocks.filled(markup))
 
 
 @cache

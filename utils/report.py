@@ -58,7 +58,7 @@ def render(
     files |= {name: png for name, png in drawn.items() if name.endswith(".png")}
     written = items_written.result()
     measured = {name: fixed for name, (_, _, fixed) in written.items()}
-    files["report.html"] = utf8(scorecard.render_html(report, details, drawn, measured))
+    files["report.html"] = scorecard.render_html(report, details, drawn, measured)
     files |= {items_file(name): _read_back(path) for name, (path, _, _) in written.items()}
     if body is None:
         return files

@@ -368,8 +368,8 @@ def render_html(
     items: Mapping[str, Sequence[Mapping[str, Any]]] | None = None,
     drawn: Mapping[str, bytes] | None = None,
     fixed_bytes: Mapping[str, int] | None = None,
-) -> str:
-    """report.html; ``items``: each section's item records (items_<section>.jsonl), for its item explorer;
+) -> bytes:
+    """report.html (UTF-8); ``items``: each section's item records (items_<section>.jsonl), for its item explorer;
     ``drawn``: its figures (:func:`figures`), drawn here when not given; ``fixed_bytes``: each section's
     :func:`.explorer.items_fixed_bytes`, where made already."""
     drawn = plots.drawn(figures(report)) if drawn is None else drawn
@@ -396,7 +396,7 @@ def render_html(
     with pages.blocks_placed() as blocks:
         views = {name: section_view(name, bench, drawn) for name, bench in benchmarks.items()}
 
-        def page() -> str:
+        def page() -> bytes:
             return blocks.filled(
                 pages.render(
                     "report.html.j2",

@@ -247,7 +247,7 @@ def test_the_scorecard_and_the_leaderboard_take_a_factbench_run(run_dir, tmp_pat
     from lm_eval_tasks.utils.scorecard import render_html
 
     folder, _ = run_dir
-    page = render_html(results.score(load_run(folder)).report())
+    page = render_html(results.score(load_run(folder)).report()).decode()
     assert "FActBench" in page and 'data-benchmark="factbench"' in page
     twin = shutil.copytree(folder, tmp_path / "twin" / "model")
     board = build([folder, twin])[0]
