@@ -650,3 +650,15 @@ def test_each_pairs_detectable_difference_is_the_one_power_gives(monkeypatch, pe
         expected = power.detectable(compared["n_paired_items"], compared["a_only_correct"], compared["b_only_correct"])
         assert compared["detectable"] == expected and expected["minimum_detectable_difference"] is not None
     assert comparisons[-1]["detectable"] is None
+
+
+def test_the_process_that_scores_run_after_run_keeps_their_resample_sets_and_masked_texts_then_lets_go(monkeypatch):
+    from lm_eval_tasks.utils import redaction, stats
+
+    monkeypatch.setattr(lb, "find_all_results", lambda path: [Path(path)])
+    monkeypatch.setattr(lb, "score_or_read", lambda path, **_: (path.name, stats._DRAWN_BYTES, redaction._remembered))
+    before = (stats._DRAWN_BYTES, redaction._remembered)
+    assert redaction._remembered == 0  # a report masks each text once: it remembers none
+    kept = list(lb.score_runs(["/runs/a", "/runs/b"], workers=1))
+    assert kept == [(name, lb._RUN_RESAMPLES_BYTES, redaction.RUNS_TEXTS) for name in ("a", "b")]
+    assert (stats._DRAWN_BYTES, redaction._remembered) == before

@@ -514,16 +514,27 @@ def test_a_long_reply_without_a_trigger_skips_the_scan_and_one_with_a_key_is_mas
     assert redact(reply + " api_key=abc123") == reply + " api_key=***"
 
 
-def test_a_long_text_masked_again_gives_what_it_gave_under_each_runs_own_secrets():
-    # Long texts' verdicts are remembered (a leaderboard masks the same prompts run after run): by the text once its
-    # run's own secrets are scrubbed, so another run's secrets still mask theirs.
+@pytest.mark.parametrize("remembered", [0, 4])
+def test_a_long_text_masked_again_gives_what_it_gave_under_each_runs_own_secrets(monkeypatch, remembered):
+    # Where a process masks run after run (the leaderboard's), long texts' verdicts are remembered: by the text once
+    # its run's own secrets are scrubbed, so another run's secrets still mask theirs. Elsewhere nothing is.
+    scans = []
+    monkeypatch.setattr(redaction, "redact", lambda text, scan=redaction.redact: scans.append(text) or scan(text))
     prompt = "Abstract: the drug reduced risk in 40% of patients, " * 20
     keyed = prompt + "the password is hunter22; api_key=abc123"
-    for _ in range(2):
-        assert redaction.mask(prompt) == prompt
-        assert redaction.mask(keyed) == prompt + "the password is hunter22; api_key=***"
-        assert redaction.mask(keyed, {"hunter22"}) == prompt + "the password is ***; api_key=***"
-        assert redaction.mask(prompt, {"drug"}) == prompt.replace("drug", "***")
+    previous = redaction.remember_masked(remembered)
+    try:
+        for _ in range(2):
+            assert redaction.mask(prompt) == prompt
+            assert redaction.mask(keyed) == prompt + "the password is hunter22; api_key=***"
+            assert redaction.mask(keyed, {"hunter22"}) == prompt + "the password is ***; api_key=***"
+            assert redaction.mask(prompt, {"drug"}) == prompt.replace("drug", "***")
+        # four texts once scrubbed, each scanned once when remembered; every call scans otherwise
+        assert len(scans) == (4 if remembered else 8)
+        assert len(redaction._REDACTED) == (4 if remembered else 0)
+    finally:
+        redaction.remember_masked(previous)
+    assert not redaction._REDACTED and redaction.remember_masked(previous) == previous
 
 
 @settings(max_examples=examples(3000), deadline=None)

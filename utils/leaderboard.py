@@ -26,7 +26,7 @@ from typing import Any
 
 from tqdm import tqdm
 
-from . import power, stats
+from . import power, redaction, stats
 from .comparison import Discordant, adjust, compare_section, discordant_items, pairing, test_name
 from .data import DataError, iter_jsonl, read_json
 from .machine import usable_cores, worker_pool
@@ -114,17 +114,23 @@ def score_runs(
     workers = min(workers or usable_cores(), len(paths))
     progress = {"desc": "scoring runs", "unit": "run", "total": len(paths), "disable": len(paths) < 3}
     scored = functools.partial(score_or_read, tokenizer=tokenizer, spool=spool)
-    # The process that scores keeps every resample set of a run: the next run it scores draws the same ones
-    # (MedFact-Bench's 14,274 items and their five components: 228 MB).
+    # The process that scores keeps every resample set of a run and what masking made of its long texts: the next run
+    # it scores draws the same sets (MedFact-Bench's 14,274 items and their five components: 228 MB) and holds the
+    # same prompts.
     if workers < 2:
-        kept = stats.keep_resamples(_RUN_RESAMPLES_BYTES)
+        kept = _keep_for_runs((_RUN_RESAMPLES_BYTES, redaction.RUNS_TEXTS))
         try:
             yield from (scored(path) for path in tqdm(paths, **progress))
         finally:
-            stats.keep_resamples(kept)
+            _keep_for_runs(kept)
         return
-    with worker_pool(workers, functools.partial(stats.keep_resamples, _RUN_RESAMPLES_BYTES)) as pool:
+    with worker_pool(workers, functools.partial(_keep_for_runs, (_RUN_RESAMPLES_BYTES, redaction.RUNS_TEXTS))) as pool:
         yield from tqdm(pool.map(scored, paths), **progress)
+
+
+def _keep_for_runs(limits: tuple[int, int]) -> tuple[int, int]:
+    """Keep up to ``limits`` (bytes of resample sets, long texts masked) in this process; gives back those replaced."""
+    return stats.keep_resamples(limits[0]), redaction.remember_masked(limits[1])
 
 
 # Resample sets a scoring worker keeps (stats.keep_resamples).

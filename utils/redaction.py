@@ -100,7 +100,7 @@ def mask(text: str, secrets: Iterable[str] = ()) -> str:
     """``text`` with the known secrets (:func:`scrub`) and anything shaped like a credential (:func:`redact`) masked:
     the one masking of a text written from a run (its items' texts, its model name)."""
     scrubbed = scrub(text, secrets)
-    if len(scrubbed) < _REMEMBERED_FROM:
+    if len(scrubbed) < _REMEMBERED_FROM or not _remembered:
         return redact(scrubbed)
     key = hashlib.blake2b(scrubbed.encode("utf-8", "surrogatepass"), digest_size=16).digest()
     if key in _REDACTED:
@@ -109,22 +109,30 @@ def mask(text: str, secrets: Iterable[str] = ()) -> str:
         return scrubbed if found is None else found
     redacted = redact(scrubbed)
     _REDACTED[key] = None if redacted == scrubbed else redacted
-    if len(_REDACTED) > _REMEMBERED:
+    if len(_REDACTED) > _remembered:
         _REDACTED.popitem(last=False)
     return redacted
 
 
-# What :func:`redact` made of each long text lately, by the text's digest (None: the text itself): the leaderboard
-# scores run after run of the same items in one process, and their prompts (thousands of characters each) repeat
-# word for word. Bounded: more than one run's prompts and replies of the largest benchmark (2 x 14,274).
+# What :func:`redact` made of each long text lately, by the text's digest (None: the text itself), where a process
+# masks run after run of the same items (:func:`remember_masked`): their prompts (thousands of characters each) repeat
+# word for word. Elsewhere each text is masked once, and its digest would cost a tenth of its scan.
 _REMEMBERED_FROM = 512  # characters
-_REMEMBERED = 40_000
+_remembered = 0  # texts
 _REDACTED: OrderedDict[bytes, str | None] = OrderedDict()
+# More than one run's prompts and replies of the largest benchmark (2 x 14,274).
+RUNS_TEXTS = 40_000
 
 
-def forget_masked() -> None:
-    """Let go of what :func:`mask` remembers of long texts: a timing of the scan itself starts from nothing."""
-    _REDACTED.clear()
+def remember_masked(texts: int) -> int:
+    """Let :func:`mask` remember what it made of up to ``texts`` long texts from now on (0: none, and what it
+    remembered is let go): for a process that masks run after run of the same items. Gives back the number it
+    replaces."""
+    global _remembered
+    previous, _remembered = _remembered, texts
+    while len(_REDACTED) > texts:
+        _REDACTED.popitem(last=False)
+    return previous
 
 
 def mask_strings(value: Any, secrets: Iterable[str] = ()) -> Any:
