@@ -19,7 +19,8 @@ distribution-free 95% interval (order statistics; from 6 pairs on: on a shared m
 within the hour, a few pairs cannot tell a few percent) and the load average before and after:
 
 - ``report`` over the first run, against each ``--baseline`` (a commit; its ``lm_eval_tasks`` and ``utils`` are
-  unpacked with ``git archive`` into a package that shadows the installed one on ``PYTHONPATH``);
+  unpacked with ``git archive`` into a package that shadows the installed one on ``PYTHONPATH``); every version's
+  modules byte-compiled first, as an installed package's are;
 - ``leaderboard`` over the first N runs for each of ``--leaderboards``, cold (no report beside any run), with the
   installed code; their medians fitted as ``a + b * runs + c * pairs`` (least squares): a constant cost per added
   run means ``c`` near 0;
@@ -43,7 +44,7 @@ import tempfile
 from pathlib import Path
 
 import numpy as np
-from leaderboard_timing import measure, shadow_package, spread
+from leaderboard_timing import compile_versions, measure, shadow_package, spread
 
 
 def run_bytes(run: Path) -> int:
@@ -125,6 +126,7 @@ def main() -> None:
     print(describe(folders[0]))
     print(f"{len(folders)} runs, {sum(run_bytes(f) for f in folders):,} bytes in all")
     python = [sys.executable, "-m", "lm_eval_tasks"]
+    compile_versions()
     with tempfile.TemporaryDirectory() as temporary:
         scratch = Path(temporary)
         versions: dict[str, Path | None] = {"now": None}
