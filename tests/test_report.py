@@ -293,7 +293,8 @@ def test_a_run_read_and_walked_in_one_pass_scores_as_the_run_held_in_memory(run_
     assert [len(one.items) for one in walks] == [7] and len(walks[0].replies) == 7
 
 
-def test_a_run_is_split_at_half_its_bytes_at_a_line_start(tmp_path):
+def test_a_run_is_split_after_this_processs_share_of_its_bytes_at_a_line_start(tmp_path):
+    from lm_eval_tasks.utils import runs
     from lm_eval_tasks.utils.runs import _halves, _line_start
 
     path = tmp_path / "s.jsonl"
@@ -309,10 +310,14 @@ def test_a_run_is_split_at_half_its_bytes_at_a_line_start(tmp_path):
         (16, 4),
     ]
     other = tmp_path / "t.jsonl"
-    other.write_bytes(b"x\n" * 8)
+    other.write_bytes(b"x\n" * 32)  # lines start at every even byte
     files = {"s": path, "t": other}
+    assert runs.OWN_SHARE == 0.52
+    # 52% of 32 bytes: 16, the end of s
     assert _halves(files, {"s": 16, "t": 16}) == ([("s", None)], [("t", 0, 0)])
-    assert _halves(files, {"s": 16, "t": 48}) == ([("s", None), ("t", 16)], [("t", 16, 8)])
+    # 52% of 80 bytes: 41, byte 25 of t, whose next line starts at 26 after 13 lines (half the bytes: 24, 12)
+    assert _halves(files, {"s": 16, "t": 64}) == ([("s", None), ("t", 26)], [("t", 26, 13)])
+    # 52% of 20 bytes: 10, byte 10 of s, whose next line starts at 16
     assert _halves(files, {"s": 16, "t": 4}) == ([("s", 16)], [("s", 16, 4), ("t", 0, 0)])
 
 
