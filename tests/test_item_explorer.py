@@ -760,8 +760,9 @@ def test_data_holding_fitted_rows_is_written_as_json_dumps_writes_it_then_escape
 
 
 def test_the_rows_measured_beforehand_give_the_page_the_rows_measured_in_it():
-    # The report's items file process measures each section's rows with their texts cut to nothing
-    # (items_fixed_bytes) while the sections are scored: the page's explorer then fits the same rows at the same limit.
+    # The report's items file process finds each section's shared instructions and measures its rows with their texts
+    # cut to nothing (items_measured) while the sections are scored: the page's explorer then fits the same rows at
+    # the same limit.
     records = [
         {
             "task": "t",
@@ -780,14 +781,21 @@ def test_the_rows_measured_beforehand_give_the_page_the_rows_measured_in_it():
             "extras": {},
             "redacted": [],
         }
+        | ({"score_block": "<score>1</score>" * n} if n % 3 else {})  # a benchmark's own detail, in some records
         for n in range(60)
     ]
-    fixed = explorer.items_fixed_bytes(records)
-    _, row = explorer._item_rows(records, None)
+    found = explorer.items_measured(records)
+    instructions, row = explorer._item_rows(records, None)
+    assert found.instructions == instructions == {"t": "Instruction.\n"}
+    assert [row(record, 0)[14] for record in records[:3]] == [
+        {},
+        {"score_block": ["", "", 16]},
+        {"score_block": ["", "", 32]},
+    ]
     # each row's JSON at limit 0 and its comma (the last row's stands for the list's end)
-    assert fixed == sum(len(explorer._json(row(record, 0))) + 1 for record in records)
+    assert found.fixed == sum(len(explorer._json(row(record, 0))) + 1 for record in records)
     for budget in (3_000, 20_000, 200_000):
-        measured = explorer.items_data("s", "S", records, "items_s.jsonl", budget=budget, fixed=fixed)
+        measured = explorer.items_data("s", "S", records, "items_s.jsonl", budget=budget, measured=found)
         made = explorer.items_data("s", "S", records, "items_s.jsonl", budget=budget)
         assert explorer._json(measured) == explorer._json(made)
         assert measured["limit"] == made["limit"]

@@ -386,3 +386,18 @@ def test_an_explorers_data_block_is_the_same_placed_or_not():
         assert blocks.filled(f"<p>{placed}</p>") == f"<p>{whole}</p>".encode("utf-8")
     assert whole == '<script type="application/json" id="d">{"kind":"items","rows":[[1,"x"],[2,"\\u003cy\\u003e"]],' \
         '"limit":3,"title":"t\\u2028"}</script>'  # fmt: skip
+
+
+def test_templates_compiled_beforehand_are_the_ones_a_page_uses():
+    from lm_eval_tasks.utils import pages
+
+    pages.environment.cache_clear()
+    env = pages.environment()
+    assert len(env.cache) == 0
+    pages.compile_templates()
+    names = env.list_templates()
+    assert {"report.html.j2", "leaderboard.html.j2", "explorer.html.j2", "macros.html.j2"} <= set(names)
+    assert len(env.cache) == len(names)
+    # A page made afterwards compiles none: every template it uses was compiled.
+    scorecard.render_html({"run": {"model": "hf"}, **GOLDEN_REPORT})
+    assert len(env.cache) == len(names)

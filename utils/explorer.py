@@ -20,7 +20,7 @@ import json
 import os
 import re
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 from markupsafe import escape
 
@@ -326,13 +326,18 @@ _KNOWN = frozenset(ITEM_COLUMNS) | {"doc_hash", "prompt"}
 
 
 def _item_rows(
-    records: Sequence[Mapping[str, Any]], shown_labels: ShownLabels | None
+    records: Sequence[Mapping[str, Any]],
+    shown_labels: ShownLabels | None,
+    instructions: dict[str, Prompt] | None = None,
 ) -> tuple[dict[str, Prompt], Callable[[Mapping[str, Any], int], list[Any]]]:
-    """A section's shared instructions and the function that makes an item's row of the page data at a text limit."""
-    instructions = shared_instructions(_prompts_by_task(records))
+    """A section's shared instructions (``instructions``, where found already) and the function that makes an item's
+    row of the page data at a text limit."""
+    if instructions is None:
+        instructions = shared_instructions(_prompts_by_task(records))
 
     def row(record: Mapping[str, Any], limit: int) -> list[Any]:
-        details = {key: value for key, value in record.items() if key not in _KNOWN}
+        own = record.keys() - _KNOWN  # the benchmark's details: most records hold none
+        details = {key: value for key, value in record.items() if key in own} if own else {}
         gold, pred, original = _labels(record, shown_labels)
         return [
             record["task"],
@@ -356,10 +361,19 @@ def _item_rows(
     return instructions, row
 
 
-def items_fixed_bytes(records: Sequence[Mapping[str, Any]], shown_labels: ShownLabels | None = None) -> int:
-    """:func:`fixed_bytes` of a section's item rows (:func:`items_data`'s ``fixed``): made where the records are at
-    hand before the page's budget is known (the report's items file is written while the sections are scored)."""
-    return fixed_bytes(records, _item_rows(records, shown_labels)[1])
+class ItemsMeasured(NamedTuple):
+    """What a section's item explorer works out from its records before the page's budget is known: the tasks'
+    shared instructions and the :func:`fixed_bytes` of its rows."""
+
+    instructions: dict[str, Prompt]
+    fixed: int
+
+
+def items_measured(records: Sequence[Mapping[str, Any]], shown_labels: ShownLabels | None = None) -> ItemsMeasured:
+    """:class:`ItemsMeasured` of a section's records (:func:`items_data`'s ``measured``): made where the records are
+    at hand before the page's budget is known (the report's items file is written while the sections are scored)."""
+    instructions, row = _item_rows(records, shown_labels)
+    return ItemsMeasured(instructions, fixed_bytes(records, row))
 
 
 def items_data(
@@ -370,7 +384,7 @@ def items_data(
     template_system: str | None = None,
     budget: int = PAGE_BUDGET,
     shown_labels: ShownLabels | None = None,
-    fixed: int | None = None,
+    measured: ItemsMeasured | None = None,
 ) -> dict[str, Any]:
     """The page data of one section's items (records: items_<section>.jsonl's, in its line order), in at most
     ``budget`` bytes: each item's question (its prompt after its task's shared instruction, which the data holds
@@ -378,12 +392,13 @@ def items_data(
 
     ``template_system``: the system message the run's chat template added by itself, marked wherever a prompt
     shows it. ``shown_labels``: the section's Report.shown_labels (gold and pred as the model saw them).
-    ``fixed``: :func:`items_fixed_bytes` of the records, where made already.
+    ``measured``: :func:`items_measured` of the records, where made already.
     """
-    instructions, row = _item_rows(records, shown_labels)
+    instructions, row = _item_rows(records, shown_labels, None if measured is None else measured.instructions)
     shown_instructions = _shown_instructions(instructions)
     n_texts = sum(2 + len(record["choices"]) for record in records)  # a question, a reply, each choice
-    limit, rows = _fit(records, row, n_texts, max(0, budget - _size(shown_instructions)), fixed=fixed)
+    budget = max(0, budget - _size(shown_instructions))
+    limit, rows = _fit(records, row, n_texts, budget, fixed=None if measured is None else measured.fixed)
     data = {
         "kind": "items",
         "section": section,

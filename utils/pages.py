@@ -104,6 +104,14 @@ def environment() -> jinja2.Environment:
     return env
 
 
+def compile_templates() -> None:
+    """Compile every template of :func:`environment` now, not when a page first needs it: for a command that waits
+    for something else before it makes its page (the report, for its figures)."""
+    env = environment()
+    for name in env.list_templates():
+        env.get_template(name)
+
+
 def is_estimate(value: Any) -> bool:
     return isinstance(value, Mapping) and all(key in value for key in ("value", "low", "high"))
 

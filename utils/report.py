@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from contextlib import ExitStack
 from pathlib import Path
 
-from . import explorer, plots, scorecard, scored_file, stats
+from . import explorer, pages, plots, scorecard, scored_file, stats
 from .data import DataError, read_json
 from .files import Hashed, jsonl_lines, utf8, write_atomically
 from .machine import Forked, collector_paused
@@ -32,7 +32,7 @@ from .section import items_file
 def render(
     scored: ScoredRun,
     drawer: plots.Drawer | None,
-    items_written: Forked[dict[str, tuple[Path, str, int]]],
+    items_written: Forked[dict[str, tuple[Path, str, explorer.ItemsMeasured]]],
     scratch: Path,
     stack: ExitStack,
 ) -> dict[str, bytes | Iterator[bytes]]:
@@ -54,10 +54,11 @@ def render(
     }
     body = stack.enter_context(Forked(_body_into, scored, scratch)) if scored_file.reusable(scored) else None
     details = scored.item_details()  # while the figures are drawn
+    pages.compile_templates()
     drawn = plots.drawn(figures, drawer)
     files |= {name: png for name, png in drawn.items() if name.endswith(".png")}
     written = items_written.result()
-    measured = {name: fixed for name, (_, _, fixed) in written.items()}
+    measured = {name: found for name, (_, _, found) in written.items()}
     files["report.html"] = scorecard.render_html(report, details, drawn, measured)
     files |= {items_file(name): _read_back(path) for name, (path, _, _) in written.items()}
     if body is None:
@@ -67,10 +68,12 @@ def render(
     }
 
 
-def _items_into(items: dict[str, tuple[ScoredItem, ...]], folder: Path) -> dict[str, tuple[Path, str, int]]:
+def _items_into(
+    items: dict[str, tuple[ScoredItem, ...]], folder: Path
+) -> dict[str, tuple[Path, str, explorer.ItemsMeasured]]:
     """Each section's items file (one record per item, :func:`.results.item_record`) written into ``folder``: its
     path and sha256, by section name, and what the page's item explorer measures of the records first
-    (:func:`.explorer.items_fixed_bytes`)."""
+    (:func:`.explorer.items_measured`)."""
     written = {}
     for name, section_items in items.items():
         path = folder / items_file(name)
@@ -78,7 +81,7 @@ def _items_into(items: dict[str, tuple[ScoredItem, ...]], folder: Path) -> dict[
         lines = Hashed(jsonl_lines(records))
         with path.open("wb") as out:
             out.writelines(lines)
-        written[name] = (path, lines.hexdigest(), explorer.items_fixed_bytes(records, scorecard.shown_labels(name)))
+        written[name] = (path, lines.hexdigest(), explorer.items_measured(records, scorecard.shown_labels(name)))
     return written
 
 
@@ -150,7 +153,7 @@ def write_report(
         with collector_paused(), tempfile.TemporaryDirectory(prefix="report-") as scratch, ExitStack() as stack:
             # The items files are written by another process while the sections are scored; each section's figures
             # are sent to be drawn as soon as it is scored (scorecard.figures: a section's own numbers make them).
-            items_written: list[Forked[dict[str, tuple[Path, str, int]]]] = []
+            items_written: list[Forked[dict[str, tuple[Path, str, explorer.ItemsMeasured]]]] = []
 
             def walked(items: dict[str, tuple[ScoredItem, ...]]) -> None:
                 if not drawers:

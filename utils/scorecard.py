@@ -264,17 +264,17 @@ def _items(
     records: Sequence[Mapping[str, Any]] | None = None,
     template_system: str | None = None,
     budget: int = 0,
-    fixed: int | None = None,
+    measured: explorer.ItemsMeasured | None = None,
 ) -> dict[str, Any] | None:
     """The section's item explorer (every item the page's budget holds), or where its items are when the page has
-    none; ``template_system``: the chat template's own system message, marked in the prompts; ``fixed``: its rows'
-    :func:`.explorer.items_fixed_bytes`, where made already."""
+    none; ``template_system``: the chat template's own system message, marked in the prompts; ``measured``: its
+    records' :func:`.explorer.items_measured`, where made already."""
     listed = bench.get("items") if isinstance(bench.get("items"), Mapping) else {}
     file = str(listed.get("file") or f"items_{name}.jsonl")
     if records is None:
         return {"file": file, "explorer": None} if listed else None
     title = str(bench.get("title", name))
-    data = explorer.items_data(name, title, records, file, template_system, budget, shown_labels(name), fixed)
+    data = explorer.items_data(name, title, records, file, template_system, budget, shown_labels(name), measured)
     heading = (
         f"{len(records)} items of {title}: filter by component, gold, prediction and outcome, "
         "search the prompts and replies, sort by a column, click an item for its prompt, reply and parse."
@@ -367,11 +367,11 @@ def render_html(
     report: Mapping[str, Any],
     items: Mapping[str, Sequence[Mapping[str, Any]]] | None = None,
     drawn: Mapping[str, bytes] | None = None,
-    fixed_bytes: Mapping[str, int] | None = None,
+    measured: Mapping[str, explorer.ItemsMeasured] | None = None,
 ) -> bytes:
     """report.html (UTF-8); ``items``: each section's item records (items_<section>.jsonl), for its item explorer;
-    ``drawn``: its figures (:func:`figures`), drawn here when not given; ``fixed_bytes``: each section's
-    :func:`.explorer.items_fixed_bytes`, where made already."""
+    ``drawn``: its figures (:func:`figures`), drawn here when not given; ``measured``: each section's
+    :func:`.explorer.items_measured`, where made already."""
     drawn = plots.drawn(figures(report)) if drawn is None else drawn
     run = report.get("run") or {}
     benchmarks = report.get("benchmarks") or {}
@@ -415,6 +415,6 @@ def render_html(
         shares = budgets({name: len(items[name]) for name in views if name in items}, explorer.budget_left(page()))
         for name, budget in shares.items():
             views[name]["item_explorer"] = _items(
-                name, benchmarks[name], items[name], template_system_text(run), budget, (fixed_bytes or {}).get(name)
+                name, benchmarks[name], items[name], template_system_text(run), budget, (measured or {}).get(name)
             )
         return page()
