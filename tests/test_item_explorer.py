@@ -729,8 +729,8 @@ def test_rows_too_many_for_more_than_the_shortest_texts_are_built_only_as_far_as
     )
     measured = explorer.text_limit(len(lengths), int((budget - fixed) * explorer._TEXT_SHARE))
     assert limit == measured
-    assert rows == [row(entry, limit) for entry in range(len(rows))]
-    assert explorer._json(rows) == explorer._json(list(rows))  # the JSON made while fitting is the rows' own
+    # the JSON made while fitting is that of the rows
+    assert explorer._json(rows) == explorer._json([row(entry, limit) for entry in range(len(rows))])
     shortcut = int(budget * explorer._TEXT_SHARE) // len(lengths) <= explorer.MIN_SHOWN
     assert (0 not in built) == shortcut
 
@@ -744,7 +744,7 @@ def test_data_holding_fitted_rows_is_written_as_json_dumps_writes_it_then_escape
     # Rows keep the JSON made while they were fitted; a page's data block holding them is the same bytes as one
     # dump of the same data with plain lists (hostile texts: "</script>", U+2028, lone surrogates).
     pieces = [explorer._rows_json(rows[i : i + 2])[0] for i in range(0, len(rows), 2)]
-    data = {**before, "rows": explorer.Rows(rows, pieces), "zz-after": after + "</script>\u2028\ud800"}
+    data = {**before, "rows": explorer.Rows(pieces, len(rows)), "zz-after": after + "</script>\u2028\ud800"}
     plain = {**before, "rows": rows, "zz-after": after + "</script>\u2028\ud800"}
     expected = json.dumps(plain, ensure_ascii=False, separators=(",", ":"))
     for char in "<>&\u2028\u2029":
@@ -753,10 +753,7 @@ def test_data_holding_fitted_rows_is_written_as_json_dumps_writes_it_then_escape
     assert explorer._json(data) == expected.encode("utf-8")
     assert json.loads(explorer._json(data)) == plain
     # Keys that are not text are written as json.dumps writes them.
-    assert (
-        explorer._json({True: None, 2: 0, "rows": explorer.Rows([[1]], [b"[1]"])})
-        == b'{"true":null,"2":0,"rows":[[1]]}'
-    )
+    assert explorer._json({True: None, 2: 0, "rows": [[1]]}) == b'{"true":null,"2":0,"rows":[[1]]}'
 
 
 def test_the_rows_measured_beforehand_give_the_page_the_rows_measured_in_it():
@@ -799,3 +796,50 @@ def test_the_rows_measured_beforehand_give_the_page_the_rows_measured_in_it():
         made = explorer.items_data("s", "S", records, "items_s.jsonl", budget=budget)
         assert explorer._json(measured) == explorer._json(made)
         assert measured["limit"] == made["limit"]
+
+
+@pytest.mark.parametrize("budget", [3_000, 20_000, 200_000, 2_000_000])
+@pytest.mark.parametrize("split", [0, 1, 37, 60])
+def test_rows_made_elsewhere_for_the_last_records_give_the_data_made_from_every_record(budget, split):
+    # The report's items file process makes the rows of a section's last records (RowsElsewhere) while this one makes
+    # the first ones': the same data as every record's rows made here, also where the page holds only the first rows.
+    records = [
+        {
+            "task": "t",
+            "item_id": f"id-{n}",
+            "doc_id": n,
+            "doc_hash": "h",
+            "component": "c",
+            "gold": "A",
+            "pred": "B",
+            "outcome": "wrong",
+            "parse_step": "first",
+            "invalid_reason": None,
+            "prompt": "Instruction.\nQuestion " + "q" * (40 * n),
+            "reply": "r\u2013" * (30 * n),
+            "choices": [],
+            "extras": {},
+            "redacted": [],
+        }
+        for n in range(60)
+    ]
+    found = explorer.items_measured(records)
+    asked = []
+
+    class Elsewhere:
+        n, n_texts = len(records) - split, 2 * (len(records) - split)
+
+        def ask(self, limit):
+            asked.append(limit)
+            return lambda: explorer.items_rows_json(records[split:], found.instructions, limit, None)
+
+        def entries(self):
+            return records[split:]
+
+    made = explorer.items_data("s", "S", records, "items_s.jsonl", budget=budget)
+    helped = explorer.items_data(
+        "s", "S", records[:split], "items_s.jsonl", budget=budget, measured=found, elsewhere=Elsewhere()
+    )
+    assert explorer._json(helped) == explorer._json(made)
+    assert len(helped["rows"]) == len(made["rows"]) and helped["n_total"] == 60
+    assert asked == [made["limit"]]

@@ -658,3 +658,33 @@ def test_sections_that_generate_are_scored_last_and_the_others_figures_sent_to_b
     medfact = sorted(scorecard.figures({"benchmarks": {"medfact_bench": report["benchmarks"]["medfact_bench"]}}))
     assert pubmedqa and medfact
     assert events[:3] == [pubmedqa, "counter", medfact]
+
+
+@pytest.mark.parametrize("fails", [False, True])
+def test_the_items_files_process_makes_the_same_page_rows_and_files_as_this_one(run_dir, tmp_path, monkeypatch, fails):
+    # With two cores the items files are written by another process, which then makes the page's rows of each
+    # section's last half of items while this one makes the first half's; where it fails after writing the files,
+    # this process makes them. Every file is the same bytes as a report made by one process.
+    from lm_eval_tasks.utils import explorer, machine
+
+    monkeypatch.setattr(machine, "usable_cores", lambda: 1)
+    report_mod.write_report(run_dir, tmp_path / "alone")
+    parent, making = os.getpid(), explorer.items_rows_json
+    asked = []
+
+    def made_there(records, *args):
+        asked.append(len(records))
+        if fails and os.getpid() != parent:
+            raise RuntimeError("the items files' process fails after writing them")
+        return making(records, *args)
+
+    monkeypatch.setattr(explorer, "items_rows_json", made_there)
+    monkeypatch.setattr(machine, "usable_cores", lambda: 2)
+    report_mod.write_report(run_dir, tmp_path / "helped")
+    names = sorted(path.name for path in (tmp_path / "alone").iterdir())
+    assert names == sorted(path.name for path in (tmp_path / "helped").iterdir())
+    for name in names:
+        if name != "scored_run.json":  # its timings differ
+            assert (tmp_path / "alone" / name).read_bytes() == (tmp_path / "helped" / name).read_bytes(), name
+    # Here: only the rows of the last half when that process failed (7 items: 3 made here, 4 there); none otherwise.
+    assert asked == ([4] if fails else [])

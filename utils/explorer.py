@@ -20,7 +20,7 @@ import json
 import os
 import re
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Protocol
 
 from markupsafe import escape
 
@@ -46,15 +46,17 @@ _UNSAFE_IN_SCRIPT = tuple((char.encode(), f"\\u{ord(char):04x}".encode()) for ch
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
-class Rows(list):
-    """An explorer's rows with their JSON (as :func:`_json` writes it), made while they were fitted to the budget:
-    the page's largest part, encoded once and kept in its pieces (joined only into the page, :func:`.pages.block`).
-    The rows as fitted: a caller that changes them (which could also break the page's budget) gives its data new
-    rows instead."""
+class Rows:
+    """An explorer's rows as their JSON (as :func:`_json` writes it), made while they were fitted to the budget: the
+    page's largest part, encoded once and kept in its pieces (joined only into the page, :func:`.pages.block`), some
+    perhaps made by another process (:class:`RowsElsewhere`). Its length is the number of rows."""
 
-    def __init__(self, rows: list[list[Any]], pieces: list[bytes]) -> None:
-        super().__init__(rows)
+    def __init__(self, pieces: list[bytes], n: int) -> None:
         self._pieces = [piece for piece in pieces if piece]
+        self._n = n
+
+    def __len__(self) -> int:
+        return self._n
 
     def json_parts(self) -> list[bytes]:
         parts = [b"["]
@@ -129,6 +131,31 @@ def text_limit(n_texts: int, budget: int) -> int:
     return max(MIN_SHOWN, budget // max(n_texts, 1))
 
 
+class RowsElsewhere(Protocol):
+    """The last ``n`` entries of an explorer (with ``n_texts`` texts), held by another process that makes their rows
+    (the report's items file's)."""
+
+    n: int
+    n_texts: int
+
+    def ask(self, limit: int) -> Callable[[], tuple[list[bytes], int]]:
+        """Their rows at ``limit`` begun there; the call given back waits for them (:func:`rows_json`)."""
+
+    def entries(self) -> Sequence[Any]:
+        """The entries themselves, for a page that holds only the first rows (fitted one by one here)."""
+
+
+def rows_json(entries: Sequence[Any], row: Callable[[Any, int], list[Any]], limit: int) -> tuple[list[bytes], int]:
+    """Every entry's row at ``limit``, as JSON pieces (:class:`Rows`), and their bytes in a page's data (with a comma
+    each, :func:`_rows_json`)."""
+    pieces, total = [], 0
+    for start in range(0, len(entries), _FIT_BATCH):
+        piece, size = _rows_json([row(entry, limit) for entry in entries[start : start + _FIT_BATCH]])
+        pieces.append(piece)
+        total += size
+    return pieces, total
+
+
 def _fit(
     entries: Sequence[Any],
     row: Callable[[Any, int], list[Any]],
@@ -136,47 +163,55 @@ def _fit(
     budget: int,
     min_row: int = 0,
     fixed: int | None = None,
+    elsewhere: RowsElsewhere | None = None,
 ) -> tuple[int, Rows]:
     """The text limit and the rows (``row(entry, limit)``) that ``budget`` bytes hold: every entry's row when its
     ``n_texts`` texts fit at :data:`MIN_SHOWN` characters or more, else the first rows that fit.
 
     ``min_row``: bytes no row is below. When the entries cannot all fit even so, texts are at :data:`MIN_SHOWN` and
-    rows are built one at a time only as far as the budget goes (the same rows, without building the others)."""
-    rows: list[list[Any]] = []
-    pieces: list[str] = []
+    rows are built one at a time only as far as the budget goes (the same rows, without building the others).
+    ``elsewhere``: the entries after these, whose rows another process makes meanwhile (``fixed`` counts theirs)."""
+    if elsewhere is not None and (fixed is None or min_row):
+        entries, elsewhere = [*entries, *elsewhere.entries()], None  # every row measured here
+    pieces: list[bytes] = []
     if len(entries) * min_row > budget:
         used = 0
         for entry in entries:
-            shown = row(entry, MIN_SHOWN)
-            piece, size = _rows_json([shown])
+            piece, size = _rows_json([row(entry, MIN_SHOWN)])
             used += size
             if used > budget:
                 break
-            rows.append(shown)
             pieces.append(piece)
-        return MIN_SHOWN, Rows(rows, pieces)
+        return MIN_SHOWN, Rows(pieces, len(pieces))
     if int(budget * _TEXT_SHARE) // max(n_texts, 1) <= MIN_SHOWN:
         limit = MIN_SHOWN  # what the rows' fixed parts leave could only be less: no need to build them first
     else:
         fixed = fixed_bytes(entries, row) if fixed is None else fixed
         limit = text_limit(n_texts, int((budget - fixed) * _TEXT_SHARE))
-    left = budget
+    if elsewhere is not None:
+        theirs = elsewhere.ask(limit)
+        pieces, size = rows_json(entries, row, limit)
+        their_pieces, their_size = theirs()
+        if size + their_size <= budget:
+            return limit, Rows(pieces + their_pieces, len(entries) + elsewhere.n)
+        entries, pieces = [*entries, *elsewhere.entries()], []  # the page holds the first rows: fitted here
+    left, n = budget, 0
     for start in range(0, len(entries), _FIT_BATCH):  # rows past the budget are never built
         batch = [row(entry, limit) for entry in entries[start : start + _FIT_BATCH]]
         piece, size = _rows_json(batch)
         if size <= left:
-            rows += batch
             pieces.append(piece)
             left -= size
+            n += len(batch)
             continue
         for shown in batch:
             piece, size = _rows_json([shown])
             left -= size
             if left < 0:
-                return limit, Rows(rows, pieces)
-            rows.append(shown)
+                return limit, Rows(pieces, n)
             pieces.append(piece)
-    return limit, Rows(rows, pieces)
+            n += 1
+    return limit, Rows(pieces, n)
 
 
 def fixed_bytes(entries: Sequence[Any], row: Callable[[Any, int], list[Any]]) -> int:
@@ -376,6 +411,14 @@ def items_measured(records: Sequence[Mapping[str, Any]], shown_labels: ShownLabe
     return ItemsMeasured(instructions, fixed_bytes(records, row))
 
 
+def items_rows_json(
+    records: Sequence[Mapping[str, Any]], instructions: dict[str, Prompt], limit: int, shown_labels: ShownLabels | None
+) -> tuple[list[bytes], int]:
+    """The rows of a section's last records at ``limit`` (:func:`rows_json`), made where they are held:
+    :class:`RowsElsewhere` of :func:`items_data`; ``instructions``: the whole section's."""
+    return rows_json(records, _item_rows(records, shown_labels, instructions)[1], limit)
+
+
 def items_data(
     section: str,
     title: str,
@@ -385,6 +428,7 @@ def items_data(
     budget: int = PAGE_BUDGET,
     shown_labels: ShownLabels | None = None,
     measured: ItemsMeasured | None = None,
+    elsewhere: RowsElsewhere | None = None,
 ) -> dict[str, Any]:
     """The page data of one section's items (records: items_<section>.jsonl's, in its line order), in at most
     ``budget`` bytes: each item's question (its prompt after its task's shared instruction, which the data holds
@@ -392,20 +436,25 @@ def items_data(
 
     ``template_system``: the system message the run's chat template added by itself, marked wherever a prompt
     shows it. ``shown_labels``: the section's Report.shown_labels (gold and pred as the model saw them).
-    ``measured``: :func:`items_measured` of the records, where made already.
+    ``measured``: :func:`items_measured` of every record, where made already; ``elsewhere``: the records after
+    ``records``, whose rows another process makes (:func:`items_rows_json`), with ``measured`` only.
     """
+    if elsewhere is not None and measured is None:
+        records, elsewhere = [*records, *elsewhere.entries()], None
     instructions, row = _item_rows(records, shown_labels, None if measured is None else measured.instructions)
     shown_instructions = _shown_instructions(instructions)
     n_texts = sum(2 + len(record["choices"]) for record in records)  # a question, a reply, each choice
+    n_texts += 0 if elsewhere is None else elsewhere.n_texts
     budget = max(0, budget - _size(shown_instructions))
-    limit, rows = _fit(records, row, n_texts, budget, fixed=None if measured is None else measured.fixed)
+    fixed = None if measured is None else measured.fixed
+    limit, rows = _fit(records, row, n_texts, budget, fixed=fixed, elsewhere=elsewhere)
     data = {
         "kind": "items",
         "section": section,
         "title": title,
         "file": items_file,
         "limit": limit,
-        "n_total": len(records),
+        "n_total": len(records) + (0 if elsewhere is None else elsewhere.n),
         "instructions": shown_instructions,
         "columns": list(ITEM_COLUMNS),
         "rows": rows,

@@ -102,6 +102,11 @@ class Forked(Generic[T]):
         finally:
             sender.close()
 
+    @property
+    def running(self) -> bool:
+        """Whether another process computes it (else it is computed here when asked for)."""
+        return self._child is not None
+
     def result(self) -> T:
         if self._receiver is not None:
             try:

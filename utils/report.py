@@ -12,11 +12,14 @@ atomically (nothing is written unless every input parsed). Nothing here computes
 from __future__ import annotations
 
 import json
+import multiprocessing
 import os
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import ExitStack
+from multiprocessing.connection import Connection
 from pathlib import Path
+from typing import Any
 
 from . import explorer, pages, plots, scorecard, scored_file, stats
 from .data import DataError, read_json
@@ -32,18 +35,18 @@ from .section import items_file
 def render(
     scored: ScoredRun,
     drawer: plots.Drawer | None,
-    items_written: Forked[dict[str, tuple[Path, str, explorer.ItemsMeasured]]],
+    items_made: ItemsProcess,
     scratch: Path,
     stack: ExitStack,
 ) -> dict[str, bytes | Iterator[bytes]]:
     """The report's files, in the order they are best written (the items files before the scored run that holds
     their sha256); with a ``drawer``, its figures are drawn in another process while the rest is made.
 
-    The items files are those ``items_written`` wrote into ``scratch`` (a folder of ours; :func:`_items_into`, begun
-    while the sections were scored), which also measured each section's rows for the page's item explorer. The
-    scored run's body (megabytes) is made by another process into a file in ``scratch`` while this one makes the
-    page, and read back as it is written: ``stack`` ends that process once the files are written (or on any
-    error)."""
+    The items files are those ``items_made`` wrote into ``scratch`` (a folder of ours, begun while the sections were
+    scored), whose process also made what the page's item explorers measure first and makes the rows of each
+    section's last items for the page (:class:`ItemsProcess`). The scored run's body (megabytes) is made by another
+    process into a file in ``scratch`` while this one makes the page, and read back as it is written: ``stack`` ends
+    that process once the files are written (or on any error)."""
     report = scored.report()
     figures = scorecard.figures(report)
     if drawer is not None:
@@ -53,13 +56,13 @@ def render(
         "report.md": utf8(to_markdown(report)),
     }
     body = stack.enter_context(Forked(_body_into, scored, scratch)) if scored_file.reusable(scored) else None
-    details = scored.item_details()  # while the figures are drawn
+    details = items_made.records_here()  # while the figures are drawn
     pages.compile_templates()
     drawn = plots.drawn(figures, drawer)
     files |= {name: png for name, png in drawn.items() if name.endswith(".png")}
-    written = items_written.result()
+    written = items_made.written()
     measured = {name: found for name, (_, _, found) in written.items()}
-    files["report.html"] = scorecard.render_html(report, details, drawn, measured)
+    files["report.html"] = scorecard.render_html(report, details, drawn, measured, items_made.elsewhere())
     files |= {items_file(name): _read_back(path) for name, (path, _, _) in written.items()}
     if body is None:
         return files
@@ -68,13 +71,101 @@ def render(
     }
 
 
+Written = dict[str, tuple[Path, str, explorer.ItemsMeasured]]  # by section: an items file, its sha256, its measures
+
+
+class ItemsProcess:
+    """Each section's items file (:func:`_items_into`), written into ``folder`` (a folder of ours) by another process
+    while the sections are scored; that process then makes the page's rows of each section's last half of items
+    (:class:`_LastRows`, asked through a pipe), while this one makes the first half's. Where no process can start, or
+    it ends before it answers, its work is done here: the files and the page are the same."""
+
+    def __init__(self, items: dict[str, tuple[ScoredItem, ...]], folder: Path, stack: ExitStack) -> None:
+        self._items, self._folder = items, folder
+        self._written: Written | None = None
+        here, there = multiprocessing.Pipe()
+        running = stack.enter_context(Forked(_items_into, items, folder, there)).running
+        there.close()
+        self._talk: Connection | None = here if running else None
+        if not running:
+            here.close()
+        # Where each section's items are split: the first part's records are made here, the rest's there.
+        self._split = {name: len(section) // 2 if running else len(section) for name, section in items.items()}
+
+    def records_here(self) -> dict[str, list[dict[str, Any]]]:
+        """Each section's records made here (its first half, or all of them where no other process helps)."""
+        return {
+            name: [item_record(item) for item in section[: self._split[name]]] for name, section in self._items.items()
+        }
+
+    def written(self) -> Written:
+        if self._written is None:
+            self._written = self._ask(None) or _items_into(self._items, self._folder)
+        return self._written
+
+    def elsewhere(self) -> dict[str, explorer.RowsElsewhere]:
+        """The rows of each section's last items, where the other process holds them."""
+        return {
+            name: _LastRows(self, name, section[self._split[name] :])
+            for name, section in self._items.items()
+            if self._split[name] < len(section)
+        }
+
+    def _ask(self, question: Any) -> Any:
+        """The other process's answer to ``question`` (None: its first, the items files); None where it is gone."""
+        if self._talk is None:
+            return None
+        try:
+            if question is not None:
+                self._talk.send(question)
+            return self._talk.recv()
+        except (EOFError, OSError):  # it ended: its work is done here from now on
+            self._talk.close()
+            self._talk = None
+            return None
+
+
+class _LastRows:
+    """A section's last items, whose page rows the items file's process makes (:class:`.explorer.RowsElsewhere`)."""
+
+    def __init__(self, process: ItemsProcess, name: str, items: tuple[ScoredItem, ...]) -> None:
+        self._process, self._name, self._items = process, name, items
+        self.n = len(items)
+        self.n_texts = sum(2 + len(item.choices) for item in items)  # as explorer.items_data counts a record's
+
+    def ask(self, limit: int) -> Callable[[], tuple[list[bytes], int]]:
+        start = self._process._split[self._name]
+        talk = self._process._talk
+        if talk is not None:
+            try:
+                talk.send((self._name, start, limit))
+            except OSError:
+                pass
+
+        def answer() -> tuple[list[bytes], int]:
+            got = self._process._ask(None) if talk is not None else None
+            if got is not None:
+                return got
+            measured = self._process.written()[self._name][2]
+            return explorer.items_rows_json(
+                self.entries(), measured.instructions, limit, scorecard.shown_labels(self._name)
+            )
+
+        return answer
+
+    def entries(self) -> list[dict[str, Any]]:
+        return [item_record(item) for item in self._items]
+
+
 def _items_into(
-    items: dict[str, tuple[ScoredItem, ...]], folder: Path
-) -> dict[str, tuple[Path, str, explorer.ItemsMeasured]]:
+    items: dict[str, tuple[ScoredItem, ...]], folder: Path, talk: Connection | None = None
+) -> Written | None:
     """Each section's items file (one record per item, :func:`.results.item_record`) written into ``folder``: its
     path and sha256, by section name, and what the page's item explorer measures of the records first
-    (:func:`.explorer.items_measured`)."""
-    written = {}
+    (:func:`.explorer.items_measured`). With ``talk`` (in another process), these are sent through it, then the
+    page's rows of the records it asks for (section, first record, text limit), until it closes."""
+    written: Written = {}
+    made = {}
     for name, section_items in items.items():
         path = folder / items_file(name)
         records = [item_record(item) for item in section_items]
@@ -82,7 +173,17 @@ def _items_into(
         with path.open("wb") as out:
             out.writelines(lines)
         written[name] = (path, lines.hexdigest(), explorer.items_measured(records, scorecard.shown_labels(name)))
-    return written
+        made[name] = records
+    if talk is None:
+        return written
+    talk.send(written)
+    try:
+        while True:
+            name, start, limit = talk.recv()
+            instructions = written[name][2].instructions
+            talk.send(explorer.items_rows_json(made[name][start:], instructions, limit, scorecard.shown_labels(name)))
+    except EOFError:  # the report is made
+        return None
 
 
 def _body_into(scored: ScoredRun, folder: Path) -> Path:
@@ -153,12 +254,12 @@ def write_report(
         with collector_paused(), tempfile.TemporaryDirectory(prefix="report-") as scratch, ExitStack() as stack:
             # The items files are written by another process while the sections are scored; each section's figures
             # are sent to be drawn as soon as it is scored (scorecard.figures: a section's own numbers make them).
-            items_written: list[Forked[dict[str, tuple[Path, str, explorer.ItemsMeasured]]]] = []
+            items_made: list[ItemsProcess] = []
 
             def walked(items: dict[str, tuple[ScoredItem, ...]]) -> None:
                 if not drawers:
                     drawers.append(plots.Drawer())
-                items_written.append(stack.enter_context(Forked(_items_into, items, Path(scratch))))
+                items_made.append(ItemsProcess(items, Path(scratch), stack))
 
             scored = score_path(
                 path,
@@ -167,7 +268,7 @@ def write_report(
                 walked,
             )
             stats.forget_resamples()  # every interval is computed: the page and files only format them
-            files = render(scored, drawers[0], items_written[0], Path(scratch), stack)
+            files = render(scored, drawers[0], items_made[0], Path(scratch), stack)
             written = write_atomically(target, {**files, MANIFEST: utf8(json.dumps(sorted(files)) + "\n")})
     finally:
         for drawer in drawers:

@@ -265,18 +265,22 @@ def _items(
     template_system: str | None = None,
     budget: int = 0,
     measured: explorer.ItemsMeasured | None = None,
+    elsewhere: explorer.RowsElsewhere | None = None,
 ) -> dict[str, Any] | None:
     """The section's item explorer (every item the page's budget holds), or where its items are when the page has
     none; ``template_system``: the chat template's own system message, marked in the prompts; ``measured``: its
-    records' :func:`.explorer.items_measured`, where made already."""
+    records' :func:`.explorer.items_measured`, where made already; ``elsewhere``: its last records, held by another
+    process (:func:`.explorer.items_data`)."""
     listed = bench.get("items") if isinstance(bench.get("items"), Mapping) else {}
     file = str(listed.get("file") or f"items_{name}.jsonl")
     if records is None:
         return {"file": file, "explorer": None} if listed else None
     title = str(bench.get("title", name))
-    data = explorer.items_data(name, title, records, file, template_system, budget, shown_labels(name), measured)
+    data = explorer.items_data(
+        name, title, records, file, template_system, budget, shown_labels(name), measured, elsewhere
+    )
     heading = (
-        f"{len(records)} items of {title}: filter by component, gold, prediction and outcome, "
+        f"{data['n_total']} items of {title}: filter by component, gold, prediction and outcome, "
         "search the prompts and replies, sort by a column, click an item for its prompt, reply and parse."
     )
     return {"file": file, "explorer": explorer.explorer(f"explorer-{name}", data, heading)}
@@ -368,10 +372,12 @@ def render_html(
     items: Mapping[str, Sequence[Mapping[str, Any]]] | None = None,
     drawn: Mapping[str, bytes] | None = None,
     measured: Mapping[str, explorer.ItemsMeasured] | None = None,
+    elsewhere: Mapping[str, explorer.RowsElsewhere] | None = None,
 ) -> bytes:
     """report.html (UTF-8); ``items``: each section's item records (items_<section>.jsonl), for its item explorer;
     ``drawn``: its figures (:func:`figures`), drawn here when not given; ``measured``: each section's
-    :func:`.explorer.items_measured`, where made already."""
+    :func:`.explorer.items_measured`, where made already; ``elsewhere``: each section's last records, where another
+    process holds them (``items`` then holds the others)."""
     drawn = plots.drawn(figures(report)) if drawn is None else drawn
     run = report.get("run") or {}
     benchmarks = report.get("benchmarks") or {}
@@ -412,9 +418,17 @@ def render_html(
             )
 
         # The explorers share what the rest of the page leaves of its limit, each section in proportion to its items.
-        shares = budgets({name: len(items[name]) for name in views if name in items}, explorer.budget_left(page()))
+        elsewhere = elsewhere or {}
+        counts = {name: len(items[name]) + (elsewhere[name].n if name in elsewhere else 0) for name in items}
+        shares = budgets({name: counts[name] for name in views if name in items}, explorer.budget_left(page()))
         for name, budget in shares.items():
             views[name]["item_explorer"] = _items(
-                name, benchmarks[name], items[name], template_system_text(run), budget, (measured or {}).get(name)
+                name,
+                benchmarks[name],
+                items[name],
+                template_system_text(run),
+                budget,
+                (measured or {}).get(name),
+                elsewhere.get(name),
             )
         return page()
