@@ -86,43 +86,54 @@ class ItemsProcess:
         here, there = multiprocessing.Pipe()
         running = stack.enter_context(Forked(_items_into, items, folder, there)).running
         there.close()
-        self._talk: Connection | None = here if running else None
+        self._talk: Connection | None = here
+        stack.callback(self._hang_up)  # that process then ends, before the stack ends it
         if not running:
-            here.close()
+            self._hang_up()
         # Where each section's items are split: the first part's records are made here, the rest's there.
-        self._split = {name: len(section) // 2 if running else len(section) for name, section in items.items()}
+        self.split = {name: len(section) // 2 if running else len(section) for name, section in items.items()}
 
     def records_here(self) -> dict[str, list[dict[str, Any]]]:
         """Each section's records made here (its first half, or all of them where no other process helps)."""
-        return {
-            name: [item_record(item) for item in section[: self._split[name]]] for name, section in self._items.items()
-        }
+        return {name: [item_record(item) for item in items[: self.split[name]]] for name, items in self._items.items()}
 
     def written(self) -> Written:
+        """Each section's items file, its sha256, and what the page measures of its records first."""
         if self._written is None:
-            self._written = self._ask(None) or _items_into(self._items, self._folder)
+            self._written = self.receive() or _items_into(self._items, self._folder)
         return self._written
 
     def elsewhere(self) -> dict[str, explorer.RowsElsewhere]:
         """The rows of each section's last items, where the other process holds them."""
         return {
-            name: _LastRows(self, name, section[self._split[name] :])
-            for name, section in self._items.items()
-            if self._split[name] < len(section)
+            name: _LastRows(self, name, items[self.split[name] :])
+            for name, items in self._items.items()
+            if self.split[name] < len(items)
         }
 
-    def _ask(self, question: Any) -> Any:
-        """The other process's answer to ``question`` (None: its first, the items files); None where it is gone."""
-        if self._talk is None:
-            return None
-        try:
-            if question is not None:
+    def send(self, question: Any) -> bool:
+        """Whether ``question`` reached the other process (False: it is gone, or there is none)."""
+        if self._talk is not None:
+            try:
                 self._talk.send(question)
-            return self._talk.recv()
-        except (EOFError, OSError):  # it ended: its work is done here from now on
+                return True
+            except OSError:
+                self._hang_up()
+        return False
+
+    def receive(self) -> Any:
+        """What the other process sends next; None where it is gone, or there is none."""
+        if self._talk is not None:
+            try:
+                return self._talk.recv()
+            except (EOFError, OSError):  # it ended: its work is done here from now on
+                self._hang_up()
+        return None
+
+    def _hang_up(self) -> None:
+        if self._talk is not None:
             self._talk.close()
             self._talk = None
-            return None
 
 
 class _LastRows:
@@ -134,18 +145,12 @@ class _LastRows:
         self.n_texts = sum(2 + len(item.choices) for item in items)  # as explorer.items_data counts a record's
 
     def ask(self, limit: int) -> Callable[[], tuple[list[bytes], int]]:
-        start = self._process._split[self._name]
-        talk = self._process._talk
-        if talk is not None:
-            try:
-                talk.send((self._name, start, limit))
-            except OSError:
-                pass
+        sent = self._process.send((self._name, self._process.split[self._name], limit))
 
         def answer() -> tuple[list[bytes], int]:
-            got = self._process._ask(None) if talk is not None else None
-            if got is not None:
-                return got
+            made = self._process.receive() if sent else None
+            if made is not None:
+                return made
             measured = self._process.written()[self._name][2]
             return explorer.items_rows_json(
                 self.entries(), measured.instructions, limit, scorecard.shown_labels(self._name)
