@@ -116,7 +116,7 @@ def _rows_json(rows: list[Any]) -> tuple[bytes, int]:
     """The rows' JSON without brackets (their part of the data block, from one dump of their list: a fraction of
     the cost of one per row) and the sum of each row's :func:`_size`."""
     if not rows:
-        return "", 0
+        return b"", 0
     encoded = _json(rows)[1:-1]
     return encoded, len(encoded) + 1
 
