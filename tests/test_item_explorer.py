@@ -4,6 +4,7 @@ leaderboard's disagreements, driven in real headless Chromium (tests/browser.py'
 import json
 import math
 import re
+from typing import Any
 
 import pytest
 from hypothesis import given
@@ -756,11 +757,10 @@ def test_data_holding_fitted_rows_is_written_as_json_dumps_writes_it_then_escape
     assert explorer._json({True: None, 2: 0, "rows": [[1]]}) == b'{"true":null,"2":0,"rows":[[1]]}'
 
 
-def test_the_rows_measured_beforehand_give_the_page_the_rows_measured_in_it():
-    # The report's items file process finds each section's shared instructions and measures its rows with their texts
-    # cut to nothing (items_measured) while the sections are scored: the page's explorer then fits the same rows at
-    # the same limit.
-    records = [
+def _sixty_records(details: bool = False) -> list[dict[str, Any]]:
+    """A section's 60 item records whose texts grow with their number (one shared instruction); with ``details``, a
+    benchmark's own detail in two records of three."""
+    return [
         {
             "task": "t",
             "item_id": f"id-{n}",
@@ -778,12 +778,20 @@ def test_the_rows_measured_beforehand_give_the_page_the_rows_measured_in_it():
             "extras": {},
             "redacted": [],
         }
-        | ({"score_block": "<score>1</score>" * n} if n % 3 else {})  # a benchmark's own detail, in some records
+        | ({"score_block": "<score>1</score>" * n} if details and n % 3 else {})
         for n in range(60)
     ]
+
+
+def test_the_rows_measured_beforehand_give_the_page_the_rows_measured_in_it():
+    # The report's items file process finds each section's shared instructions and measures its rows with their texts
+    # cut to nothing (items_measured) while the sections are scored: the page's explorer then fits the same rows at
+    # the same limit.
+    records = _sixty_records(details=True)
     found = explorer.items_measured(records)
     instructions, row = explorer._item_rows(records, None)
     assert found.instructions == instructions == {"t": "Instruction.\n"}
+    assert found.n_texts == 120  # a question and a reply each
     assert [row(record, 0)[14] for record in records[:3]] == [
         {},
         {"score_block": ["", "", 16]},
@@ -803,31 +811,12 @@ def test_the_rows_measured_beforehand_give_the_page_the_rows_measured_in_it():
 def test_rows_made_elsewhere_for_the_last_records_give_the_data_made_from_every_record(budget, split):
     # The report's items file process makes the rows of a section's last records (RowsElsewhere) while this one makes
     # the first ones': the same data as every record's rows made here, also where the page holds only the first rows.
-    records = [
-        {
-            "task": "t",
-            "item_id": f"id-{n}",
-            "doc_id": n,
-            "doc_hash": "h",
-            "component": "c",
-            "gold": "A",
-            "pred": "B",
-            "outcome": "wrong",
-            "parse_step": "first",
-            "invalid_reason": None,
-            "prompt": "Instruction.\nQuestion " + "q" * (40 * n),
-            "reply": "r\u2013" * (30 * n),
-            "choices": [],
-            "extras": {},
-            "redacted": [],
-        }
-        for n in range(60)
-    ]
+    records = _sixty_records()
     found = explorer.items_measured(records)
     asked = []
 
     class Elsewhere:
-        n, n_texts = len(records) - split, 2 * (len(records) - split)
+        n = len(records) - split
 
         def ask(self, limit):
             asked.append(limit)

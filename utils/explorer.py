@@ -132,11 +132,10 @@ def text_limit(n_texts: int, budget: int) -> int:
 
 
 class RowsElsewhere(Protocol):
-    """The last ``n`` entries of an explorer (with ``n_texts`` texts), held by another process that makes their rows
-    (the report's items file's)."""
+    """The last ``n`` entries of an explorer, held by another process that makes their rows (the report's items
+    file's)."""
 
     n: int
-    n_texts: int
 
     def ask(self, limit: int) -> Callable[[], tuple[list[bytes], int]]:
         """Their rows at ``limit`` begun there; the call given back waits for them (:func:`rows_json`)."""
@@ -398,17 +397,23 @@ def _item_rows(
 
 class ItemsMeasured(NamedTuple):
     """What a section's item explorer works out from its records before the page's budget is known: the tasks'
-    shared instructions and the :func:`fixed_bytes` of its rows."""
+    shared instructions, the :func:`fixed_bytes` of its rows and the number of their texts."""
 
     instructions: dict[str, Prompt]
     fixed: int
+    n_texts: int
+
+
+def _n_texts(records: Sequence[Mapping[str, Any]]) -> int:
+    """The texts of the records' rows: a question, a reply, each choice."""
+    return sum(2 + len(record["choices"]) for record in records)
 
 
 def items_measured(records: Sequence[Mapping[str, Any]], shown_labels: ShownLabels | None = None) -> ItemsMeasured:
     """:class:`ItemsMeasured` of a section's records (:func:`items_data`'s ``measured``): made where the records are
     at hand before the page's budget is known (the report's items file is written while the sections are scored)."""
     instructions, row = _item_rows(records, shown_labels)
-    return ItemsMeasured(instructions, fixed_bytes(records, row))
+    return ItemsMeasured(instructions, fixed_bytes(records, row), _n_texts(records))
 
 
 def items_rows_json(
@@ -443,8 +448,7 @@ def items_data(
         records, elsewhere = [*records, *elsewhere.entries()], None
     instructions, row = _item_rows(records, shown_labels, None if measured is None else measured.instructions)
     shown_instructions = _shown_instructions(instructions)
-    n_texts = sum(2 + len(record["choices"]) for record in records)  # a question, a reply, each choice
-    n_texts += 0 if elsewhere is None else elsewhere.n_texts
+    n_texts = _n_texts(records) if measured is None else measured.n_texts
     budget = max(0, budget - _size(shown_instructions))
     fixed = None if measured is None else measured.fixed
     limit, rows = _fit(records, row, n_texts, budget, fixed=fixed, elsewhere=elsewhere)

@@ -142,7 +142,6 @@ class _LastRows:
     def __init__(self, process: ItemsProcess, name: str, items: tuple[ScoredItem, ...]) -> None:
         self._process, self._name, self._items = process, name, items
         self.n = len(items)
-        self.n_texts = sum(2 + len(item.choices) for item in items)  # as explorer.items_data counts a record's
 
     def ask(self, limit: int) -> Callable[[], tuple[list[bytes], int]]:
         sent = self._process.send((self._name, self._process.split[self._name], limit))
